@@ -1,0 +1,55 @@
+// The per-operation fp16 model: portable scalar fp16 arithmetic that rounds after every operation.
+//
+// It is the bit-exact reference for every kernel that accumulates in fp16, when run with the same order of
+// operations (see `lanes` below). Why each operation is exact (NUMERICS.md, "Correct rounding through f32"):
+//   * add, mul: f32 has 24 >= 2*11+2 significand bits, so computing in f32 and rounding once to fp16 gives the
+//     correctly rounded fp16 result, i.e. what a native fp16 instruction gives;
+//   * fused multiply-add comes in two flavours, because the paths differ:
+//       FmaKind::fused     a*b+c computed in f64 and rounded once to fp16: a native fp16 FMA (vfmadd...ph on
+//                          AVX512-FP16, fmla on NEON fp16);
+//       FmaKind::f32_round a*b+c fused in f32 (std::fma, itself correctly rounded), then rounded to fp16: what an
+//                          F16C path computes when it emulates fp16 accumulation (vfmadd...ps then vcvtps2ph),
+//                          as XNNPACK's f16 GEMM does on AVX2. It rounds twice, so it can differ from `fused`.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "halfmap/half.hpp"
+
+namespace halfmap {
+
+enum class FmaKind : std::uint8_t { fused, f32_round };
+
+namespace f16_model {
+
+inline f16 add(f16 a, f16 b) { return to_f16(to_f32(a) + to_f32(b)); }
+inline f16 sub(f16 a, f16 b) { return to_f16(to_f32(a) - to_f32(b)); }
+inline f16 mul(f16 a, f16 b) { return to_f16(to_f32(a) * to_f32(b)); }
+
+inline f16 fma(f16 a, f16 b, f16 c, FmaKind kind) {
+  if (kind == FmaKind::f32_round) return to_f16(std::fma(to_f32(a), to_f32(b), to_f32(c)));
+  // The product of two fp16 values is exact in f64 (22 significant bits), so std::fma and a*b+c agree; the
+  // single rounding to f64 of the sum never moves an fp16 rounding decision (NUMERICS.md).
+  return to_f16(std::fma(to_f64(a), to_f64(b), to_f64(c)));
+}
+
+/// |x| as the ordering key of max|x|: for fp16 bit patterns with the sign cleared, unsigned order is numeric
+/// order, and every NaN sorts above inf. So the integer max of the keys is exact max|x| and propagates NaN,
+/// whatever the order of the comparisons.
+constexpr std::uint16_t abs_key(f16 x) { return static_cast<std::uint16_t>(x.bits & 0x7FFFu); }
+
+/// Folds per-lane accumulators into one, halving the lane count each step: acc[j] += acc[j + w] for
+/// w = L/2, L/4, ..., 1. `acc.size()` must be a power of two. This is the one horizontal order that every
+/// fp16-accumulating kernel uses, SIMD or not.
+inline f16 fold_lanes(std::span<f16> acc) {
+  for (std::size_t w = acc.size() / 2; w >= 1; w /= 2) {
+    for (std::size_t j = 0; j < w; ++j) acc[j] = add(acc[j], acc[j + w]);
+  }
+  return acc.empty() ? f16{} : acc[0];
+}
+
+}  // namespace f16_model
+}  // namespace halfmap

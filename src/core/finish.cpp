@@ -1,0 +1,72 @@
+// Scalar finishing steps shared by every ISA's reductions, compiled without ISA flags (see
+// kernels/common/reduce.hpp), and the f16 model's reduction.
+#include <bit>
+#include <vector>
+
+#include "halfmap/f16_model.hpp"
+#include "halfmap/registry.hpp"
+#include "kernels/common/reduce.hpp"
+
+namespace halfmap {
+namespace {
+
+f16 model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma) {
+  switch (op) {
+    case Op::sum: return f16_model::add(acc, x);
+    case Op::sumsq: return f16_model::fma(x, x, acc, fma);
+    case Op::dot: return f16_model::fma(x, y, acc, fma);
+    case Op::maxabs: return f16{f16_model::abs_key(acc) > f16_model::abs_key(x) ? f16_model::abs_key(acc)
+                                                                                : f16_model::abs_key(x)};
+  }
+  return acc;
+}
+
+}  // namespace
+
+f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes, FmaKind fma) {
+  if (op == Op::maxabs) {
+    f16 m{};
+    for (std::size_t i = 0; i < n; ++i) m = model_step(op, m, x[i], f16{}, fma);
+    return m;
+  }
+  if (lanes == 0 || (lanes & (lanes - 1)) != 0) lanes = 1;  // the fold needs a power of two
+  std::vector<f16> acc(lanes);
+  for (std::size_t i = 0; i < n; ++i) {
+    f16& a = acc[i % lanes];
+    a = model_step(op, a, x[i], y != nullptr ? y[i] : f16{}, fma);
+  }
+  return f16_model::fold_lanes(acc);
+}
+
+namespace detail {
+
+float f16acc_finish(Op op, std::uint16_t* lane_bits, unsigned lanes, const std::uint16_t* x, const std::uint16_t* y,
+                    std::size_t count, FmaKind fma) {
+  // f16 is a struct holding exactly one uint16_t, so the lanes can be viewed as f16 values.
+  static_assert(sizeof(f16) == sizeof(std::uint16_t) && alignof(f16) == alignof(std::uint16_t));
+  auto* acc = reinterpret_cast<f16*>(lane_bits);
+  for (std::size_t k = 0; k < count; ++k) {
+    acc[k] = model_step(op, acc[k], f16{x[k]}, y != nullptr ? f16{y[k]} : f16{}, fma);
+  }
+  return to_f32(f16_model::fold_lanes(std::span<f16>(acc, lanes)));
+}
+
+float f32acc_finish(Mode mode, float acc) {
+  switch (mode) {
+    case Mode::f16_f32acc: return to_f32(to_f16(acc));
+    case Mode::bf16_f32acc: return to_f32(to_bf16(acc));
+    default: return acc;
+  }
+}
+
+float maxabs_from_key(DType storage, std::uint32_t key) {
+  switch (storage) {
+    case DType::f16: return to_f32(f16{static_cast<std::uint16_t>(key)});
+    case DType::bf16: return to_f32(bf16{static_cast<std::uint16_t>(key)});
+    case DType::f32: return std::bit_cast<float>(key);
+  }
+  return 0.0f;
+}
+
+}  // namespace detail
+}  // namespace halfmap
