@@ -59,7 +59,8 @@ float f16acc_reduce(const void* xv, const void* yv, std::size_t n) {
 }
 
 /// f32-accumulating reduction over xsimd batches. T supplies: Batch (xsimd::batch<float, A>), Elem (storage
-/// element), load(const Elem*) -> Batch (widening to f32), kMode. Four independent accumulators hide the FMA
+/// element), load(const Elem*) -> Batch (widening to f32), fma(a, b, c) = a*b+c fused, kMode. (fma is the
+/// traits' own because xsimd 8.1 has no fused multiply-add for avx512f: its generic fallback is x*y+z.) Four independent accumulators hide the FMA
 /// latency; the tail is widened from a zero-padded copy, so no load reads past n.
 template <class T, Op kOp>
 float f32acc_reduce(const void* xv, const void* yv, std::size_t n) {
@@ -75,9 +76,9 @@ float f32acc_reduce(const void* xv, const void* yv, std::size_t n) {
     if constexpr (kOp == Op::sum) {
       a += xb;
     } else if constexpr (kOp == Op::sumsq) {
-      a = xsimd::fma(xb, xb, a);
+      a = T::fma(xb, xb, a);
     } else {
-      a = xsimd::fma(xb, T::load(yp), a);
+      a = T::fma(xb, T::load(yp), a);
     }
   };
   std::size_t i = 0;
@@ -93,8 +94,13 @@ float f32acc_reduce(const void* xv, const void* yv, std::size_t n) {
     }
     step(acc[1], xt, yt);
   }
-  const Batch total = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  return f32acc_finish(T::kMode, xsimd::hadd(total));
+  // Horizontal sum in lane order through memory: xsimd's hadd for avx512f needs AVX512-DQ, which the avx512
+  // path does not require.
+  alignas(64) float lanes[W];
+  ((acc[0] + acc[1]) + (acc[2] + acc[3])).store_aligned(lanes);
+  float total = 0.0f;
+  for (std::size_t k = 0; k < W; ++k) total += lanes[k];
+  return f32acc_finish(T::kMode, total);
 }
 
 /// max|x| on ordering keys (bit patterns with the sign cleared; see f16_model::abs_key). Written as a plain
