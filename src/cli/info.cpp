@@ -1,0 +1,223 @@
+// `halfmap info`: what this build and this machine can run, and the conditions results are produced under:
+// the CPU and its raw feature flags, every ISA path (compiled / supported / enabled under HALFMAP_ISA), every
+// registered kernel, the floating-point environment (read, never changed) and the build. Text for people,
+// `--json` for scripts; both come from the same facts, gathered once.
+#include <algorithm>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "halfmap/cpu.hpp"
+#include "halfmap/fp_env.hpp"
+#include "halfmap/registry.hpp"
+
+namespace halfmap::cli {
+namespace {
+
+#if defined(__x86_64__)
+constexpr std::string_view kArch = "x86-64";
+constexpr bool kHostX86 = true;
+#elif defined(__aarch64__)
+constexpr std::string_view kArch = "arm64";
+constexpr bool kHostX86 = false;
+#else
+#error "halfmap supports x86-64 and arm64"
+#endif
+
+/// The raw flags of CpuFeatures, named as in the struct. `x86` says which architecture sets them; the text
+/// output lists only the host's, the JSON all of them.
+struct Flag {
+  std::string_view name;
+  bool CpuFeatures::*member;
+  bool x86;
+};
+
+constexpr Flag kFlags[] = {
+    {"avx2", &CpuFeatures::avx2, true},
+    {"fma", &CpuFeatures::fma, true},
+    {"f16c", &CpuFeatures::f16c, true},
+    {"avx512f", &CpuFeatures::avx512f, true},
+    {"avx512bw", &CpuFeatures::avx512bw, true},
+    {"avx512vl", &CpuFeatures::avx512vl, true},
+    {"avx512_bf16", &CpuFeatures::avx512_bf16, true},
+    {"avx512_fp16", &CpuFeatures::avx512_fp16, true},
+    {"asimd", &CpuFeatures::asimd, false},
+    {"fphp", &CpuFeatures::fphp, false},
+    {"asimdhp", &CpuFeatures::asimdhp, false},
+    {"asimdfhm", &CpuFeatures::asimdfhm, false},
+};
+
+/// Trims the blanks CMake leaves when CMAKE_CXX_FLAGS is empty (" -O3 -DNDEBUG").
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+std::string_view yes_no(bool b) { return b ? "yes" : "no"; }
+
+/// Why an ISA's kernels may not be called here, in a few words; empty when they may.
+std::string why_disabled(Isa isa) {
+  if (!isa_compiled(isa)) return "not compiled in";
+  if (!isa_supported(isa)) return "CPU lacks it";
+  if (!isa_enabled(isa)) {
+    const std::optional<Isa> cap = isa_cap();
+    return cap ? fmt::format("above HALFMAP_ISA={}", isa_name(*cap)) : std::string("held back by HALFMAP_ISA");
+  }
+  return {};
+}
+
+/// Only fp16-accumulating kernels have an fp16 FMA whose rounding matters (registry.hpp).
+std::optional<std::string_view> fma_name(const Kernel& k) {
+  if (k.mode != Mode::f16 && k.mode != Mode::f16_model) return std::nullopt;
+  if (k.op != Op::sumsq && k.op != Op::dot) return std::nullopt;
+  return k.fma == FmaKind::fused ? "fused" : "f32_round";
+}
+
+/// Appends one formatted line to the text output.
+struct Lines {
+  fmt::memory_buffer out;
+  template <typename... Args>
+  void operator()(fmt::format_string<Args...> f, Args&&... args) {
+    fmt::format_to(std::back_inserter(out), f, std::forward<Args>(args)...);
+    out.push_back('\n');
+  }
+};
+
+std::string format_text(const FpEnv& env) {
+  const CpuFeatures& cpu = cpu_features();
+  const std::optional<Isa> cap = isa_cap();
+  Lines line;
+
+  line("halfmap {} (git {})", HALFMAP_VERSION, HALFMAP_GIT_COMMIT);
+  line("");
+
+  std::string present, absent;
+  for (const Flag& f : kFlags) {
+    if (f.x86 != kHostX86) continue;
+    std::string& list = cpu.*f.member ? present : absent;
+    list += list.empty() ? "" : " ";
+    list += f.name;
+  }
+  line("CPU");
+  line("  model     {}", cpu.model.empty() ? "(unknown)" : cpu.model);
+  line("  arch      {}", kArch);
+  line("  has       {}", present.empty() ? "-" : present);
+  line("  lacks     {}", absent.empty() ? "-" : absent);
+  line("");
+
+  line("ISA paths (HALFMAP_ISA cap: {})", cap ? isa_name(*cap) : "none, every supported path is enabled");
+  std::size_t isa_w = 3;
+  for (Isa isa : kAllIsas) isa_w = std::max(isa_w, isa_name(isa).size());
+  // "enabled" says why not only when the other two columns do not: the path is held back by the cap.
+  auto enabled = [](Isa isa) -> std::string {
+    if (isa_enabled(isa) || !isa_compiled(isa) || !isa_supported(isa)) {
+      return std::string(yes_no(isa_enabled(isa)));
+    }
+    return "no (cap)";
+  };
+  const std::size_t enabled_w = cap ? 8 : 7;
+  line("  {:<{}}  {:<8}  {:<9}  {:<{}}  {}", "isa", isa_w, "compiled", "supported", "enabled", enabled_w,
+       "requirements");
+  for (Isa isa : kAllIsas) {
+    line("  {:<{}}  {:<8}  {:<9}  {:<{}}  {}", isa_name(isa), isa_w, yes_no(isa_compiled(isa)),
+         yes_no(isa_supported(isa)), enabled(isa), enabled_w, isa_requirements(isa));
+  }
+  line("");
+
+  const std::span<const Kernel> all = kernels();
+  std::size_t runnable = 0, name_w = 4, mode_w = 4, kisa_w = 3;
+  for (const Kernel& k : all) {
+    runnable += kernel_enabled(k) ? 1 : 0;
+    name_w = std::max(name_w, k.name.size());
+    mode_w = std::max(mode_w, mode_name(k.mode).size());
+    kisa_w = std::max(kisa_w, isa_name(k.isa).size());
+  }
+  line("Kernels ({} registered, {} can run here)", all.size(), runnable);
+  line("  {:<{}}  {:<6}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", "name", name_w, "op", "mode", mode_w, "isa",
+       kisa_w, "storage", "lanes", "fma", "runs here");
+  for (const Kernel& k : all) {
+    const std::string why = why_disabled(k.isa);
+    line("  {:<{}}  {:<6}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", k.name, name_w, op_name(k.op),
+         mode_name(k.mode), mode_w, isa_name(k.isa), kisa_w, dtype_name(k.storage), k.lanes,
+         fma_name(k).value_or("-"), kernel_enabled(k) ? std::string("yes") : fmt::format("no ({})", why));
+  }
+  line("");
+
+  line("Floating-point environment");
+  line("  {}", env.describe());
+  line("");
+
+  line("Build");
+  line("  version     {}", HALFMAP_VERSION);
+  line("  git commit  {}", HALFMAP_GIT_COMMIT);
+  line("  compiler    {}", HALFMAP_COMPILER);
+  line("  flags       {}", trim(HALFMAP_CXX_FLAGS).empty() ? "(none)" : trim(HALFMAP_CXX_FLAGS));
+  return fmt::to_string(line.out);
+}
+
+std::string format_json(const FpEnv& env) {
+  // ordered_json keeps the keys in the order they are written, which reads like the text output.
+  using json = nlohmann::ordered_json;
+  const CpuFeatures& cpu = cpu_features();
+  const std::optional<Isa> cap = isa_cap();
+
+  json j;
+  j["cpu"] = {{"model", cpu.model}, {"arch", kArch}};
+  for (const Flag& f : kFlags) j["cpu"][std::string(f.name)] = cpu.*f.member;
+
+  j["isas"] = json::array();
+  for (Isa isa : kAllIsas) {
+    j["isas"].push_back({{"name", isa_name(isa)},
+                         {"requirements", isa_requirements(isa)},
+                         {"compiled", isa_compiled(isa)},
+                         {"supported", isa_supported(isa)},
+                         {"enabled", isa_enabled(isa)}});
+  }
+
+  j["kernels"] = json::array();
+  for (const Kernel& k : kernels()) {
+    const std::optional<std::string_view> fma = fma_name(k);
+    j["kernels"].push_back({{"name", k.name},
+                            {"op", op_name(k.op)},
+                            {"mode", mode_name(k.mode)},
+                            {"isa", isa_name(k.isa)},
+                            {"storage", dtype_name(k.storage)},
+                            {"lanes", k.lanes},
+                            {"fma", fma ? json(*fma) : json(nullptr)},
+                            {"supported", kernel_enabled(k)}});
+  }
+
+  j["fp_env"] = {{"arch", env.arch}, {"ftz", env.ftz},   {"daz", env.daz},
+                 {"fz16", env.fz16}, {"raw", env.raw}, {"ieee", env.ieee()}};
+  j["isa_cap"] = cap ? json(isa_name(*cap)) : json(nullptr);
+  j["build"] = {{"version", HALFMAP_VERSION},
+                {"git_commit", HALFMAP_GIT_COMMIT},
+                {"compiler", HALFMAP_COMPILER},
+                {"flags", trim(HALFMAP_CXX_FLAGS)}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& parent) {
+  CLI::App* sub = parent.add_subcommand(
+      "info", "Show the CPU, the ISA paths and kernels this machine can run, the FP environment and the build");
+  auto json = std::make_shared<bool>(false);
+  sub->add_flag("--json", *json, "Print one JSON object instead of text");
+  return {sub, [json] {
+            // Read before formatting anything, so the report is of the state the process started in.
+            const FpEnv env = read_fp_env();
+            return write_stdout(*json ? format_json(env) : format_text(env));
+          }};
+}
+
+}  // namespace halfmap::cli
