@@ -7,7 +7,7 @@
 #   bash tools/test.sh                  all presets
 #   bash tools/test.sh release asan     only these
 #
-# Each step's full output is in build/<preset>/test-sh.log; the tests' own log in build/<preset>/Testing.
+# Each preset's full output is in build/<preset>/test-sh.log, ctest's in build/<preset>/ctest.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -24,7 +24,7 @@ fi
 summary=()
 failed=0
 
-# A step's output goes to the preset's log and, condensed, to the terminal: build and test lines as they come.
+# Runs one step with its output in the preset's log; shows the log's end only if the step fails.
 step() {
   local preset=$1 what=$2
   shift 2
@@ -72,7 +72,7 @@ for preset in "${presets[@]}"; do
     grep --line-buffered -E '\*\*\*|Not Run|Timeout|Exception' | grep --line-buffered -v '\*\*\*Skipped'
   rc=${PIPESTATUS[0]}
   cat "$ctest_log" >>"build/$preset/test-sh.log"
-  # ctest's closing lines: "N% tests passed, ...", the failed tests, "Total Test time".
+  # ctest's closing line "N% tests passed, M tests failed out of T", and the list of failed tests if any.
   result=$(grep -E 'tests passed|tests failed|No tests were found' "$ctest_log" | tail -n 1)
   if [ "$rc" -ne 0 ]; then
     failed=1
