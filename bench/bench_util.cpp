@@ -1,0 +1,91 @@
+#include "bench_util.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "halfmap/half.hpp"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace halfmap::bench {
+namespace {
+
+/// splitmix64 (Steele, Lea, Flood 2014): fast, and specified bit for bit, unlike std::uniform_real_distribution.
+struct SplitMix64 {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// A multiple of 2^-23 in [-1, 1): exact in f32 and never an f32 subnormal. Rounded to fp16, values below
+  /// 2^-14 in magnitude (about 6 in 100000) become fp16 subnormals, as real data does.
+  float uniform() {
+    const auto bits = static_cast<std::int32_t>(next() >> 40);  // 24 random bits
+    return static_cast<float>(bits - (std::int32_t{1} << 23)) * 0x1p-23f;
+  }
+};
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+std::unique_ptr<void, FreeDeleter> make_buffer(DType t, std::size_t bytes) {
+  // 2 MiB alignment lets the kernel back the big buffers with transparent huge pages, so the DRAM runs measure
+  // memory bandwidth rather than TLB misses. aligned_alloc needs the size to be a multiple of the alignment.
+  constexpr std::size_t kAlign = std::size_t{2} << 20;
+  const std::size_t alloc_bytes = (bytes + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, alloc_bytes);
+  if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes >= kAlign) madvise(p, alloc_bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+  SplitMix64 rng{kSeed};
+  switch (t) {
+    case DType::f32: {
+      auto* x = static_cast<float*>(p);
+      for (std::size_t i = 0; i < bytes / sizeof(float); ++i) x[i] = rng.uniform();
+      break;
+    }
+    case DType::f16: {
+      auto* x = static_cast<f16*>(p);
+      for (std::size_t i = 0; i < bytes / sizeof(f16); ++i) x[i] = to_f16(rng.uniform());
+      break;
+    }
+    case DType::bf16: {
+      auto* x = static_cast<bf16*>(p);
+      for (std::size_t i = 0; i < bytes / sizeof(bf16); ++i) x[i] = to_bf16(rng.uniform());
+      break;
+    }
+  }
+  return std::unique_ptr<void, FreeDeleter>(p);
+}
+
+}  // namespace
+
+const void* input_buffer(DType t, const Level& level) {
+  static std::map<std::pair<DType, std::size_t>, std::unique_ptr<void, FreeDeleter>> cache;
+  auto& slot = cache[{t, level.bytes}];
+  if (!slot) slot = make_buffer(t, level.bytes);
+  return slot.get();
+}
+
+std::string skip_reason(const Kernel& k) {
+  if (kernel_enabled(k)) return {};
+  const std::string_view isa = isa_name(k.isa);
+  const std::string_view needs = isa_requirements(k.isa);
+  if (!isa_compiled(k.isa)) return fmt::format("ISA {} not compiled into this build (needs {})", isa, needs);
+  if (!isa_supported(k.isa)) return fmt::format("ISA {} not supported by this CPU (needs {})", isa, needs);
+  const auto cap = isa_cap();
+  return fmt::format("ISA {} disabled by HALFMAP_ISA={} (needs {})", isa, cap ? isa_name(*cap) : "?", needs);
+}
+
+}  // namespace halfmap::bench

@@ -1,0 +1,65 @@
+// Shared pieces of halfmap_bench: the named sizes, the deterministic inputs and the buffers that hold them.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "halfmap/registry.hpp"
+
+namespace halfmap::bench {
+
+/// A memory level a benchmark is sized for. Every kernel at a level reads the same number of bytes per call,
+/// whatever its storage type and operation (dot reads two arrays of bytes/2 each), so bytes/s compare directly
+/// across kernels; elements/s then differ by the element size (fp16 and bf16 runs process twice the elements of
+/// f32 runs). The sizes are fixed, not derived from the host's caches, so names mean the same on every machine;
+/// they are chosen for Zen 4 (L1d 32 KiB, L2 1 MiB per core, L3 32 MiB shared): half of L1d, half of L2, and
+/// eight times L3.
+struct Level {
+  std::string_view name;
+  std::size_t bytes;  // bytes read per kernel call
+};
+
+inline constexpr std::array<Level, 3> kLevels = {{
+    {"l1", std::size_t{16} << 10},
+    {"l2", std::size_t{512} << 10},
+    {"dram", std::size_t{256} << 20},
+}};
+
+/// Elements per input array for kernel `k` at `level`.
+inline std::size_t elements_for(const Kernel& k, const Level& level) {
+  const std::size_t streams = k.op == Op::dot ? 2 : 1;
+  return level.bytes / (dtype_size(k.storage) * streams);
+}
+
+/// The seed of every input. Fixed, so that every run (and every machine) times the same values.
+inline constexpr std::uint64_t kSeed = 0x5EED'4A1F'2024'0001ull;
+
+/// A description of the inputs, for the benchmark context.
+inline constexpr std::string_view kInputDescription =
+    "uniform in [-1, 1) (multiples of 2^-23, splitmix64 seed 0x5EED4A1F20240001), rounded to the kernel's "
+    "storage type; dot reads x and y as the two halves of one buffer";
+
+/// A buffer of `level.bytes` bytes of inputs of storage type `t`, generated on first request and kept until the
+/// program exits (at most 3 storage types x (16 KiB + 512 KiB + 256 MiB), about 770 MiB). Every level holds the
+/// same leading values: a smaller level's buffer is a prefix of a larger one's. A dot kernel reads x from the
+/// first half and y from the second half. Not thread-safe: benchmarks run one at a time.
+const void* input_buffer(DType t, const Level& level);
+
+/// Why kernel `k` cannot run here ("avx512fp16 not enabled: ..."), or empty when it can.
+std::string skip_reason(const Kernel& k);
+
+/// True for the kernels bench_reduce.cpp times: ops sum, sumsq, maxabs and dot, which carry a ReduceFn. (Named
+/// apart from halfmap::is_reduction, which newer registry headers declare, so that argument-dependent lookup
+/// never finds two candidates.)
+constexpr bool times_as_reduction(const Kernel& k) {
+  return (k.op == Op::sum || k.op == Op::sumsq || k.op == Op::maxabs || k.op == Op::dot) && k.reduce != nullptr;
+}
+
+/// Registers reduce/<kernel>/<level> for every reduction kernel in the registry (bench_reduce.cpp).
+void register_reduce_benchmarks();
+
+}  // namespace halfmap::bench

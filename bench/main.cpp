@@ -1,0 +1,117 @@
+// halfmap_bench: Google Benchmark over the kernel registry, with the machine facts a result needs in its context.
+//
+//   halfmap_bench [--benchmark_filter=REGEX] [--benchmark_out=FILE --benchmark_out_format=json] [...]
+//
+// Unless --benchmark_min_time is given, each benchmark runs for at least 0.1 s (not the library's 0.5 s), so
+// that the reduce suite (3 sizes of every reduction kernel) stays within minutes. The floating-point
+// environment is only read, never changed: flush-to-zero and denormals-are-zero stay off.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "bench_util.hpp"
+#include "halfmap/cpu.hpp"
+#include "halfmap/fp_env.hpp"
+
+namespace {
+
+constexpr const char* kDefaultMinTime = "--benchmark_min_time=0.1";
+
+std::string cpu_feature_list(const halfmap::CpuFeatures& f) {
+  const std::pair<bool, std::string_view> all[] = {
+      {f.avx2, "avx2"},       {f.fma, "fma"},           {f.f16c, "f16c"},
+      {f.avx512f, "avx512f"}, {f.avx512bw, "avx512bw"}, {f.avx512vl, "avx512vl"},
+      {f.avx512_bf16, "avx512_bf16"}, {f.avx512_fp16, "avx512_fp16"},
+      {f.asimd, "asimd"},     {f.fphp, "fphp"},         {f.asimdhp, "asimdhp"},    {f.asimdfhm, "asimdfhm"},
+  };
+  std::string out;
+  for (const auto& [has, name] : all) {
+    if (!has) continue;
+    out += out.empty() ? "" : " ";
+    out += name;
+  }
+  return out.empty() ? "none" : out;
+}
+
+/// The ISAs for which `pred` holds, comma-separated.
+template <class Pred>
+std::string isa_list(Pred pred) {
+  std::string out;
+  for (halfmap::Isa isa : halfmap::kAllIsas) {
+    if (!pred(isa)) continue;
+    out += out.empty() ? "" : ",";
+    out += halfmap::isa_name(isa);
+  }
+  return out;
+}
+
+void add_context(std::string_view min_time) {
+  using benchmark::AddCustomContext;
+  AddCustomContext("halfmap_version", HALFMAP_VERSION);
+  AddCustomContext("halfmap_git_commit", HALFMAP_GIT_COMMIT);
+  AddCustomContext("halfmap_compiler", HALFMAP_COMPILER);
+  std::string_view flags = HALFMAP_CXX_FLAGS;  // CMAKE_CXX_FLAGS + the build type's; often starts with a space
+  while (flags.starts_with(' ')) flags.remove_prefix(1);
+  AddCustomContext("halfmap_cxx_flags", std::string(flags));
+  const halfmap::CpuFeatures& f = halfmap::cpu_features();
+  AddCustomContext("cpu_model", f.model.empty() ? "unknown" : f.model);
+  AddCustomContext("cpu_features", cpu_feature_list(f));
+  AddCustomContext("isa_compiled", isa_list(halfmap::isa_compiled));
+  AddCustomContext("isa_supported", isa_list([](halfmap::Isa i) {
+                     return halfmap::isa_compiled(i) && halfmap::isa_supported(i);
+                   }));
+  AddCustomContext("isa_enabled", isa_list(halfmap::isa_enabled));
+  const char* cap = std::getenv("HALFMAP_ISA");
+  AddCustomContext("halfmap_isa_cap", cap != nullptr && *cap != '\0' ? cap : "unset");
+  const halfmap::FpEnv env = halfmap::read_fp_env();
+  AddCustomContext("fp_env", env.describe());
+  std::string levels;
+  for (const auto& level : halfmap::bench::kLevels) {
+    levels += fmt::format("{}{}={} bytes", levels.empty() ? "" : ", ", level.name, level.bytes);
+  }
+  AddCustomContext("bench_levels", levels + " read per call (dot: half from x, half from y)");
+  AddCustomContext("bench_inputs", std::string(halfmap::bench::kInputDescription));
+  // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)
+  AddCustomContext("bench_min_time", std::string(min_time.substr(min_time.find('=') + 1)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (const std::string err = halfmap::isa_cap_error(); !err.empty()) {
+    std::fprintf(stderr, "halfmap_bench: %s\n", err.c_str());
+    return 2;
+  }
+  const halfmap::FpEnv env = halfmap::read_fp_env();
+  if (!env.ieee()) {
+    // Inherited from whoever started us; halfmap never sets it. Timings of subnormal-heavy inputs would lie.
+    std::fprintf(stderr, "halfmap_bench: warning: running with flushing on: %s\n", env.describe().c_str());
+  }
+
+  std::vector<char*> args(argv, argv + argc);
+  std::string default_min_time = kDefaultMinTime;
+  std::string_view min_time;  // the last --benchmark_min_time wins, as in the library's own parsing
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]).starts_with("--benchmark_min_time")) min_time = argv[i];
+  }
+  if (min_time.empty()) {
+    args.insert(args.begin() + (argc > 0 ? 1 : 0), default_min_time.data());
+    min_time = default_min_time;
+  }
+  int args_count = static_cast<int>(args.size());
+  args.push_back(nullptr);
+
+  benchmark::Initialize(&args_count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
+  add_context(min_time);
+  halfmap::bench::register_reduce_benchmarks();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,252 @@
+// CPU detection, the ISA chain and the HALFMAP_ISA cap, the floating-point environment, and the registry's own
+// invariants. Nothing here hard-codes this machine: the tests assert consistency between what is detected, what
+// is compiled and what may run.
+//
+// The cap is read once per process, so its behaviour is tested by running this binary again under different
+// HALFMAP_ISA values (tests/CMakeLists.txt adds those CTest entries); HalfmapIsaCap below checks whatever value
+// the current process was started with.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "halfmap/cpu.hpp"
+#include "halfmap/fp_env.hpp"
+#include "halfmap/registry.hpp"
+#include "test_util.hpp"
+
+namespace halfmap {
+namespace {
+
+bool is_x86_isa(Isa isa) {
+  return isa == Isa::avx2 || isa == Isa::avx512 || isa == Isa::avx512bf16 || isa == Isa::avx512fp16;
+}
+bool is_arm_isa(Isa isa) { return isa == Isa::neon || isa == Isa::neonfp16; }
+
+#if defined(__x86_64__)
+constexpr bool kX86 = true;
+#elif defined(__aarch64__)
+constexpr bool kX86 = false;
+#endif
+
+/// The ISAs a cap admits, written out from the chains in cpu.hpp (independently of cpu.cpp's ranks):
+/// x86 ref < avx2 < avx512 < {avx512bf16, avx512fp16} (siblings: a cap at one excludes the other);
+/// arm64 ref < neon < neonfp16.
+std::set<Isa> admitted_by(Isa cap) {
+  switch (cap) {
+    case Isa::ref: return {Isa::ref};
+    case Isa::avx2: return {Isa::ref, Isa::avx2};
+    case Isa::avx512: return {Isa::ref, Isa::avx2, Isa::avx512};
+    case Isa::avx512bf16: return {Isa::ref, Isa::avx2, Isa::avx512, Isa::avx512bf16};
+    case Isa::avx512fp16: return {Isa::ref, Isa::avx2, Isa::avx512, Isa::avx512fp16};
+    case Isa::neon: return {Isa::ref, Isa::neon};
+    case Isa::neonfp16: return {Isa::ref, Isa::neon, Isa::neonfp16};
+  }
+  return {};
+}
+
+TEST(Isa, NamesRoundTripAndAreDistinct) {
+  std::set<std::string_view> names;
+  for (Isa isa : kAllIsas) {
+    const std::string_view name = isa_name(isa);
+    EXPECT_FALSE(name.empty());
+    EXPECT_TRUE(names.insert(name).second) << "duplicate ISA name " << name;
+    const auto parsed = parse_isa(name);
+    ASSERT_TRUE(parsed.has_value()) << name;
+    EXPECT_EQ(*parsed, isa) << name;
+    EXPECT_FALSE(isa_requirements(isa).empty()) << name;
+  }
+  EXPECT_EQ(names.size(), kAllIsas.size());
+  EXPECT_FALSE(parse_isa("").has_value());
+  EXPECT_FALSE(parse_isa("bogus").has_value());
+  EXPECT_FALSE(parse_isa("AVX2").has_value());  // names are exact, lower case
+  EXPECT_FALSE(parse_isa("avx2 ").has_value());
+}
+
+TEST(Isa, RefIsAlwaysCompiledSupportedAndEnabled) {
+  EXPECT_TRUE(isa_compiled(Isa::ref));
+  EXPECT_TRUE(isa_supported(Isa::ref));
+  EXPECT_TRUE(isa_enabled(Isa::ref));  // whatever HALFMAP_ISA says, even if it is invalid
+}
+
+TEST(Isa, OtherArchitectureIsNeitherCompiledNorSupported) {
+  for (Isa isa : kAllIsas) {
+    if (kX86 ? is_arm_isa(isa) : is_x86_isa(isa)) {
+      EXPECT_FALSE(isa_compiled(isa)) << isa_name(isa);
+      EXPECT_FALSE(isa_supported(isa)) << isa_name(isa);
+      EXPECT_FALSE(isa_enabled(isa)) << isa_name(isa);
+    }
+  }
+}
+
+TEST(Isa, EnabledImpliesCompiledAndSupported) {
+  for (Isa isa : kAllIsas) {
+    if (isa_enabled(isa)) {
+      EXPECT_TRUE(isa_compiled(isa)) << isa_name(isa);
+      EXPECT_TRUE(isa_supported(isa)) << isa_name(isa);
+    }
+  }
+}
+
+TEST(Isa, SupportFollowsTheChain) {
+  if (isa_supported(Isa::avx512)) {
+    EXPECT_TRUE(isa_supported(Isa::avx2));
+  }
+  if (isa_supported(Isa::avx512bf16)) {
+    EXPECT_TRUE(isa_supported(Isa::avx512));
+  }
+  if (isa_supported(Isa::avx512fp16)) {
+    EXPECT_TRUE(isa_supported(Isa::avx512));
+  }
+  if (isa_supported(Isa::neonfp16)) {
+    EXPECT_TRUE(isa_supported(Isa::neon));
+  }
+}
+
+TEST(Isa, SupportAgreesWithCpuFeatures) {
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(&f, &cpu_features()) << "detected once and cached";
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+  if (kX86) {
+    EXPECT_EQ(isa_supported(Isa::avx2), avx2);
+    EXPECT_EQ(isa_supported(Isa::avx512), avx512);
+    EXPECT_EQ(isa_supported(Isa::avx512bf16), avx512 && f.avx512_bf16);
+    EXPECT_EQ(isa_supported(Isa::avx512fp16), avx512 && f.avx512_fp16);
+    EXPECT_FALSE(f.asimd || f.fphp || f.asimdhp || f.asimdfhm) << "arm64 features on x86";
+  } else {
+    EXPECT_TRUE(f.asimd) << "every arm64 CPU Linux runs on has Advanced SIMD";
+    EXPECT_TRUE(isa_supported(Isa::neon));
+    EXPECT_EQ(isa_supported(Isa::neonfp16), f.asimd && f.fphp && f.asimdhp);
+    EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx512_bf16 || f.avx512_fp16)
+        << "x86 features on arm64";
+  }
+  EXPECT_FALSE(f.model.empty());
+  RecordProperty("cpu_model", f.model);
+}
+
+// Every ISA folder that exists in the source tree and belongs to this architecture is compiled (CMake globs the
+// folders), and every kernel's ISA is compiled.
+TEST(Isa, EveryKernelIsaIsCompiledForThisArchitecture) {
+  for (const Kernel& k : kernels()) {
+    EXPECT_TRUE(isa_compiled(k.isa)) << k.name;
+    EXPECT_TRUE(k.isa == Isa::ref || (kX86 ? is_x86_isa(k.isa) : is_arm_isa(k.isa))) << k.name;
+  }
+}
+
+TEST(HalfmapIsaCap, EnabledIsExactlyCompiledSupportedAndAdmitted) {
+  const char* env = std::getenv("HALFMAP_ISA");
+  const std::string value = env != nullptr ? env : "";
+  RecordProperty("HALFMAP_ISA", value);
+  const std::optional<Isa> parsed = parse_isa(value);
+  const bool valid = value.empty() ||
+                     (parsed && (*parsed == Isa::ref || (kX86 ? is_x86_isa(*parsed) : is_arm_isa(*parsed))));
+  SCOPED_TRACE("HALFMAP_ISA=" + value);
+  if (value.empty()) {
+    EXPECT_FALSE(isa_cap().has_value());
+    EXPECT_TRUE(isa_cap_error().empty());
+  } else if (valid) {
+    ASSERT_TRUE(isa_cap().has_value());
+    EXPECT_EQ(*isa_cap(), *parsed);
+    EXPECT_TRUE(isa_cap_error().empty()) << isa_cap_error();
+  } else {
+    EXPECT_FALSE(isa_cap().has_value());
+    const std::string err = isa_cap_error();
+    EXPECT_NE(err.find(value), std::string::npos) << "the error should name the bad value: " << err;
+    EXPECT_NE(err.find("ref"), std::string::npos) << "the error should list the valid names: " << err;
+    EXPECT_EQ(err.back(), '.') << "one sentence: " << err;
+  }
+  for (Isa isa : kAllIsas) {
+    bool admitted = true;
+    if (!value.empty()) admitted = valid ? admitted_by(*parsed).count(isa) > 0 : isa == Isa::ref;
+    EXPECT_EQ(isa_enabled(isa), isa_compiled(isa) && isa_supported(isa) && admitted) << isa_name(isa);
+  }
+  for (const Kernel& k : kernels()) {
+    EXPECT_EQ(kernel_enabled(k), isa_enabled(k.isa)) << k.name;
+  }
+}
+
+TEST(FpEnv, HalfmapNeverFlushes) {
+  const FpEnv env = read_fp_env();
+  EXPECT_TRUE(env.ieee()) << env.describe();
+  EXPECT_FALSE(env.ftz);
+  EXPECT_FALSE(env.daz);
+  EXPECT_FALSE(env.fz16);
+  EXPECT_EQ(env.arch, kX86 ? "x86-64" : "arm64");
+  EXPECT_NE(env.describe().find("IEEE"), std::string::npos) << env.describe();
+  // Running every enabled kernel must not change the environment either (halfmap only reads it).
+  std::vector<unsigned char> zeros(4 * 256, 0);
+  for (const Kernel& k : kernels()) {
+    if (kernel_enabled(k) && test::is_reduction_kernel(k)) (void)k.reduce(zeros.data(), zeros.data(), 256);
+  }
+  EXPECT_EQ(read_fp_env().raw, env.raw);
+}
+
+// ---- the registry's own invariants ---------------------------------------------------------------------------
+
+TEST(Registry, NamesAreUniqueAndFollowTheConvention) {
+  std::set<std::string_view> names;
+  for (const Kernel& k : kernels()) {
+    EXPECT_TRUE(names.insert(k.name).second) << "duplicate kernel " << k.name;
+    EXPECT_EQ(find_kernel(k.name), &k) << k.name;
+    // <storage>[_<acc>acc]_<op>__<isa>
+    const std::string_view n = k.name;
+    const auto sep = n.find("__");
+    ASSERT_NE(sep, std::string_view::npos) << k.name;
+    EXPECT_EQ(n.substr(sep + 2), isa_name(k.isa)) << k.name;
+    EXPECT_EQ(n.rfind("__"), sep) << "one ISA separator: " << k.name;
+    const std::string head(n.substr(0, sep));
+    EXPECT_EQ(head.substr(0, dtype_name(k.storage).size()), dtype_name(k.storage)) << k.name;
+    std::string op_suffix = "_";
+    op_suffix += op_name(k.op);
+    ASSERT_GE(head.size(), op_suffix.size()) << k.name;
+    EXPECT_EQ(head.substr(head.size() - op_suffix.size()), op_suffix) << k.name;
+    const bool f32acc_name = head.find("_f32acc_") != std::string::npos;
+    EXPECT_EQ(f32acc_name, k.mode == Mode::f16_f32acc || k.mode == Mode::bf16_f32acc) << k.name;
+  }
+  EXPECT_EQ(find_kernel("no_such_kernel__ref"), nullptr);
+}
+
+TEST(Registry, ModesMatchStorageAndLanes) {
+  for (const Kernel& k : kernels()) {
+    SCOPED_TRACE(std::string(k.name));
+    if (test::is_reduction_kernel(k)) {
+      EXPECT_NE(k.reduce, nullptr);
+    }
+    switch (k.mode) {
+      case Mode::f32: EXPECT_EQ(k.storage, DType::f32); break;
+      case Mode::f16_f32acc:
+      case Mode::f16:
+      case Mode::f16_model: EXPECT_EQ(k.storage, DType::f16); break;
+      case Mode::bf16_f32acc: EXPECT_EQ(k.storage, DType::bf16); break;
+    }
+    EXPECT_GE(k.lanes, 1u);
+    EXPECT_EQ(k.lanes & (k.lanes - 1), 0u) << "lanes must be a power of two to fold: " << k.lanes;
+    EXPECT_EQ(dtype_size(k.storage), k.storage == DType::f32 ? 4u : 2u);
+    if (k.mode == Mode::f32 || k.mode == Mode::f16_f32acc || k.mode == Mode::bf16_f32acc || k.op == Op::maxabs) {
+      continue;  // lanes and fma describe the order of fp16 accumulation only
+    }
+    if (k.isa == Isa::ref) {
+      EXPECT_EQ(k.lanes, 1u) << "the scalar model is strictly sequential";
+    }
+  }
+}
+
+// The reference path covers every operation in every mode except native f16, which is SIMD only; so every SIMD
+// kernel has a scalar counterpart of the same operation and storage.
+TEST(Registry, RefCoversEveryOpAndStorage) {
+  for (Op op : {Op::sum, Op::sumsq, Op::maxabs, Op::dot}) {
+    for (Mode mode : {Mode::f32, Mode::f16_f32acc, Mode::f16_model, Mode::bf16_f32acc}) {
+      const bool found = std::any_of(kernels().begin(), kernels().end(), [&](const Kernel& k) {
+        return k.isa == Isa::ref && k.op == op && k.mode == mode;
+      });
+      EXPECT_TRUE(found) << op_name(op) << " in mode " << mode_name(mode);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace halfmap

@@ -1,0 +1,28 @@
+// Hardware conversions that the exhaustive tests compare half.hpp with. Each lives in a source file compiled with
+// exactly the ISA flags it needs (tests/CMakeLists.txt) and containing nothing but intrinsics: no halfmap or
+// GoogleTest inline function is instantiated there, so the linker cannot pick an ISA-flagged copy of a shared
+// inline function for the rest of the test binary (the same reason src/kernels/common/reduce.hpp keeps its
+// scalar steps out of line). Callers check cpu_features() before calling.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace halfmap::test::hw {
+
+#if defined(__x86_64__)
+/// F16C vcvtps2ph (round to nearest even, immediate rounding) of the f32 bit patterns first .. first+count-1;
+/// count is a multiple of 8 and first + count - 1 must not wrap.
+void f16c_narrow_range(std::uint32_t first, std::size_t count, std::uint16_t* out);
+/// F16C vcvtph2ps of every fp16 pattern 0 .. 65535 into out[65536] (as f32 bit patterns).
+void f16c_widen_all(std::uint32_t* out);
+/// AVX512-BF16 vcvtneps2bf16 of the f32 bit patterns first .. first+count-1; count is a multiple of 16.
+void avx512bf16_narrow_range(std::uint32_t first, std::size_t count, std::uint16_t* out);
+#elif defined(__aarch64__)
+/// arm64 fcvtn (vcvt_f16_f32; FPCR rounding, nearest even by default) of count f32 bit patterns (count % 4 == 0).
+void neon_narrow(const std::uint32_t* patterns, std::size_t count, std::uint16_t* out);
+/// arm64 fcvtl (vcvt_f32_f16) of every fp16 pattern 0 .. 65535 into out[65536] (as f32 bit patterns).
+void neon_widen_all(std::uint32_t* out);
+#endif
+
+}  // namespace halfmap::test::hw

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The main job (see README.md): installs what is missing, builds the release preset, shows `halfmap info`, and
+# writes this machine's results into results/<machine>/:
+#   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
+#   bench_reduce.json  halfmap_bench's reduce/ benchmarks (Google Benchmark JSON)
+#   reductions.md    the same as tables, by tools/bench_table.py
+# <machine> is a slug of the CPU architecture and model (e.g. x86-64-amd-epyc-zen4), so reruns on one machine
+# replace its results and other machines' results stay beside them. Every file is written to a temporary name
+# and renamed when complete: an interrupted run leaves the previous results intact.
+#
+# The job is a list of steps (main at the bottom); each later stage (the sweep) is one more step function.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PRESET=release
+BUILD=build/$PRESET
+HALFMAP=$BUILD/halfmap
+BENCH=$BUILD/bench/halfmap_bench
+
+MACHINE=""  # set by step_info
+OUT=""      # results/$MACHINE
+
+say() { echo "main.sh: $*"; }
+
+# Temporary files in progress; removed if the job stops before renaming them.
+temps=()
+cleanup() { [ ${#temps[@]} -eq 0 ] || rm -f "${temps[@]}"; }
+trap cleanup EXIT
+
+# Prints a fresh temporary path next to $1 (same file system, so the rename is atomic).
+temp_for() {
+  local t
+  t=$(mktemp "$(dirname "$1")/.$(basename "$1").XXXXXX")
+  temps+=("$t")
+  echo "$t"
+}
+
+# Renames temp file $1 to $2, readable by all (mktemp creates 0600).
+publish() {
+  chmod 644 "$1"
+  mv -f "$1" "$2"
+}
+
+# The results/ folder name of this machine, from `halfmap info --json` (cpu.arch + cpu.model). On AMD the Zen
+# generation is appended (from /proc/cpuinfo's family and model), since virtual machines often report a bare
+# "AMD EPYC". Stable: the same machine always gets the same name.
+machine_slug() {
+  python3 - "$1" <<'PY'
+import json, re, sys
+info = json.load(open(sys.argv[1]))
+cpu = info.get("cpu", {})
+arch = cpu.get("arch") or info.get("fp_env", {}).get("arch") or "unknown-arch"
+model = cpu.get("model") or ""
+m = model.lower()
+m = re.sub(r"\((r|tm)\)", " ", m)
+m = re.sub(r"@.*$", " ", m)                              # "@ 2.40GHz"
+m = re.sub(r"\b(\d+-core|processor|cpu|with radeon.*)\b", " ", m)
+m = re.sub(r"\b(implementer|part)\b", " ", m)           # arm64: "arm64 (implementer 0x41, part 0xd0c)"
+words = [w for w in re.split(r"[^a-z0-9.]+", m) if w and w != "?"]
+if words and words[0] == arch.lower():
+    words = words[1:]
+vendor, family, mnum = "", None, None
+try:
+    for line in open("/proc/cpuinfo"):
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "vendor_id" and not vendor: vendor = value
+        elif key == "cpu family" and family is None: family = int(value)
+        elif key == "model" and mnum is None and value.isdigit(): mnum = int(value)
+except OSError:
+    pass
+if vendor == "AuthenticAMD" and family is not None and mnum is not None:
+    zen = None
+    if family == 0x17: zen = "zen" if mnum < 0x30 else "zen2"
+    elif family == 0x19: zen = "zen4" if (0x10 <= mnum <= 0x1F or 0x60 <= mnum <= 0x7F or 0xA0 <= mnum <= 0xAF) else "zen3"
+    elif family == 0x1A: zen = "zen5"
+    if zen and zen not in words: words.append(zen)
+slug = "-".join([arch.lower()] + (words or ["unknown"]))
+print(re.sub(r"[^a-z0-9]+", "-", slug).strip("-"))
+PY
+}
+
+step_setup() {
+  bash tools/setup.sh
+}
+
+step_build() {
+  say "building preset $PRESET"
+  cmake --preset "$PRESET" >/dev/null
+  cmake --build --preset "$PRESET"
+}
+
+step_info() {
+  "$HALFMAP" info
+  mkdir -p results
+  local tmp
+  tmp=$(temp_for results/info.json)
+  "$HALFMAP" info --json >"$tmp"
+  MACHINE=$(machine_slug "$tmp")
+  OUT=results/$MACHINE
+  mkdir -p "$OUT"
+  publish "$tmp" "$OUT/info.json"
+  say "results go to $OUT/"
+}
+
+step_bench_reduce() {
+  if [ ! -x "$BENCH" ]; then
+    say "SKIPPED the reduction benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
+    return 0
+  fi
+  local json=$OUT/bench_reduce.json tmp
+  tmp=$(temp_for "$json")
+  say "running the reduction benchmarks ($BENCH --benchmark_filter=^reduce/)"
+  "$BENCH" --benchmark_filter='^reduce/' --benchmark_out="$tmp" --benchmark_out_format=json
+  publish "$tmp" "$json"
+  python3 tools/bench_table.py "$json" --info "$OUT/info.json" --machine "$MACHINE" --out "$OUT/reductions.md"
+  say "wrote $json and $OUT/reductions.md"
+}
+
+main() {
+  step_setup
+  step_build
+  step_info
+  step_bench_reduce
+  say "done: results in $OUT/"
+}
+
+main "$@"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that halfmap's build, tests and main job need, and only those that are
+# missing: a second run installs nothing and needs no network. Runs apt as root directly, otherwise with sudo.
+# Adds the arm64 architecture for the cross build's libraries (the `arm64` preset).
+set -euo pipefail
+
+native_packages=(
+  cmake g++ ninja-build pkg-config git python3 binutils
+  libxsimd-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# The cross build (on a host that is not arm64): Debian's cross compiler, qemu to run its tests, and the arm64
+# libraries it links (multiarch, /usr/lib/aarch64-linux-gnu). libgmock-dev is listed because GTest's CMake
+# config references the gmock libraries.
+cross_packages=(g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64 libgmock-dev:arm64 libfmt-dev:arm64
+                libbenchmark-dev:arm64)
+
+export DEBIAN_FRONTEND=noninteractive
+native_arch=$(dpkg --print-architecture)
+
+if [ "$(id -u)" -eq 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo DEBIAN_FRONTEND=noninteractive)
+else
+  echo "setup.sh: packages must be installed, but this is not root and sudo is missing; run it as root." >&2
+  exit 1
+fi
+
+# True if the package is installed for the wanted architecture: the one after ':', otherwise the native one (or
+# 'all'). A plain dpkg-query name would also match the arm64 copy of a Multi-Arch: same package.
+installed() {
+  local name=${1%%:*} arch=${1#*:}
+  [ "$arch" != "$1" ] || arch="$native_arch|all"
+  local status
+  status=$(dpkg-query -W -f='${Status} ${Architecture}\n' "$name" 2>/dev/null) || return 1
+  grep -Eq "^install ok installed ($arch)\$" <<<"$status"
+}
+
+# Runs an apt/dpkg command with its chatter in a log; shows the log only when the command fails.
+quiet() {
+  local log
+  log=$(mktemp)
+  if ! "${as_root[@]}" "$@" >"$log" 2>&1; then
+    echo "setup.sh: failed: $*" >&2
+    tail -n 40 "$log" >&2
+    rm -f "$log"
+    return 1
+  fi
+  rm -f "$log"
+}
+
+if [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
+  echo "setup.sh: adding the arm64 architecture (dpkg --add-architecture arm64)"
+  quiet dpkg --add-architecture arm64
+fi
+
+wanted=("${native_packages[@]}")
+[ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
+missing=()
+for p in "${wanted[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup.sh: all packages present"
+  exit 0
+fi
+
+echo "setup.sh: installing ${missing[*]}"
+quiet apt-get update -q
+# One transaction: apt keeps the native and :arm64 copies of a Multi-Arch: same package at one version (it
+# upgrades an installed twin when needed).
+quiet apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup.sh: done"
