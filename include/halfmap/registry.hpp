@@ -12,7 +12,16 @@
 
 namespace halfmap {
 
-enum class Op { sum, sumsq, maxabs, dot };
+enum class Op {
+  sum, sumsq, maxabs, dot,   // reductions (ReduceFn)
+  dense_fwd,                 // Y = act(X·W + b) (DenseFn)
+  dense_bwd,                 // dX = dY·Wᵀ, dW = Xᵀ·dY, db = Σ_rows dY (DenseBwdFn)
+  mse,                       // squared loss and its gradient (LossFn)
+  softmax,                   // row-wise softmax, stable: max subtracted before exp (SoftmaxFn)
+  softmax_naive,             // row-wise softmax without the max subtraction (SoftmaxFn)
+  xent,                      // softmax cross-entropy loss and its gradient (XentFn)
+};
+constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot; }
 /// Precision modes of NUMERICS.md.
 enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc };
 enum class DType { f32, f16, bf16 };
@@ -31,6 +40,111 @@ std::size_t dtype_size(DType t);
 /// max|x| is exact in every mode and returns NaN if any input is NaN. Inputs need no alignment.
 using ReduceFn = float (*)(const void* x, const void* y, std::size_t n);
 
+enum class Act { identity, relu };
+
+/// Dense forward: Y (m×n) = act(X (m×k) · W (k×n) + b (n)), all row-major in the kernel's storage type, any
+/// sizes from 1 up; `b` may be null (no bias). Outputs are computed in the mode's arithmetic and rounded once to
+/// the storage type (f32-accumulating modes), or rounded after every operation (f16 modes: acc = fma(x, w, acc)
+/// over k in order from +0, then acc + b, then act). relu(x) = x < 0 ? 0 : x, so a NaN passes through.
+struct DenseArgs {
+  std::size_t m, n, k;
+  const void* x;
+  const void* w;
+  const void* b;
+  void* y;
+  Act act;
+};
+using DenseFn = void (*)(const DenseArgs&);
+
+/// Dense backward for the same shapes: dX (m×k) = dY·Wᵀ, dW (k×n) = Xᵀ·dY, db (n) = Σ_rows dY. dY (m×n) is
+/// already masked by act's derivative. Any of dx, dw, db may be null to skip it. Same rounding rules as forward
+/// (f16 modes: each output accumulates over its inner index in order, from +0).
+struct DenseBwdArgs {
+  std::size_t m, n, k;
+  const void* x;
+  const void* w;
+  const void* dy;
+  void* dx;
+  void* dw;
+  void* db;
+};
+using DenseBwdFn = void (*)(const DenseBwdArgs&);
+
+// ---- losses and softmax ------------------------------------------------------------------------------------
+// Common rules of the mse, softmax and xent kernels (src/kernels/common/nn.hpp implements them):
+//   * Modes f32, f16_f32acc, bf16_f32acc ("f32-acc"): inputs are widened exactly to f32, everything is computed
+//     in f32 and each output is rounded once to the storage type (round to nearest even; the avx512bf16 path
+//     writes its arrays with vcvtneps2bf16, which flushes f32-subnormal results to zero, see
+//     reduce_avx512bf16.cpp).
+//     Sums run in any order: these kernels are checked against a float64 computation within a tolerance.
+//   * Modes f16 and f16_model ("f16 modes"): every operation is rounded to fp16, as listed per op below. fp16
+//     sums use the kernel's `lanes` order (element i into lane i % lanes from +0, then f16_model::fold_lanes),
+//     and every fp16 multiply-add is the kernel's `fma`. They are bit-exact to the f16_model_* functions below
+//     run with the kernel's `lanes` and `fma`. Every NaN they write (or return) is the canonical quiet NaN
+//     (fp16 0x7E00, returned as f32 0x7FC00000), so outputs can be compared bit for bit on any CPU.
+//   * exp is halfmap's exp_f32 (include/halfmap/math.hpp) in every mode and on every path; the fp16 exp is
+//     exp_f16(t) = to_f16(exp_f32(to_f32(t))). log is the C library's logf.
+//   * Inputs need no alignment; nothing is read or written past the arrays. Outputs must not overlap inputs,
+//     except softmax's y, which may be x itself (in place).
+
+/// Squared loss over n predictions p and targets y (storage type): returns L = mean((p - y)²) and, if dp is not
+/// null, writes dp = c·(p - y) with c = (2·loss_scale)/float(n) computed in f32, so fp16 gradients overflow or
+/// flush exactly as in training.
+///   f32-acc modes: d = p - y in f32, Σ d² in f32 (any order), L = Σ/n in f32 rounded once to the storage type
+///     and returned widened; dp = round(c·d), c·d in f32.
+///   f16 modes: d = to_f16(p - y); acc = fma(d, d, acc) in fp16 (lanes order, the kernel's fma);
+///     L = to_f16(to_f32(acc)/float(n)); dp = to_f16(c·to_f32(d)). So the elementwise square overflows from
+///     |p - y| = 256 (256² = 65536 rounds to inf) and not at 255.875 (65472).
+/// n = 0 returns NaN (the mean of nothing: 0/0) and writes nothing.
+struct LossArgs {
+  std::size_t n;
+  const void* p;
+  const void* y;
+  float loss_scale;
+  void* dp;
+};
+using LossFn = float (*)(const LossArgs&);
+
+/// Row-wise softmax of x (rows × cols, row-major) into y, both in the storage type; y may equal x.
+///   stable (Op::softmax): m = max_j x_j (exact; NaN if the row holds a NaN), e_j = exp(x_j - m).
+///   naive (Op::softmax_naive): e_j = exp(x_j), no max subtraction.
+///   then s = Σ_j e_j and y_j = e_j / s.
+///   f32-acc modes: x_j - m, exp, the sum (any order) and the division in f32; y rounded once to storage.
+///   f16 modes: t_j = to_f16(x_j - m) (stable) or x_j (naive); e_j = exp_f16(t_j), an fp16 value; s = Σ e_j
+///     in fp16 (lanes order, from +0); y_j = to_f16(to_f32(e_j)/to_f32(s)), the correctly rounded fp16 quotient.
+///     Naive fp16 softmax overflows from an input of 11.09375 (exp = inf, so s = inf and y is NaN where e = inf
+///     and 0 elsewhere); the stable one stays finite.
+/// A NaN anywhere in a row makes the whole row NaN (stable: m is NaN; naive: s is NaN). A row holding +inf
+/// gives NaN in the stable softmax (inf - inf); a row of only -inf gives NaN in both (0/0 or -inf - -inf).
+struct SoftmaxArgs {
+  std::size_t rows, cols;
+  const void* x;
+  void* y;
+};
+using SoftmaxFn = void (*)(const SoftmaxArgs&);
+
+/// Softmax cross-entropy over rows × cols logits with one label per row: p = the stable softmax of the row in
+/// the kernel's mode (exactly what Op::softmax of the same mode and path writes), stored in the storage type
+/// (into `probs` if not null). Then, with the STORED probabilities p (widened exactly):
+///   loss_r = -logf(p[label_r]) in f32; f16 modes round it to fp16. A probability stored as 0 gives +inf: an
+///     fp16 (or bf16) underflow that training would really see.
+///   L = mean over rows: f32-acc modes Σ loss_r in f32 (row order) / float(rows) in f32, rounded once to the
+///     storage type; f16 modes fp16 adds in row order from +0, then to_f16(to_f32(Σ)/float(rows)). Returned
+///     widened to f32; rows = 0 returns NaN.
+///   dlogits (if not null) = c·(p - onehot(label)) with c = loss_scale/float(rows) in f32: f32-acc modes
+///     round(c·(p - onehot)) computed in f32; f16 modes d = to_f16(p - onehot) first, then to_f16(c·to_f32(d)).
+/// Labels must be in [0, cols) and cols ≥ 1: the kernels do not check (an out-of-range label reads and writes
+/// out of bounds); the sweep and the CLI validate them.
+struct XentArgs {
+  std::size_t rows, cols;
+  const void* logits;
+  const std::int32_t* labels;
+  float loss_scale;
+  void* probs;
+  void* dlogits;
+};
+using XentFn = float (*)(const XentArgs&);
+
 struct Kernel {
   std::string_view name;
   Op op;
@@ -42,7 +156,12 @@ struct Kernel {
   unsigned lanes;
   /// Which fused multiply-add the kernel computes (fp16-accumulating kernels only).
   FmaKind fma;
-  ReduceFn reduce;
+  ReduceFn reduce = nullptr;      // ops sum, sumsq, maxabs, dot
+  DenseFn dense = nullptr;        // op dense_fwd
+  DenseBwdFn dense_bwd = nullptr; // op dense_bwd
+  LossFn loss = nullptr;          // op mse
+  SoftmaxFn softmax = nullptr;    // ops softmax, softmax_naive
+  XentFn xent = nullptr;          // op xent
 };
 
 /// Every kernel compiled into this build, whether or not this CPU can run it.
@@ -54,5 +173,17 @@ inline bool kernel_enabled(const Kernel& k) { return isa_enabled(k.isa); }
 
 /// The f16 model run with a kernel's order of operations: the bit-exact reference for modes f16 and f16_model.
 f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes, FmaKind fma);
+
+/// The f16 model of the dense layer (fp16 storage, every operation rounded; see DenseArgs): the bit-exact
+/// reference for dense kernels in modes f16 and f16_model.
+void f16_model_dense_fwd(const DenseArgs& args, FmaKind fma);
+void f16_model_dense_bwd(const DenseBwdArgs& args, FmaKind fma);
+
+/// The f16 models of the losses and softmax (fp16 storage, every operation rounded; see LossArgs, SoftmaxArgs,
+/// XentArgs): the bit-exact references for mse, softmax and xent kernels in modes f16 and f16_model, run with a
+/// kernel's `lanes` (a power of two; anything else is treated as 1) and, for mse, its `fma`.
+float f16_model_mse(const LossArgs& args, unsigned lanes, FmaKind fma);
+void f16_model_softmax(const SoftmaxArgs& args, bool stable, unsigned lanes);
+float f16_model_xent(const XentArgs& args, unsigned lanes);
 
 }  // namespace halfmap

@@ -12,6 +12,12 @@ std::string_view op_name(Op op) {
     case Op::sumsq: return "sumsq";
     case Op::maxabs: return "maxabs";
     case Op::dot: return "dot";
+    case Op::dense_fwd: return "dense_fwd";
+    case Op::dense_bwd: return "dense_bwd";
+    case Op::mse: return "mse";
+    case Op::softmax: return "softmax";
+    case Op::softmax_naive: return "softmax_naive";
+    case Op::xent: return "xent";
   }
   return "?";
 }
@@ -42,24 +48,38 @@ std::span<const Kernel> kernels() {
   static const std::vector<Kernel> all = [] {
     std::vector<Kernel> v;
     auto add = [&v](std::span<const Kernel> t) { v.insert(v.end(), t.begin(), t.end()); };
-    add(tables::ref());
+    add(tables::reduce_ref());
+    add(tables::dense_ref());
+    add(tables::nn_ref());
 #if defined(HALFMAP_WITH_AVX2)
-    add(tables::avx2());
+    add(tables::reduce_avx2());
+    add(tables::dense_avx2());
+    add(tables::nn_avx2());
 #endif
 #if defined(HALFMAP_WITH_AVX512)
-    add(tables::avx512());
+    add(tables::reduce_avx512());
+    add(tables::dense_avx512());
+    add(tables::nn_avx512());
 #endif
 #if defined(HALFMAP_WITH_AVX512BF16)
-    add(tables::avx512bf16());
+    add(tables::reduce_avx512bf16());
+    add(tables::dense_avx512bf16());
+    add(tables::nn_avx512bf16());
 #endif
 #if defined(HALFMAP_WITH_AVX512FP16)
-    add(tables::avx512fp16());
+    add(tables::reduce_avx512fp16());
+    add(tables::dense_avx512fp16());
+    add(tables::nn_avx512fp16());
 #endif
 #if defined(HALFMAP_WITH_NEON)
-    add(tables::neon());
+    add(tables::reduce_neon());
+    add(tables::dense_neon());
+    add(tables::nn_neon());
 #endif
 #if defined(HALFMAP_WITH_NEONFP16)
-    add(tables::neonfp16());
+    add(tables::reduce_neonfp16());
+    add(tables::dense_neonfp16());
+    add(tables::nn_neonfp16());
 #endif
     return v;
   }();

@@ -82,6 +82,6 @@ const Kernel kAvx2[] = {
 
 }  // namespace
 
-std::span<const Kernel> tables::avx2() { return kAvx2; }
+std::span<const Kernel> tables::reduce_avx2() { return kAvx2; }
 
 }  // namespace halfmap

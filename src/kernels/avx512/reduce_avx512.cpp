@@ -83,6 +83,6 @@ const Kernel kAvx512[] = {
 
 }  // namespace
 
-std::span<const Kernel> tables::avx512() { return kAvx512; }
+std::span<const Kernel> tables::reduce_avx512() { return kAvx512; }
 
 }  // namespace halfmap

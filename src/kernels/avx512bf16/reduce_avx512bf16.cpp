@@ -57,6 +57,6 @@ const Kernel kAvx512Bf16[] = {
 
 }  // namespace
 
-std::span<const Kernel> tables::avx512bf16() { return kAvx512Bf16; }
+std::span<const Kernel> tables::reduce_avx512bf16() { return kAvx512Bf16; }
 
 }  // namespace halfmap

@@ -40,6 +40,6 @@ const Kernel kAvx512Fp16[] = {
 
 }  // namespace
 
-std::span<const Kernel> tables::avx512fp16() { return kAvx512Fp16; }
+std::span<const Kernel> tables::reduce_avx512fp16() { return kAvx512Fp16; }
 
 }  // namespace halfmap

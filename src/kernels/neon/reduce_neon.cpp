@@ -51,6 +51,6 @@ const Kernel kNeon[] = {
 
 }  // namespace
 
-std::span<const Kernel> tables::neon() { return kNeon; }
+std::span<const Kernel> tables::reduce_neon() { return kNeon; }
 
 }  // namespace halfmap

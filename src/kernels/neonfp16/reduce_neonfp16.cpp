@@ -40,6 +40,6 @@ const Kernel kNeonFp16[] = {
 
 }  // namespace
 
-std::span<const Kernel> tables::neonfp16() { return kNeonFp16; }
+std::span<const Kernel> tables::reduce_neonfp16() { return kNeonFp16; }
 
 }  // namespace halfmap

@@ -79,6 +79,6 @@ const Kernel kRef[] = {
 
 }  // namespace
 
-std::span<const Kernel> tables::ref() { return kRef; }
+std::span<const Kernel> tables::reduce_ref() { return kRef; }
 
 }  // namespace halfmap

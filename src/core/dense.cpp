@@ -1,0 +1,107 @@
+// Scalar parts of the dense layer shared by every ISA (compiled without ISA flags; see kernels/common/gemm.hpp)
+// and the f16 model of the dense layer.
+#include <vector>
+
+#include "halfmap/f16_model.hpp"
+#include "halfmap/registry.hpp"
+#include "kernels/common/gemm.hpp"
+
+namespace halfmap {
+namespace {
+
+f16 relu(f16 v, Act act) {
+  // x < 0 ? 0 : x: -0 and NaN pass through unchanged, as in the frameworks.
+  const bool negative = (v.bits & 0x8000u) != 0 && (v.bits & 0x7FFFu) != 0 && (v.bits & 0x7FFFu) <= 0x7C00u;
+  return act == Act::relu && negative ? f16{} : v;
+}
+
+const f16* as_f16(const void* p) { return static_cast<const f16*>(p); }
+f16* as_f16(void* p) { return static_cast<f16*>(p); }
+
+/// out (rows × cols) = A · B with A(i,p) = a[i*a_rs + p*a_cs], B(p,j) = b[p*b_rs + j*b_cs]; every output
+/// accumulates over p in order from +0, one rounded fma per step.
+void model_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const f16* a, std::size_t a_rs,
+                std::size_t a_cs, const f16* b, std::size_t b_rs, std::size_t b_cs, f16* out, FmaKind fma) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t j = 0; j < cols; ++j) {
+      f16 acc{};
+      for (std::size_t p = 0; p < inner; ++p) acc = f16_model::fma(a[i * a_rs + p * a_cs], b[p * b_rs + j * b_cs], acc, fma);
+      out[i * cols + j] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+void f16_model_dense_fwd(const DenseArgs& d, FmaKind fma) {
+  std::vector<f16> acc(d.m * d.n);
+  model_gemm(d.m, d.n, d.k, as_f16(d.x), d.k, 1, as_f16(d.w), d.n, 1, acc.data(), fma);
+  detail::f16_dense_epilogue(reinterpret_cast<const std::uint16_t*>(acc.data()), d.m, d.n,
+                             static_cast<const std::uint16_t*>(d.b), d.act, static_cast<std::uint16_t*>(d.y));
+}
+
+void f16_model_dense_bwd(const DenseBwdArgs& d, FmaKind fma) {
+  if (d.dx != nullptr) model_gemm(d.m, d.k, d.n, as_f16(d.dy), d.n, 1, as_f16(d.w), 1, d.n, as_f16(d.dx), fma);
+  if (d.dw != nullptr) model_gemm(d.k, d.n, d.m, as_f16(d.x), 1, d.k, as_f16(d.dy), d.n, 1, as_f16(d.dw), fma);
+  if (d.db != nullptr) detail::dense_bias_grad(Mode::f16_model, DType::f16, d.dy, d.m, d.n, d.db);
+}
+
+namespace detail {
+
+void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, const std::uint16_t* b, Act act,
+                        std::uint16_t* out) {
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      f16 v{acc[i * n + j]};
+      if (b != nullptr) v = f16_model::add(v, f16{b[j]});
+      out[i * n + j] = relu(v, act).bits;
+    }
+  }
+}
+
+void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, void* db) {
+  if (mode == Mode::f16 || mode == Mode::f16_model) {
+    for (std::size_t j = 0; j < n; ++j) {
+      f16 acc{};
+      for (std::size_t i = 0; i < m; ++i) acc = f16_model::add(acc, as_f16(dy)[i * n + j]);
+      as_f16(db)[j] = acc;
+    }
+    return;
+  }
+  std::vector<float> row(n), acc(n, 0.0f);
+  for (std::size_t i = 0; i < m; ++i) {
+    const char* base = static_cast<const char*>(dy) + i * n * dtype_size(storage);
+    widen_to_f32(storage, base, row.data(), n);
+    for (std::size_t j = 0; j < n; ++j) acc[j] += row[j];
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    switch (storage) {
+      case DType::f32: static_cast<float*>(db)[j] = acc[j]; break;
+      case DType::f16: static_cast<f16*>(db)[j] = to_f16(acc[j]); break;
+      case DType::bf16: static_cast<bf16*>(db)[j] = to_bf16(acc[j]); break;
+    }
+  }
+}
+
+void widen_to_f32(DType t, const void* src, float* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (t) {
+      case DType::f32: dst[i] = static_cast<const float*>(src)[i]; break;
+      case DType::f16: dst[i] = to_f32(static_cast<const f16*>(src)[i]); break;
+      case DType::bf16: dst[i] = to_f32(static_cast<const bf16*>(src)[i]); break;
+    }
+  }
+}
+
+void narrow_from_f32(DType t, const float* src, void* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (t) {
+      case DType::f32: static_cast<float*>(dst)[i] = src[i]; break;
+      case DType::f16: static_cast<f16*>(dst)[i] = to_f16(src[i]); break;
+      case DType::bf16: static_cast<bf16*>(dst)[i] = to_bf16(src[i]); break;
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace halfmap
