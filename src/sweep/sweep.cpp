@@ -478,7 +478,7 @@ class Runner {
     c.log2_s = log2_s;
     c.s = det::exp2(log2_s);
     unit_ready_ = false;
-    bool first_found = false;
+    bool first_found = false, first_given = false;
     for (std::size_t r = 0; r < inputs_.size(); ++r) {
       Input& in = inputs_[r];
       Tensor& t = in.tensor;
@@ -497,6 +497,12 @@ class Runner {
           first_found = true;
           set_first(c, "input", t.name, i, st);
         }
+        // An input that was already NaN or inf before storage comes first, as its status does (data_nonfinite
+        // before data_overflow).
+        if (!first_given && !std::isfinite(v)) {
+          first_given = true;
+          set_first(c, "input", t.name, i, st);
+        }
       }
     }
     forward(c);
@@ -511,6 +517,7 @@ class Runner {
       c.fwd_value = out_.val[0];
       c.fwd_oracle = oracle_[0];
     }
+    first_found = first_found || first_given;
     if (!first_found) {
       for (std::size_t i = 0; i < out_.size(); ++i) {
         if (!std::isfinite(out_.val[i])) {
