@@ -350,7 +350,7 @@ std::string csv_rows(const Options& opts, const ItemResult& item) {
   const Experiment& e = opts.experiments[item.experiment];
   const std::string prefix =
       fmt::format("{},{},{},{},{},{},{},", e.fwd.name, op_name(e.fwd.op), mode_name(e.fwd.mode), isa_name(e.fwd.isa),
-                  dtype_name(e.fwd.storage), e.bwd ? e.bwd->name : std::string_view(), dist_name(item.dist));
+                  dtype_name(e.fwd.storage), e.bwd ? e.bwd->name : std::string_view("none"), dist_name(item.dist));
   const bool grad = e.has_gradient();
   fmt::memory_buffer out;
   for (const Cell& c : item.cells) {
@@ -369,7 +369,7 @@ std::string csv_rows(const Options& opts, const ItemResult& item) {
       fmt::format_to(o, ",,,,,");
     }
     if (c.first_stage.empty()) {
-      fmt::format_to(o, ",,,\n");
+      fmt::format_to(o, "none,none,,\n");  // text columns never empty, so pandas reads them as text throughout
     } else {
       fmt::format_to(o, "{},{},{},{}\n", c.first_stage, c.first_tensor, c.first_index, num(c.first_value));
     }
