@@ -1,6 +1,6 @@
 # `halfmap sweep --shard K/N` + `halfmap merge` give cells.csv and thresholds.json byte-identical to one run, and
 # `--plant-nan` is reported as data (status data_nonfinite, stage input, its index) in every cell.
-#   -DEXE=<halfmap> -DEMULATOR=<a|b|c, may be empty> -DWORK=<scratch folder>
+#   -DEXE=<halfmap> -DEMULATOR=<a|b|c, may be empty> -DWORK=<scratch folder> -DTHREADS=<threads of the single run>
 cmake_policy(VERSION 3.25)
 string(REPLACE "|" ";" emulator "${EMULATOR}")
 file(REMOVE_RECURSE "${WORK}")
@@ -15,7 +15,7 @@ function(run_ok)
   endif()
 endfunction()
 
-run_ok(sweep ${common} --threads 2 --out ${WORK}/single)
+run_ok(sweep ${common} --threads ${THREADS} --out ${WORK}/single)
 run_ok(sweep ${common} --threads 1 --shard 2/2 --out ${WORK}/s2)
 run_ok(sweep ${common} --threads 1 --shard 1/2 --out ${WORK}/s1)
 run_ok(merge ${WORK}/s2 ${WORK}/s1 --out ${WORK}/merged)
@@ -27,7 +27,7 @@ foreach(f cells.csv thresholds.json thresholds.md)
 endforeach()
 run_ok(compare ${WORK}/single ${WORK}/merged --out ${WORK}/compare.md)
 
-run_ok(sweep ${common} --plant-nan 2 --out ${WORK}/nan)
+run_ok(sweep ${common} --threads 1 --plant-nan 2 --out ${WORK}/nan)
 file(STRINGS ${WORK}/nan/cells.csv rows)
 list(POP_FRONT rows header)
 list(LENGTH rows count)

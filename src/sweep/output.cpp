@@ -552,7 +552,9 @@ std::string compare(const std::vector<std::string>& dirs, const std::string& out
     if (const auto meta = read_file(d + "/meta.json")) {
       try {
         const json m = json::parse(*meta);
-        if (m.contains("cpu")) s.label += fmt::format(" ({})", m["cpu"]["model"].get<std::string>());
+        // A merged folder's meta.json lists its shards' (the first one names the machine).
+        const json& one = m.contains("merged_from") && !m["merged_from"].empty() ? m["merged_from"][0] : m;
+        if (one.contains("cpu")) s.label += fmt::format(" ({})", one["cpu"]["model"].get<std::string>());
       } catch (const std::exception&) {
       }
     }
