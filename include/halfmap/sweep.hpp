@@ -114,7 +114,7 @@ struct Cell {
   // optimization: the gradients (dense: dX, dW, db; mse: dp; xent: dlogits)
   std::size_t grad_count = 0, grad_nonfinite = 0, grad_oracle_nonzero = 0, grad_zero = 0, grad_subnormal = 0;
   // the first non-finite value in data-flow order
-  std::string first_stage, first_tensor;  // empty when everything is finite
+  std::string_view first_stage, first_tensor;  // static names; empty when everything is finite
   std::size_t first_index = 0;
   double first_value = 0;
 };

@@ -305,7 +305,7 @@ inline double load(DType t, const void* buf, std::size_t i) {
 
 /// A tensor in the kernel's storage type, with its stored values widened (exactly) to f64 for the oracles.
 struct Tensor {
-  std::string name;
+  const char* name = "";  // a literal: cells keep a view of it
   DType type = DType::f32;
   std::vector<std::uint32_t> raw;  // room for size elements of any storage type, 4-byte aligned
   std::vector<double> val;
