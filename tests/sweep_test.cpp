@@ -261,14 +261,30 @@ TEST(SweepDeterminism, CsvRowsHaveTheHeadersColumns) {
 
 // ---- tolerances: s = 1 is ok everywhere with the default sizes -----------------------------------------------
 
+/// At s = 1 a forward may really overflow in fp16 where the op's values are large by nature: the naive softmax of
+/// lognormal inputs (the largest is about e^3.5 = 33, and exp(33) > 65504), or the fp16-accumulated squared error of
+/// two lognormal draws (sum of d^2 near 4096 * 2e^2 = 60500, at fp16's limit). Those are compute boundaries, not
+/// tolerances: they are allowed (and printed), everything else must be `ok`.
+bool may_overflow_at_unit_scale(const Experiment& e, Dist d) {
+  const bool fp16_arith = e.fwd.mode == Mode::f16 || e.fwd.mode == Mode::f16_model;
+  return d == Dist::lognormal && fp16_arith && (e.fwd.op == Op::softmax_naive || e.fwd.op == Op::mse);
+}
+
 TEST(SweepTolerance, UnitScaleIsOkOnEveryPathWithDefaultSizes) {
   Options o;  // default sizes
   std::map<Mode, double> worst;
   for (const Experiment& e : plan_experiments({}, {})) {
     for (Dist d : kAllDists) {
       const Cell c = evaluate_cell(o, e, d, 0.0, std::nullopt);
-      EXPECT_EQ(c.status, Status::ok) << e.fwd.name << " " << dist_name(d) << ": rel. error " << c.fwd_rel_err
-                                      << ", tolerance " << forward_tolerance(e.fwd.mode) << ", zeros " << c.fwd_zero;
+      if (c.status == Status::fwd_overflow && may_overflow_at_unit_scale(e, d)) {
+        std::printf("%s, %s inputs: overflows at s = 1 (%s[%zu]), a real compute boundary\n",
+                    std::string(e.fwd.name).c_str(), std::string(dist_name(d)).c_str(),
+                    std::string(c.first_tensor).c_str(), c.first_index);
+        continue;
+      }
+      EXPECT_EQ(c.status, Status::ok) << e.fwd.name << " " << dist_name(d) << ": " << status_name(c.status)
+                                      << ", rel. error " << c.fwd_rel_err << ", tolerance "
+                                      << forward_tolerance(e.fwd.mode) << ", zeros " << c.fwd_zero;
       worst[e.fwd.mode] = std::max(worst[e.fwd.mode], c.fwd_rel_err);
     }
   }
@@ -564,6 +580,142 @@ TEST(SweepAnalytic, PlantedNanIsDataWithItsIndex) {
       EXPECT_EQ(c.first_stage, "input") << e.fwd.name;
       EXPECT_EQ(c.first_index, 3u) << e.fwd.name;
       EXPECT_TRUE(std::isnan(c.first_value)) << e.fwd.name;
+    }
+  }
+}
+
+// ---- stand-ins for the loss and softmax kernels ------------------------------------------------------------------
+// Until the registry has mse, softmax, softmax_naive and xent kernels (another branch), these scalar stand-ins,
+// written from registry.hpp's contracts, run the sweep's experiments for those ops, so that its side (inputs,
+// oracles, gradients, thresholds) is tested now. The tests above over the registry take over once they exist.
+
+const f16* h(const void* p) { return static_cast<const f16*>(p); }
+f16* h(void* p) { return static_cast<f16*>(p); }
+
+/// fp16 model of mse: d = p - y and acc = fma(d, d, acc) in fp16 (fused), loss = acc / n rounded once; dp =
+/// c (p - y) with c = 2 S / n in f32, rounded once.
+float standin_f16_mse(const LossArgs& a) {
+  f16 acc{};
+  for (std::size_t i = 0; i < a.n; ++i) {
+    const f16 d = f16_model::sub(h(a.p)[i], h(a.y)[i]);
+    acc = f16_model::fma(d, d, acc, FmaKind::fused);
+  }
+  if (a.dp != nullptr) {
+    const float c = 2.0f * a.loss_scale / float(a.n);
+    for (std::size_t i = 0; i < a.n; ++i) h(a.dp)[i] = to_f16(c * (to_f32(h(a.p)[i]) - to_f32(h(a.y)[i])));
+  }
+  return to_f32(to_f16(to_f32(acc) / float(a.n)));
+}
+
+/// fp16 model of softmax, every operation rounded; `naive` skips the max subtraction.
+template <bool kNaive>
+void standin_f16_softmax(const SoftmaxArgs& a) {
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    const f16* x = h(a.x) + r * a.cols;
+    f16* y = h(a.y) + r * a.cols;
+    f16 mx{0xFC00};  // -inf
+    if (!kNaive) {
+      for (std::size_t j = 0; j < a.cols; ++j) mx = to_f32(x[j]) > to_f32(mx) ? x[j] : mx;
+    }
+    f16 sum{};
+    for (std::size_t j = 0; j < a.cols; ++j) {
+      y[j] = to_f16(std::exp(to_f32(kNaive ? x[j] : f16_model::sub(x[j], mx))));
+      sum = f16_model::add(sum, y[j]);
+    }
+    for (std::size_t j = 0; j < a.cols; ++j) y[j] = to_f16(to_f32(y[j]) / to_f32(sum));
+  }
+}
+
+/// f32 xent on f32 storage.
+float standin_f32_xent(const XentArgs& a) {
+  const auto* x = static_cast<const float*>(a.logits);
+  double loss = 0;
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    float mx = -INFINITY, sum = 0;
+    for (std::size_t j = 0; j < a.cols; ++j) mx = std::max(mx, x[r * a.cols + j]);
+    for (std::size_t j = 0; j < a.cols; ++j) sum += std::exp(x[r * a.cols + j] - mx);
+    loss += double(mx + std::log(sum) - x[r * a.cols + std::size_t(a.labels[r])]);
+    if (a.dlogits != nullptr) {
+      for (std::size_t j = 0; j < a.cols; ++j) {
+        const float p = std::exp(x[r * a.cols + j] - mx) / sum;
+        static_cast<float*>(a.dlogits)[r * a.cols + j] =
+            a.loss_scale * (p - (std::size_t(a.labels[r]) == j ? 1.0f : 0.0f)) / float(a.rows);
+      }
+    }
+  }
+  return float(loss / double(a.rows));
+}
+
+Experiment standin(std::string_view name, Op op, Mode mode, DType t) {
+  Kernel k{name, op, mode, Isa::ref, t, 1, FmaKind::fused};
+  if (op == Op::mse) k.loss = standin_f16_mse;
+  if (op == Op::softmax) k.softmax = standin_f16_softmax<false>;
+  if (op == Op::softmax_naive) k.softmax = standin_f16_softmax<true>;
+  if (op == Op::xent) k.xent = standin_f32_xent;
+  return Experiment{k, std::nullopt};
+}
+
+TEST(SweepStandIns, MseOverflowsAtDifference256) {
+  Options o = small_options();
+  o.sizes.n = 16;
+  o.s_grid = {0, 12, 0.5};
+  std::vector<double> p(16, 0.0), y(16, 0.0);
+  p[3] = 1.0;
+  o.base_override = {p, y};
+  const Thresholds t = thresholds_of(o, standin("f16_mse__standin", Op::mse, Mode::f16_model, DType::f16));
+  ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found);
+  EXPECT_LE(std::fabs(t.s_overflow.log2 - 8.0), 0x1p-10) << t.s_overflow.text;
+  // Its gradient: dp = 2 S (p - y)/n flushes where |2 S d / n| <= 2^-25; at s = 1 (d = 1, n = 16): S <= 2^-22.
+  Options g = o;
+  g.S_grid = {-30, -10, 1};
+  const Thresholds tg = thresholds_of(g, standin("f16_mse__standin", Op::mse, Mode::f16_model, DType::f16));
+  ASSERT_EQ(tg.windows.size(), kWindowLog2s.size());
+  ASSERT_EQ(tg.windows[2].S_min.kind, Bound::Kind::found) << tg.windows[2].S_min.text;
+  EXPECT_LE(std::fabs(tg.windows[2].S_min.log2 - -22.0), 0x1p-10) << tg.windows[2].S_min.text;
+}
+
+TEST(SweepStandIns, NaiveSoftmaxOverflowsAtExpLimitStableDoesNot) {
+  Options o = small_options();
+  o.s_grid = {-4, 20, 0.5};
+  std::vector<double> x(o.sizes.softmax_rows * o.sizes.softmax_cols, -1.0);
+  x[5] = 1.0;
+  o.base_override = {x};
+  const Thresholds t =
+      thresholds_of(o, standin("f16_softmax_naive__standin", Op::softmax_naive, Mode::f16_model, DType::f16));
+  ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found);
+  EXPECT_EQ(to_f16(t.s_overflow.value).bits, to_f16(11.09375f).bits) << t.s_overflow.text;
+  EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.bracket_lo))), 11.09375f);
+  const Thresholds st = thresholds_of(o, standin("f16_softmax__standin", Op::softmax, Mode::f16_model, DType::f16));
+  ASSERT_EQ(st.storage_overflow.kind, Bound::Kind::found);
+  ASSERT_EQ(st.s_overflow.kind, Bound::Kind::found) << "inputs overflow the storage on this grid";
+  EXPECT_GE(st.s_overflow.log2, st.storage_overflow.log2) << st.s_overflow.text;
+}
+
+TEST(SweepStandIns, LossOpsRunDeterministicallyAndReportPlantedNans) {
+  Options o = small_options();
+  o.experiments = {standin("f16_mse__standin", Op::mse, Mode::f16_model, DType::f16),
+                   standin("f16_softmax_naive__standin", Op::softmax_naive, Mode::f16_model, DType::f16),
+                   standin("f32_xent__standin", Op::xent, Mode::f32, DType::f32)};
+  o.threads = kThreads;
+  const Result a = run(o), b = run(o);
+  ASSERT_EQ(a.items.size(), b.items.size());
+  for (std::size_t i = 0; i < a.items.size(); ++i) EXPECT_EQ(csv_rows(o, a.items[i]), csv_rows(o, b.items[i]));
+  // s = 1 is ok for the stand-ins too (they follow the modes' arithmetic), but for real overflows.
+  for (const Experiment& e : o.experiments) {
+    Options d;  // default sizes
+    for (Dist dist : kAllDists) {
+      const Cell c = evaluate_cell(d, e, dist, 0.0, std::nullopt);
+      if (c.status == Status::fwd_overflow && may_overflow_at_unit_scale(e, dist)) continue;
+      EXPECT_EQ(c.status, Status::ok) << e.fwd.name << " " << dist_name(dist) << " " << status_name(c.status);
+    }
+  }
+  o.plant_nan = 1;
+  o.s_grid = {-8, 24, 8};
+  for (const ItemResult& it : run(o).items) {
+    for (const Cell& c : it.cells) {
+      EXPECT_EQ(c.status, Status::data_nonfinite);
+      EXPECT_EQ(c.first_index, 1u);
+      EXPECT_EQ(c.first_stage, "input");
     }
   }
 }
