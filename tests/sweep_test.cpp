@@ -20,11 +20,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
@@ -49,10 +52,24 @@ std::string read_all(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+/// Scratch folders, removed when the test program ends.
+std::vector<std::string>& scratch() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+struct RemoveScratch : ::testing::Environment {
+  void TearDown() override {
+    for (const std::string& d : scratch()) std::filesystem::remove_all(d);
+  }
+};
+[[maybe_unused]] const ::testing::Environment* const kRemoveScratch =
+    ::testing::AddGlobalTestEnvironment(new RemoveScratch);
+
 std::string temp_dir() {
   const char* base = std::getenv("TMPDIR");
   std::string t = std::string(base != nullptr ? base : "/tmp") + "/halfmap_sweep_test.XXXXXX";
   if (::mkdtemp(t.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+  scratch().push_back(t);
   return t;
 }
 
@@ -240,6 +257,29 @@ TEST(SweepDeterminism, ShardsMergeIntoTheSingleRun) {
   EXPECT_NE(merge({shards[0], shards[0], shards[1]}, none), "");
   EXPECT_NE(merge({single}, none), "");
   EXPECT_NE(::access(none.c_str(), F_OK), 0) << "a failed merge must write nothing";
+}
+
+TEST(SweepDeterminism, CompareMarksPathsThatDisagree) {
+  Options o = small_options();
+  o.experiments = plan_experiments({"sum"}, {"f16_f32acc"});
+  o.dists = {Dist::normal};
+  const std::string a = temp_dir(), b = temp_dir();
+  write_outputs(a, o, run(o), false);
+  write_outputs(b, o, run(o), false);
+  const std::string same = temp_dir() + "/same.md";
+  ASSERT_EQ(compare({a, b}, same), "");
+  EXPECT_NE(read_all(same).find("\n0 group(s) of paths that should agree do not."), std::string::npos);
+  // Machine b's first path overflows a little later: its row must be marked.
+  auto doc = nlohmann::ordered_json::parse(read_all(b + "/thresholds.json"));
+  auto& ov = doc["results"][0]["s_overflow"];
+  ASSERT_EQ(ov["kind"], "found");
+  ov["log2"] = ov["log2"].get<double>() + 0.01;
+  write_file_atomic(b + "/thresholds.json", doc.dump(2));
+  const std::string diff = temp_dir() + "/diff.md";
+  ASSERT_EQ(compare({a, b}, diff), "");
+  EXPECT_NE(read_all(diff).find("\n1 group(s) of paths that should agree do not."), std::string::npos);
+  EXPECT_NE(read_all(diff).find("**≠ s_overflow**"), std::string::npos);
+  EXPECT_NE(compare({a + "/no-such"}, diff), "");
 }
 
 TEST(SweepDeterminism, CsvRowsHaveTheHeadersColumns) {
