@@ -406,6 +406,8 @@ void write_outputs(const std::string& dir, const Options& opts, const Result& re
   write_file_atomic(dir + "/thresholds.json", th);
   write_file_atomic(dir + "/thresholds.md", thresholds_markdown(json::parse(th)));
   write_file_atomic(dir + "/meta.json", meta_json(opts, result, sharded).dump(2) + "\n");
+  // A complete run in a folder that once held a shard: the old manifest no longer describes these files.
+  if (!sharded) std::remove((dir + "/shard.json").c_str());
 }
 
 // ---- merge ---------------------------------------------------------------------------------------------------------
