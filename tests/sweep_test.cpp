@@ -341,7 +341,9 @@ TEST(SweepAgreement, F16F32AccThresholdsAreTheSameOnEveryIsa) {
   o.s_grid = {-28, 20, 0.5};
   o.S_grid = {0, 32, 1};
   o.sizes.n = 4096;
-  o.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "dense_fwd"}, {"f16_f32acc"});
+  // Not softmax, softmax_naive, xent: their exp is an approximation whose last f32 bits may differ per ISA, so
+  // where exp overflows in f32 may move (halfmap compare shows it; it is not a rounding-once property).
+  o.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "dense_fwd", "mse"}, {"f16_f32acc"});
   const Result r = run(o);
   std::map<std::pair<Op, Dist>, const ItemResult*> ref;
   std::size_t compared = 0;
@@ -443,6 +445,34 @@ TEST(SweepAgreement, NativeFp16DenseMatchesTheRefModel) {
                              fmt::format("{} vs the model", o.experiments[i].fwd.name));
     }
   }
+}
+
+TEST(SweepAgreement, NativeFp16LossesMatchTheRefModelInTheSameOrder) {
+  // mse, softmax, softmax_naive, xent: a native fp16 kernel (fused FMA) with the ref model's order of operations
+  // (the same lane count) must give the model's thresholds; per-op F16C kernels (f32_round) need not.
+  Options o = small_options();
+  std::size_t compared = 0;
+  for (Op op : {Op::mse, Op::softmax, Op::softmax_naive, Op::xent}) {
+    const std::vector<const Kernel*> model = enabled(op, Mode::f16_model);
+    if (model.empty()) continue;
+    for (const Kernel* k : enabled(op, Mode::f16)) {
+      if (k->fma != model[0]->fma || k->lanes != model[0]->lanes) {
+        std::printf("%s: %s FMA, %u lanes; the model: %s, %u lanes: need not agree\n", std::string(k->name).c_str(),
+                    k->fma == FmaKind::fused ? "fused" : "f32_round", k->lanes,
+                    model[0]->fma == FmaKind::fused ? "fused" : "f32_round", model[0]->lanes);
+        continue;
+      }
+      o.experiments = {experiment_of(*model[0]), experiment_of(*k)};
+      const Result r = run(o);
+      const std::size_t nd = o.dists.size();
+      for (std::size_t d = 0; d < nd; ++d) {
+        expect_same_thresholds(r.items[nd + d].thresholds, r.items[d].thresholds,
+                               fmt::format("{} vs {}, {}", k->name, model[0]->name, dist_name(o.dists[d])));
+      }
+      ++compared;
+    }
+  }
+  if (compared == 0) GTEST_SKIP() << "no native fp16 loss or softmax kernel in the model's order runs here";
 }
 
 TEST(SweepAgreement, MaxAbsIsExactOnEveryPath) {
