@@ -2,7 +2,6 @@
 // output.cpp. Definitions: include/halfmap/sweep.hpp and README.md ("Results: how to read the sweep").
 #include "halfmap/sweep.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -505,7 +504,7 @@ class Runner {
         }
       }
     }
-    forward(c);
+    forward();
     OutAcc acc;
     for (std::size_t i = 0; i < out_.size(); ++i) acc.add(out_.val[i], oracle_[i], min_normal(out_.type));
     c.fwd_count = acc.count;
@@ -616,7 +615,7 @@ class Runner {
 
   const double* in(std::size_t r) const { return inputs_[r].tensor.val.data(); }
 
-  void forward(Cell&) {
+  void forward() {
     const Sizes& z = o_.sizes;
     const Kernel& k = e_.fwd;
     switch (fam_) {
