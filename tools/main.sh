@@ -5,6 +5,10 @@
 #   bench.json       halfmap_bench's reduce/, dense_fwd/ and dense_bwd/ benchmarks, one run (Google Benchmark JSON)
 #   reductions.md    the reductions as tables, by tools/bench_table.py
 #   dense.md         the dense layers as tables (GFLOP/s) and the dense targets, by tools/bench_table.py
+#   cells.csv, thresholds.json, thresholds.md, meta.json   the default `halfmap sweep` (README.md, "Results: how to
+#                    read the sweep"); cells.csv.gz too when cells.csv exceeds 20 MB (then cells.csv is git-ignored)
+#   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
+# and results/compare.md (`halfmap compare`) when several machines' sweeps are in results/.
 # <machine> is a slug of the CPU architecture and model (e.g. x86-64-amd-epyc-zen4), so reruns on one machine
 # replace its results and other machines' results stay beside them. Every file is written to a temporary name
 # and renamed when complete: an interrupted run leaves the previous results intact.
@@ -22,6 +26,10 @@ MACHINE=""  # set by step_info
 OUT=""      # results/$MACHINE
 
 say() { echo "main.sh: $*"; }
+
+# Debian's python3 (with python3-matplotlib from tools/setup.sh), even when another python3 comes first in PATH.
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 
 # Temporary files in progress; removed if the job stops before renaming them.
 temps=()
@@ -120,11 +128,51 @@ step_bench() {
   say "wrote $json, $OUT/reductions.md and $OUT/dense.md"
 }
 
+# Keeps results/.gitignore listing exactly the machines whose cells.csv is committed only as cells.csv.gz.
+gitignore_cells() {  # $1: add|remove, $2: <machine>/cells.csv
+  local ignore=results/.gitignore line=/$2 tmp
+  touch "$ignore"
+  tmp=$(temp_for "$ignore")
+  grep -vxF "$line" "$ignore" >"$tmp" || true
+  [ "$1" = add ] && echo "$line" >>"$tmp"
+  publish "$tmp" "$ignore"
+}
+
+step_sweep() {
+  say "running the default sweep ($HALFMAP sweep --out $OUT): every kernel and path of this CPU"
+  # halfmap writes each file to a temporary name in $OUT and renames it: an interrupted sweep keeps the
+  # previous results.
+  "$HALFMAP" sweep --out "$OUT"
+  local csv=$OUT/cells.csv size tmp
+  size=$(stat -c %s "$csv")
+  if [ "$size" -gt $((20 * 1024 * 1024)) ]; then
+    tmp=$(temp_for "$csv.gz")
+    gzip -n -c "$csv" >"$tmp"  # -n: no name or time stamp, so the bytes depend only on cells.csv
+    publish "$tmp" "$csv.gz"
+    gitignore_cells add "$MACHINE/cells.csv"
+    say "cells.csv is $((size / 1024 / 1024)) MB: stored as cells.csv.gz too; cells.csv itself is git-ignored"
+  else
+    rm -f "$csv.gz"
+    gitignore_cells remove "$MACHINE/cells.csv"
+  fi
+  "$PY" tools/plot_maps.py "$csv" --out "$OUT"
+  local dirs=()
+  for d in results/*/; do
+    [ -f "$d/thresholds.json" ] && dirs+=("${d%/}")
+  done
+  if [ ${#dirs[@]} -gt 1 ]; then
+    "$HALFMAP" compare "${dirs[@]}" --out results/compare.md
+    say "wrote results/compare.md (${#dirs[@]} machines)"
+  fi
+  say "wrote $OUT/thresholds.md, $OUT/cells.csv and $OUT/maps/"
+}
+
 main() {
   step_setup
   step_build
   step_info
   step_bench
+  step_sweep
   say "done: results in $OUT/"
 }
 

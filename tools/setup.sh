@@ -5,7 +5,7 @@
 set -euo pipefail
 
 native_packages=(
-  cmake g++ ninja-build pkg-config git python3 binutils
+  cmake g++ ninja-build pkg-config git python3 python3-matplotlib binutils
   libxsimd-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -27,6 +27,10 @@ struct Command {
 
 /// Adds `halfmap info` to `parent`.
 Command add_info_command(CLI::App& parent);
+/// Adds `halfmap sweep`, `halfmap merge` and `halfmap compare` (src/cli/sweep.cpp).
+Command add_sweep_command(CLI::App& parent);
+Command add_merge_command(CLI::App& parent);
+Command add_compare_command(CLI::App& parent);
 
 /// Writes `text` to stdout in one piece and flushes. Returns kExitOk, or prints one sentence to stderr and
 /// returns kExitFailure if stdout could not take it (closed pipe, full disk).

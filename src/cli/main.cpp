@@ -20,6 +20,9 @@ using halfmap::cli::Command;
 using AddCommand = Command (*)(CLI::App&);
 constexpr AddCommand kCommands[] = {
     halfmap::cli::add_info_command,
+    halfmap::cli::add_sweep_command,
+    halfmap::cli::add_merge_command,
+    halfmap::cli::add_compare_command,
 };
 
 std::string version_line() {

@@ -1,0 +1,192 @@
+// The sweep: for every kernel and path, over a grid of input scales s and loss scales S, which of the three
+// boundaries of NUMERICS.md (data, compute, optimization) is crossed first, and where each is first crossed.
+// README.md, "Results: how to read the sweep", defines every quantity; this header states the contracts.
+//
+// One experiment per forward kernel of the registry (ops sum, sumsq, maxabs, dot, dense_fwd, mse, softmax,
+// softmax_naive, xent); the dense experiment also runs the dense_bwd kernel of the same mode and ISA. A work item
+// is an (experiment, distribution) pair; its cells are the grid points (s) for forward-only ops and (s, S) for
+// ops with a gradient (dense_fwd, mse, xent). Every result is a pure function of the options: no thread count,
+// shard or machine state changes a byte of cells.csv or thresholds.json.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halfmap/registry.hpp"
+
+namespace halfmap::sweep {
+
+/// Base input distributions, each drawn with halfmap's own PRNG and arithmetic (identical on every machine).
+enum class Dist { normal, uniform, lognormal };
+inline constexpr std::array<Dist, 3> kAllDists = {Dist::normal, Dist::uniform, Dist::lognormal};
+std::string_view dist_name(Dist d);
+std::optional<Dist> parse_dist(std::string_view name);
+
+/// The first boundary a cell crosses, in the order data -> compute -> optimization.
+enum class Status {
+  ok,
+  data_nonfinite,  // an input held NaN or inf before it was stored (e.g. --plant-nan)
+  data_overflow,   // a finite input became inf when stored
+  data_underflow,  // more than the underflow share of the non-zero inputs flushed to zero when stored
+  fwd_overflow,    // a forward output (Y, the reduction, the loss) is inf or NaN
+  fwd_underflow,   // more than the share of the outputs whose oracle is non-zero are zero, or rel. error > tol
+  grad_overflow,   // a gradient is inf or NaN
+  grad_underflow,  // more than the share of the gradients whose oracle is non-zero are zero
+};
+inline constexpr std::array<Status, 8> kAllStatuses = {
+    Status::ok,           Status::data_nonfinite, Status::data_overflow, Status::data_underflow,
+    Status::fwd_overflow, Status::fwd_underflow,  Status::grad_overflow, Status::grad_underflow};
+std::string_view status_name(Status s);
+std::optional<Status> parse_status(std::string_view name);
+
+/// The forward tolerance of a precision mode: the largest normwise relative error of the forward outputs that
+/// still counts as `ok` (README.md gives the values and how they were chosen).
+double forward_tolerance(Mode mode);
+
+/// A grid of scales 2^lo, 2^(lo+step), ..., up to 2^hi (log2 exponents; step > 0). Point i is at exactly
+/// lo + i*step, and its scale is det::exp2 of that: the same double on every machine.
+struct Grid {
+  double lo = 0, hi = 0, step = 1;
+  std::size_t size() const;
+  double log2_at(std::size_t i) const { return lo + double(i) * step; }
+};
+
+struct Sizes {
+  std::size_t n = 4096;                                      // reductions and mse
+  std::size_t dense_m = 32, dense_k = 64, dense_n = 32;      // dense: X m×k, W k×n, Y m×n
+  std::size_t softmax_rows = 32, softmax_cols = 64;          // softmax, softmax_naive
+  std::size_t xent_rows = 32, xent_cols = 16;                // xent
+};
+
+/// One experiment: the forward kernel and, for dense, the backward kernel of the same mode and ISA. Kernels are
+/// held by value so that tests can run a model twin of a kernel (same name, another function).
+struct Experiment {
+  Kernel fwd;
+  std::optional<Kernel> bwd;
+  bool has_gradient() const;
+};
+
+/// The experiments of every enabled forward kernel whose op is one the sweep knows, in registry order grouped by
+/// op (the order of Op), optionally filtered: `names` are kernel names or op names (dense_bwd, or a dense_bwd
+/// kernel's name, selects the dense experiment), `paths` ISA names or mode names (an ISA list and a mode list
+/// both apply when both are given). Throws std::invalid_argument with one sentence for an unknown name.
+std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, const std::vector<std::string>& paths);
+
+struct Options {
+  std::vector<Experiment> experiments;
+  std::vector<Dist> dists{kAllDists.begin(), kAllDists.end()};
+  Grid s_grid{-40, 40, 0.5};
+  Grid S_grid{0, 32, 1};
+  Sizes sizes;
+  std::uint64_t seed = 1;
+  double underflow_share = 0.001;
+  unsigned threads = 1;
+  bool progress = false;          // a line on stderr updated in place
+  unsigned shard_k = 1, shard_n = 1;  // run the items i with i % shard_n == shard_k - 1
+  /// Test hook: the scaled first input (x, X, p, logits) gets a NaN at this index before it is stored.
+  std::optional<std::size_t> plant_nan;
+  /// Test hook: explicit base inputs by role, replacing the generated draws (an empty vector keeps the draw).
+  /// Roles: reductions x, y; dense X, W (before the division by sqrt(K)), G; mse p, y; softmax x; xent logits.
+  std::vector<std::vector<double>> base_override;
+};
+
+/// Checks sizes, grids, share, shard and hook options; returns one sentence describing the first problem, or
+/// empty. run() throws std::invalid_argument with the same sentence.
+std::string validate(const Options& o);
+
+/// The statistics of one cell (README.md defines each).
+struct Cell {
+  double log2_s = 0, s = 0;
+  std::optional<double> log2_S, S;  // absent for forward-only ops
+  Status status = Status::ok;
+  // data: the stored inputs
+  std::size_t in_count = 0, in_nonfinite = 0, in_nonzero = 0, in_inf = 0, in_flushed = 0, in_subnormal = 0;
+  // compute: the forward outputs against the f64 oracle of the stored inputs
+  std::size_t fwd_count = 0, fwd_nonfinite = 0, fwd_oracle_nonzero = 0, fwd_zero = 0;
+  double fwd_rel_err = 0;                        // NaN when no output and oracle is finite
+  std::optional<double> fwd_value, fwd_oracle;  // scalar outputs only (reductions, losses)
+  // optimization: the gradients (dense: dX, dW, db; mse: dp; xent: dlogits)
+  std::size_t grad_count = 0, grad_nonfinite = 0, grad_oracle_nonzero = 0, grad_zero = 0, grad_subnormal = 0;
+  // the first non-finite value in data-flow order
+  std::string_view first_stage, first_tensor;  // static names; empty when everything is finite
+  std::size_t first_index = 0;
+  double first_value = 0;
+};
+
+/// A threshold found by bisection, or a bound beyond the grid. `text` is how the tables print it.
+struct Bound {
+  enum class Kind { found, below_grid, above_grid };
+  Kind kind = Kind::found;
+  double value = 0, log2 = 0;        // found: the reported scale (an observed one); beyond: the grid's limit
+  double bracket_lo = 0, bracket_hi = 0;  // found: log2 of the final bracket (hi - lo <= 2^-10)
+  std::string text;
+};
+
+struct Window {
+  double s = 0, log2_s = 0;
+  Status forward_status = Status::ok;  // the cell's data/compute status at this s, loss scale aside
+  Bound S_min, S_max;
+  bool empty = false;
+  bool keras_inside = false, pytorch_inside = false;  // 2^15 and 2^16 evaluated directly at this s
+};
+
+struct Thresholds {
+  Bound s_overflow, s_underflow;            // the forward (compute)
+  Bound storage_overflow, storage_underflow;  // the inputs when stored (data), as context
+  std::vector<Window> windows;              // ops with a gradient only, at kWindowScales
+};
+
+/// Input scales at which the loss-scale window is reported.
+inline constexpr std::array<double, 5> kWindowLog2s = {-8, -4, 0, 4, 8};
+inline constexpr double kKerasLossScale = 32768.0;    // 2^15
+inline constexpr double kPytorchLossScale = 65536.0;  // 2^16
+
+struct ItemResult {
+  std::size_t index = 0;  // global work-item index: experiment * dists + dist
+  std::size_t experiment = 0;
+  Dist dist = Dist::normal;
+  std::vector<Cell> cells;
+  Thresholds thresholds;
+};
+
+struct Result {
+  std::vector<ItemResult> items;  // this shard's items, in index order
+  std::size_t total_items = 0;
+  std::size_t cells = 0;
+  double seconds = 0;
+};
+
+/// Runs the sweep (this shard's items) on opts.threads threads. Throws std::invalid_argument if validate() fails.
+Result run(const Options& opts);
+
+/// Evaluates one cell (S absent for forward-only ops or to get the forward part only). For tests.
+Cell evaluate_cell(const Options& opts, const Experiment& e, Dist d, double log2_s, std::optional<double> log2_S);
+
+// ---- outputs (src/sweep/output.cpp) ------------------------------------------------------------------------
+
+/// cells.csv: the header line.
+std::string csv_header();
+/// One row per cell of the item.
+std::string csv_rows(const Options& opts, const ItemResult& item);
+
+/// Writes cells.csv, thresholds.json, thresholds.md, meta.json (and shard.json for a shard) into `dir`, each
+/// through a temporary file renamed into place. Throws std::runtime_error if a file cannot be written.
+void write_outputs(const std::string& dir, const Options& opts, const Result& result, bool sharded);
+
+/// `halfmap merge`: joins shard folders into `out`. Returns one sentence on bad input (exit 2), else empty;
+/// throws std::runtime_error when writing fails.
+std::string merge(const std::vector<std::string>& dirs, const std::string& out);
+
+/// `halfmap compare`: one cross-machine Markdown table per op. Returns one sentence on bad input, else empty.
+std::string compare(const std::vector<std::string>& dirs, const std::string& out_file);
+
+/// Writes `text` to `path` through a temporary file in the same folder, renamed into place.
+void write_file_atomic(const std::string& path, std::string_view text);
+
+}  // namespace halfmap::sweep

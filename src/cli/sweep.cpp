@@ -1,0 +1,264 @@
+// `halfmap sweep`, `halfmap merge` and `halfmap compare`: the map of where each boundary of NUMERICS.md is crossed
+// (see include/halfmap/sweep.hpp and README.md, "Results: how to read the sweep"). Every option is checked before
+// anything is written: bad input is one sentence and exit code 2, and the output folder is left untouched.
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/command.hpp"
+#include "halfmap/sweep.hpp"
+#include "sweep/detmath.hpp"
+
+namespace halfmap::cli {
+namespace {
+
+int usage_error(std::string_view sentence) {
+  std::fputs(fmt::format("halfmap: {}\n", sentence).c_str(), stderr);
+  return kExitUsage;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool parse_double(std::string_view s, double& out) {
+  if (s.empty()) return false;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, out);
+  return ec == std::errc() && p == end && std::isfinite(out);
+}
+
+template <class T>
+bool parse_uint(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, out);
+  return ec == std::errc() && p == end;
+}
+
+/// A scale given as `2^E` (E: the log2 exponent, any real) or as a positive value; returns its log2.
+std::optional<double> parse_scale(std::string_view s) {
+  double v = 0;
+  if (s.size() > 2 && s.substr(0, 2) == "2^") {
+    if (!parse_double(s.substr(2), v)) return std::nullopt;
+    return v;
+  }
+  if (!parse_double(s, v) || !(v > 0)) return std::nullopt;
+  return sweep::det::log2(v);
+}
+
+/// A grid step given as `2^E` (E > 0) or as a factor above 1; returns its log2 (may be <= 0: validate says so).
+std::optional<double> parse_step(std::string_view s) {
+  double v = 0;
+  if (s.size() > 2 && s.substr(0, 2) == "2^") {
+    if (!parse_double(s.substr(2), v)) return std::nullopt;
+    return v;
+  }
+  if (!parse_double(s, v)) return std::nullopt;
+  if (!(v > 0)) return -1.0;  // a factor <= 0 is no step: reported as a step <= 0
+  return sweep::det::log2(v);
+}
+
+/// "AxBxC" with `count` positive integers.
+std::optional<std::vector<std::size_t>> parse_dims(const std::string& s, std::size_t count) {
+  std::vector<std::size_t> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t x = s.find('x', start);
+    std::size_t v = 0;
+    if (!parse_uint(std::string_view(s).substr(start, x == std::string::npos ? std::string::npos : x - start), v)) {
+      return std::nullopt;
+    }
+    out.push_back(v);
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  if (out.size() != count) return std::nullopt;
+  return out;
+}
+
+struct SweepArgs {
+  std::string kernels, paths, dists;
+  std::string s_min = "2^-40", s_max = "2^40", s_step = "2^0.5";
+  std::string S_min = "2^0", S_max = "2^32", S_step = "2^1";
+  std::string n, dense, rows, cols, xent;
+  std::string seed = "1";
+  std::string share = "0.001";
+  std::string threads;
+  std::string shard;
+  std::string plant_nan;
+  std::string out = "sweep-out";
+  bool quiet = false;
+};
+
+/// Builds the options from the arguments; returns one sentence on bad input.
+std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) {
+  try {
+    o.experiments = sweep::plan_experiments(split_list(a.kernels), split_list(a.paths));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  if (!a.dists.empty()) {
+    o.dists.clear();
+    for (const std::string& d : split_list(a.dists)) {
+      const auto dist = sweep::parse_dist(d);
+      if (!dist) return fmt::format("unknown distribution '{}': expected normal, uniform or lognormal.", d);
+      o.dists.push_back(*dist);
+    }
+  }
+  struct GridArg {
+    const std::string *lo, *hi, *step;
+    sweep::Grid* grid;
+    const char* name;
+  };
+  for (const GridArg& g : {GridArg{&a.s_min, &a.s_max, &a.s_step, &o.s_grid, "s"},
+                           GridArg{&a.S_min, &a.S_max, &a.S_step, &o.S_grid, "S"}}) {
+    const auto lo = parse_scale(*g.lo), hi = parse_scale(*g.hi);
+    const auto step = parse_step(*g.step);
+    if (!lo) return fmt::format("--{}-min '{}' is not a scale: give 2^E or a positive number.", g.name, *g.lo);
+    if (!hi) return fmt::format("--{}-max '{}' is not a scale: give 2^E or a positive number.", g.name, *g.hi);
+    if (!step) return fmt::format("--{}-step '{}' is not a step: give 2^E (E > 0) or a factor above 1.", g.name, *g.step);
+    *g.grid = sweep::Grid{*lo, *hi, *step};
+  }
+  sweep::Sizes& z = o.sizes;
+  if (!a.n.empty() && !parse_uint(a.n, z.n)) return fmt::format("--n '{}' is not a positive integer.", a.n);
+  if (!a.dense.empty()) {
+    const auto d = parse_dims(a.dense, 3);
+    if (!d) return fmt::format("--dense '{}' is not MxKxN (three positive integers, e.g. 32x64x32).", a.dense);
+    z.dense_m = (*d)[0];
+    z.dense_k = (*d)[1];
+    z.dense_n = (*d)[2];
+  }
+  if (!a.rows.empty() && !parse_uint(a.rows, z.softmax_rows)) {
+    return fmt::format("--rows '{}' is not a positive integer.", a.rows);
+  }
+  if (!a.cols.empty() && !parse_uint(a.cols, z.softmax_cols)) {
+    return fmt::format("--cols '{}' is not a positive integer.", a.cols);
+  }
+  if (!a.xent.empty()) {
+    const auto d = parse_dims(a.xent, 2);
+    if (!d) return fmt::format("--xent '{}' is not RxC (two positive integers, e.g. 32x16).", a.xent);
+    z.xent_rows = (*d)[0];
+    z.xent_cols = (*d)[1];
+  }
+  if (!parse_uint(a.seed, o.seed)) return fmt::format("--seed '{}' is not a non-negative integer.", a.seed);
+  if (!parse_double(a.share, o.underflow_share)) {
+    return fmt::format("--underflow-share '{}' is not a number.", a.share);
+  }
+  if (a.threads.empty()) {
+    o.threads = std::max(1u, std::thread::hardware_concurrency());
+  } else if (!parse_uint(a.threads, o.threads)) {
+    return fmt::format("--threads '{}' is not a positive integer.", a.threads);
+  }
+  sharded = !a.shard.empty();
+  if (sharded) {
+    const std::size_t slash = a.shard.find('/');
+    if (slash == std::string::npos || !parse_uint(std::string_view(a.shard).substr(0, slash), o.shard_k) ||
+        !parse_uint(std::string_view(a.shard).substr(slash + 1), o.shard_n) || o.shard_k == 0 ||
+        o.shard_k > o.shard_n) {
+      return fmt::format("--shard '{}' is not K/N with 1 <= K <= N (e.g. 2/4).", a.shard);
+    }
+  }
+  if (!a.plant_nan.empty()) {
+    std::size_t idx = 0;
+    if (!parse_uint(a.plant_nan, idx)) return fmt::format("--plant-nan '{}' is not an index.", a.plant_nan);
+    o.plant_nan = idx;
+  }
+  if (a.out.empty()) return "--out needs a folder.";
+  o.progress = !a.quiet && ::isatty(2) != 0;
+  return sweep::validate(o);
+}
+
+}  // namespace
+
+Command add_sweep_command(CLI::App& parent) {
+  CLI::App* sub = parent.add_subcommand(
+      "sweep", "Map, for every kernel and path, where data, compute and optimization first overflow or underflow "
+               "over input scales s and loss scales S; writes cells.csv, thresholds.json/.md and meta.json");
+  auto a = std::make_shared<SweepArgs>();
+  sub->add_option("--kernels", a->kernels, "Comma list of kernel names or ops (e.g. sum,dense_fwd); default: all");
+  sub->add_option("--paths", a->paths, "Comma list of ISA paths and/or modes (e.g. avx512,f16); default: all");
+  sub->add_option("--dists", a->dists, "Comma list of normal, uniform, lognormal; default: all three");
+  sub->add_option("--s-min", a->s_min, "Smallest input scale, 2^E or a value (default 2^-40)");
+  sub->add_option("--s-max", a->s_max, "Largest input scale (default 2^40)");
+  sub->add_option("--s-step", a->s_step, "Input-scale step, 2^E or a factor > 1 (default 2^0.5)");
+  sub->add_option("--S-min", a->S_min, "Smallest loss scale (default 2^0)");
+  sub->add_option("--S-max", a->S_max, "Largest loss scale (default 2^32)");
+  sub->add_option("--S-step", a->S_step, "Loss-scale step (default 2^1)");
+  sub->add_option("--n", a->n, "Length of the reductions and of mse (default 4096)");
+  sub->add_option("--dense", a->dense, "Dense sizes MxKxN (default 32x64x32)");
+  sub->add_option("--rows", a->rows, "Softmax rows (default 32)");
+  sub->add_option("--cols", a->cols, "Softmax columns (default 64)");
+  sub->add_option("--xent", a->xent, "Cross-entropy sizes RxC (default 32x16)");
+  sub->add_option("--seed", a->seed, "Seed of the base inputs (default 1)");
+  sub->add_option("--underflow-share", a->share,
+                  "Share of non-zero values that may flush to zero before a boundary counts as crossed (default 0.001)");
+  sub->add_option("--threads", a->threads, "Worker threads (default: hardware concurrency)");
+  sub->add_option("--shard", a->shard, "Run only shard K of N of the work items (K/N), for 'halfmap merge'");
+  sub->add_option("--plant-nan", a->plant_nan, "Testing aid: put a NaN at this index of the first input");
+  sub->add_option("--out", a->out, "Output folder (default sweep-out)");
+  sub->add_flag("--quiet", a->quiet, "No progress line on stderr");
+  return {sub, [a] {
+            sweep::Options o;
+            bool sharded = false;
+            if (const std::string err = build_options(*a, o, sharded); !err.empty()) return usage_error(err);
+            const sweep::Result r = sweep::run(o);
+            sweep::write_outputs(a->out, o, r, sharded);
+            if (a->quiet) return kExitOk;
+            return write_stdout(fmt::format("halfmap sweep: {} cells, {} kernels x {} distributions{}, {:.1f} s on {} "
+                                            "threads -> {}/\n",
+                                            r.cells, o.experiments.size(), o.dists.size(),
+                                            sharded ? fmt::format(" (shard {}/{})", o.shard_k, o.shard_n) : "",
+                                            r.seconds, o.threads, a->out));
+          }};
+}
+
+Command add_merge_command(CLI::App& parent) {
+  CLI::App* sub = parent.add_subcommand(
+      "merge", "Join the folders of 'halfmap sweep --shard K/N' into one result, identical to a single run's");
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>();
+  sub->add_option("dirs", *dirs, "The shard folders")->required();
+  sub->add_option("--out", *out, "Output folder")->required();
+  return {sub, [dirs, out] {
+            if (const std::string err = sweep::merge(*dirs, *out); !err.empty()) return usage_error(err);
+            return kExitOk;
+          }};
+}
+
+Command add_compare_command(CLI::App& parent) {
+  CLI::App* sub = parent.add_subcommand(
+      "compare", "One Markdown table of thresholds per op across result folders (machines), marking paths of the "
+                 "same mode that disagree");
+  auto dirs = std::make_shared<std::vector<std::string>>();
+  auto out = std::make_shared<std::string>();
+  sub->add_option("dirs", *dirs, "Result folders of 'halfmap sweep' (e.g. results/<machine>)")->required();
+  sub->add_option("--out", *out, "Output Markdown file")->required();
+  return {sub, [dirs, out] {
+            if (const std::string err = sweep::compare(*dirs, *out); !err.empty()) return usage_error(err);
+            return kExitOk;
+          }};
+}
+
+}  // namespace halfmap::cli
