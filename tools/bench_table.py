@@ -491,7 +491,8 @@ def roof_lines(suites, roof, roof_missing, target_ops):
             value, missing = dram_rate(cells, skipped, kernel, "bytes_per_second")
             missing = missing or roof_missing
             ratio = None if missing else value / roof
-            lines.append(f"| {op} | `{kernel}` | {fmt_rate(value)} | " + ("-" if missing else f"{ratio:.2f}")
+            # Three decimals: 0.849 must not print as the 0.85 it fails.
+            lines.append(f"| {op} | `{kernel}` | {fmt_rate(value)} | " + ("-" if missing else f"{ratio:.3f}")
                          + f" | {f'≥ {minimum:g}' if minimum else '-'} | {judge(ratio, minimum, missing)} |")
     lines.append("")
     return lines
@@ -593,7 +594,7 @@ def render_nn(data, info, machine, source):
                 missing = f"`{base}` measured 0"
             ratio = None if missing else value / base_value
             out.append(f"| {op} | `{kernel}` | {fmt_rate(value)} | {fmt_rate(base_value)} | "
-                       + ("-" if missing else f"{ratio:.2f}")
+                       + ("-" if missing else f"{ratio:.3f}")
                        + f" | ≥ {F16_SPEEDUP_TARGET:g} | {judge(ratio, F16_SPEEDUP_TARGET, missing)} |")
     out.append("")
     return "\n".join(out)
