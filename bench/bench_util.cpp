@@ -38,7 +38,7 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
-std::unique_ptr<void, FreeDeleter> make_buffer(DType t, std::size_t bytes) {
+void* allocate(std::size_t bytes) {
   // 2 MiB alignment lets the kernel back the big buffers with transparent huge pages, so the DRAM runs measure
   // memory bandwidth rather than TLB misses. aligned_alloc needs the size to be a multiple of the alignment.
   constexpr std::size_t kAlign = std::size_t{2} << 20;
@@ -48,6 +48,11 @@ std::unique_ptr<void, FreeDeleter> make_buffer(DType t, std::size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (bytes >= kAlign) madvise(p, alloc_bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
+  return p;
+}
+
+std::unique_ptr<void, FreeDeleter> make_buffer(DType t, std::size_t bytes) {
+  void* p = allocate(bytes);
   SplitMix64 rng{kSeed};
   switch (t) {
     case DType::f32: {
@@ -79,6 +84,30 @@ const void* input_buffer(DType t, std::size_t bytes) {
 }
 
 const void* input_buffer(DType t, const Level& level) { return input_buffer(t, level.bytes); }
+
+void* output_buffer() {
+  static const std::unique_ptr<void, FreeDeleter> buffer = [] {
+    const std::size_t bytes = kLevels.back().bytes;
+    void* p = allocate(bytes);
+    std::memset(p, 0, bytes);
+    return std::unique_ptr<void, FreeDeleter>(p);
+  }();
+  return buffer.get();
+}
+
+const std::int32_t* label_buffer(std::size_t count, std::int32_t cols) {
+  static std::map<std::pair<std::size_t, std::int32_t>, std::unique_ptr<std::int32_t[]>> cache;
+  auto& slot = cache[{count, cols}];
+  if (!slot) {
+    slot = std::make_unique<std::int32_t[]>(count);
+    SplitMix64 rng{kSeed};
+    // The high 32 bits times cols, shifted down: uniform in [0, cols) to within cols/2^32.
+    for (std::size_t i = 0; i < count; ++i) {
+      slot[i] = static_cast<std::int32_t>(((rng.next() >> 32) * static_cast<std::uint64_t>(cols)) >> 32);
+    }
+  }
+  return slot.get();
+}
 
 std::string skip_reason(const Kernel& k) {
   if (kernel_enabled(k)) return {};

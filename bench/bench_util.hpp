@@ -54,6 +54,15 @@ const void* input_buffer(DType t, const Level& level);
 /// level buffers (the dense sizes add under 30 MiB per storage type).
 const void* input_buffer(DType t, std::size_t bytes);
 
+/// A writable buffer of the largest level's bytes (256 MiB), zeroed so that every page is touched, 2 MiB aligned
+/// like the inputs, allocated on first request and kept: the outputs of the softmax and xent benchmarks. A
+/// benchmark at a smaller level writes a prefix of it. Its contents are garbage to every reader.
+void* output_buffer();
+
+/// `count` class labels, uniform in [0, cols) (splitmix64, kSeed), generated on first request and kept per
+/// (count, cols); a shorter list is a prefix of a longer one of the same cols.
+const std::int32_t* label_buffer(std::size_t count, std::int32_t cols);
+
 /// Why kernel `k` cannot run here ("avx512fp16 not enabled: ..."), or empty when it can.
 std::string skip_reason(const Kernel& k);
 
@@ -73,5 +82,16 @@ std::string dense_description();
 /// Registers dense_fwd/<kernel>/<size> and dense_bwd/<kernel>/<size> for every dense kernel in the registry
 /// (bench_dense.cpp).
 void register_dense_benchmarks();
+
+/// The loss and softmax benchmarks' shapes and what they count, in words, for the benchmark context
+/// (bench_nn.cpp).
+std::string nn_description();
+/// Registers <op>/<kernel>/<level> for every kernel of ops mse, softmax, softmax_naive and xent in the registry
+/// (bench_nn.cpp).
+void register_nn_benchmarks();
+
+/// Registers roof/read/dram, the read-bandwidth roof the loss, softmax and reduction speeds are compared against
+/// (bench_roof.cpp).
+void register_roof_benchmarks();
 
 }  // namespace halfmap::bench

@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
 """Turns halfmap_bench's results (Google Benchmark JSON) into Markdown reports.
 
-    python3 tools/bench_table.py BENCH_JSON [--out REDUCTIONS_MD] [--dense-out DENSE_MD]
+    python3 tools/bench_table.py BENCH_JSON [--out REDUCTIONS_MD] [--dense-out DENSE_MD] [--nn-out NN_MD]
                                  [--info INFO_JSON] [--machine SLUG]
 
 --out: the reductions, one table per operation (sum, sumsq, maxabs, dot); a row per kernel, two columns per size
 level (GB/s and Gelem/s). Benchmarks reduce/<kernel>/<level> (bench/bench_reduce.cpp), rate counters
-bytes_per_second and elements_per_second.
+bytes_per_second and elements_per_second. Under the tables, each f32 and fp16-storage kernel's DRAM bytes/s as a
+fraction of the read roof measured in the same run (roof/read/dram, bench/bench_roof.cpp), against ROOF_TARGET.
 
 --dense-out: the dense layers, one table per operation (dense_fwd, dense_bwd); a row per kernel, a column per
 size (M = N = K), GFLOP/s. Benchmarks dense_fwd/<kernel>/<size> and dense_bwd/<kernel>/<size>
 (bench/bench_dense.cpp), rate counter flops_per_second. Under the tables, the performance targets the project
 tracks (TARGETS), computed from the same run and marked met or not met.
 
-At least one of the two is needed; one JSON holding both suites can feed both. Each report has a header with the
+--nn-out: the losses and softmax, one table per operation (mse, softmax, softmax_naive, xent) laid out like the
+reductions. Benchmarks <op>/<kernel>/<level> (bench/bench_nn.cpp). Under the tables, the ratios the project
+tracks at DRAM, from the same run: bytes/s / the read roof (ROOF_TARGET for mse and softmax) and fp16-storage
+elements/s / f32 elements/s on the same ISA (F16_SPEEDUP_TARGET), marked met or not met.
+
+At least one of the three is needed; one JSON holding every suite can feed all three. Each report has a header with the
 machine, CPU, compiler, flags, date and git commit, taken from the benchmark's context (bench/main.cpp adds
 halfmap's facts to it) and, where missing there, from `halfmap info --json`.
 
@@ -58,6 +64,19 @@ TARGETS = (
     {"kind": "reference", "kernel": "f16_dense_fwd__avx2", "min": 1.5,
      "why": "fp16 accumulation emulated per operation, against XNNPACK's f16 GEMM"},
 )
+# The memory-bound targets, checked at the DRAM level against roof/read/dram of the same run:
+#   bytes read per second / the read roof, for every f32 and fp16-storage kernel (isa ref excluded: scalar
+#   references are not meant to be fast) of ROOF_TARGET_OPS and of the reductions: such a kernel should be
+#   limited by memory, not by its arithmetic;
+#   fp16-storage elements/s / f32 elements/s of the same op on the same ISA, for every nn op: half the bytes per
+#   element should give nearly twice the elements when memory is the limit.
+NN_OPS = ("mse", "softmax", "softmax_naive", "xent")
+ROOF_SUITE, ROOF_NAME, ROOF_LEVEL = "roof", "read", "dram"
+ROOF_TARGET = 0.85
+ROOF_TARGET_OPS = ("mse", "softmax")
+F16_SPEEDUP_TARGET = 1.8
+DRAM = "dram"
+
 # Kernel names: <storage>[_<acc>acc]_<op>__<isa> (include/halfmap/registry.hpp).
 KERNEL_RE = re.compile(r"^(?P<front>[a-z0-9_]+?)_(?P<op>[a-z0-9]+)__(?P<isa>[a-z0-9]+)$")
 
@@ -267,6 +286,13 @@ def render(data, info, machine, source):
     if not cells and not skipped:
         out.append("No reduce/ benchmarks were found in the input.")
         out.append("")
+        return "\n".join(out)
+
+    out.append("## Target at dram: the read roof")
+    out.append("")
+    roof, roof_missing = read_roof(data.get("benchmarks", []) or [])
+    suites = [(op, kernels_by_op[op], cells, skipped) for op in OPS if kernels_by_op[op]]
+    out += roof_lines(suites, roof, roof_missing, OPS)
     return "\n".join(out)
 
 
@@ -412,6 +438,168 @@ def render_dense(data, info, machine, source):
     return "\n".join(out)
 
 
+def kernel_parts(kernel):
+    """'f16_f32acc_softmax_naive__avx2' -> ('f16', 'avx2'): the storage type (the name's first word) and the ISA."""
+    front, sep, isa = kernel.rpartition("__")
+    return kernel.split("_", 1)[0], (isa if sep else None)
+
+
+def read_roof(benchmarks):
+    """(bytes/s, None) of roof/read/dram, or (None, why it is missing)."""
+    _, cells, skipped, _, _ = collect(benchmarks, ROOF_SUITE, ("bytes_per_second",))
+    value = cells.get(ROOF_NAME, {}).get(ROOF_LEVEL, {}).get("bytes_per_second")
+    if value:
+        return value, None
+    if ROOF_NAME in skipped:
+        return None, f"{ROOF_SUITE}/{ROOF_NAME}/{ROOF_LEVEL}: {skipped[ROOF_NAME]}"
+    return None, f"{ROOF_SUITE}/{ROOF_NAME}/{ROOF_LEVEL} not in this run"
+
+
+def dram_rate(cells, skipped, kernel, counter):
+    """(rate, None) of kernel at the DRAM level, or (None, why it is missing)."""
+    value = cells.get(kernel, {}).get(DRAM, {}).get(counter)
+    if value is not None:
+        return value, None
+    if kernel in skipped:
+        return None, skipped[kernel]
+    return None, f"not run at {DRAM}" if kernel in cells else "not in this run"
+
+
+def judge(ratio, minimum, missing):
+    if missing:
+        return f"not measured: {missing}"
+    if minimum is None:
+        return "no target"
+    return "met" if ratio >= minimum else "**not met**"
+
+
+def roof_lines(suites, roof, roof_missing, target_ops):
+    """The roof-ratio table: one row per f32 or fp16-storage kernel (isa ref excluded) of each (op, kernels, cells,
+    skipped) in suites, its DRAM bytes/s / the roof, needing ROOF_TARGET where op is in target_ops."""
+    lines = [f"Bytes read per second at {DRAM} / the read roof measured in this run (`{ROOF_SUITE}/{ROOF_NAME}/"
+             f"{ROOF_LEVEL}`: " + (f"{roof / 1e9:.1f} GB/s" if roof else f"not measured, {roof_missing}")
+             + "), for every f32 and fp16-storage kernel; the scalar `__ref` kernels are left out. A "
+             "memory-bound kernel limited by memory, not by its arithmetic, reaches "
+             f"≥ {ROOF_TARGET:g}.", ""]
+    lines += ["| op | kernel | GB/s | / roof | needed | result |", "| --- | --- | ---: | ---: | --- | --- |"]
+    for op, kernels, cells, skipped in suites:
+        minimum = ROOF_TARGET if op in target_ops else None
+        for kernel in kernels:
+            storage, isa = kernel_parts(kernel)
+            if storage not in ("f32", "f16") or isa == "ref":
+                continue
+            value, missing = dram_rate(cells, skipped, kernel, "bytes_per_second")
+            missing = missing or roof_missing
+            ratio = None if missing else value / roof
+            # Three decimals: 0.849 must not print as the 0.85 it fails.
+            lines.append(f"| {op} | `{kernel}` | {fmt_rate(value)} | " + ("-" if missing else f"{ratio:.3f}")
+                         + f" | {f'≥ {minimum:g}' if minimum else '-'} | {judge(ratio, minimum, missing)} |")
+    lines.append("")
+    return lines
+
+
+def render_nn(data, info, machine, source):
+    context = data.get("context", {}) or {}
+    benchmarks = data.get("benchmarks", []) or []
+    sizes = level_bytes(context)
+    roof, roof_missing = read_roof(benchmarks)
+
+    out = [f"# Losses and softmax on {machine or context.get('cpu_model', 'this machine')}", ""]
+    out.append("Throughput of every mse, softmax, softmax_naive and xent kernel in halfmap's registry, generated by "
+               "`bash tools/main.sh` (`halfmap_bench`'s `mse/`, `softmax/`, `softmax_naive/`, `xent/` and `roof/` "
+               "benchmarks). Higher is better. At a size level every kernel reads the same bytes of input as a "
+               "reduction there: mse reads p and y (half each), softmax and xent read rows of 1024 columns (xent "
+               "also one label per row) and write a separate output. GB/s counts the bytes read, not those "
+               "written; Gelem/s counts elements of p or of the logits. Rates are per second of the benchmark "
+               "thread's CPU time (Google Benchmark's default). \"-\": not run at that level; the scalar `__ref` "
+               "softmax and xent kernels do not run at dram (seconds per call).")
+    out.append("")
+    share = cpu_share(benchmarks, NN_OPS + (ROOF_SUITE,))
+    extra = [("losses and softmax", context.get("bench_nn")),
+             ("read roof", f"{roof / 1e9:.1f} GB/s (`{ROOF_SUITE}/{ROOF_NAME}/{ROOF_LEVEL}`, this run)" if roof
+              else f"not measured: {roof_missing}")]
+    if share is not None:
+        extra.append(("CPU share", f"the benchmark thread ran {share:.0%} of the wall time (median over these "
+                                   f"benchmarks; about 100% on an idle machine)"))
+    out += header(context, info, machine, source, extra)
+    out.append("")
+
+    level_notes = []
+    suites = []
+    for op in NN_OPS:
+        kernels, cells, skipped, levels, unreadable = collect(benchmarks, op)
+        if not kernels and not unreadable:
+            continue
+        suites.append((op, kernels, cells, skipped))
+        if not level_notes:
+            for level in levels:
+                note = fmt_bytes(sizes[level]) if level in sizes else None
+                level_notes.append(f"{level}" + (f" = {note} read per call" if note else ""))
+            out.append("Size levels: " + "; ".join(level_notes) + ".")
+            out.append("")
+        out.append(f"## {op}")
+        out.append("")
+        head = ["kernel"] + [f"{lv} {unit}" for lv in levels for unit in ("GB/s", "Gelem/s")]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("| --- |" + " ---: |" * (len(head) - 1))
+        for kernel in (k for k in kernels if k in cells):
+            row = [f"`{kernel}`"]
+            for lv in levels:
+                rates = cells[kernel].get(lv, {})
+                row += [fmt_rate(rates.get("bytes_per_second")), fmt_rate(rates.get("elements_per_second"))]
+            out.append("| " + " | ".join(row) + " |")
+        not_run = [k for k in kernels if k not in cells]
+        if not_run:
+            out.append("")
+            out.append("Not run on this machine:")
+            for kernel in not_run:
+                out.append(f"- `{kernel}`: {skipped.get(kernel, 'no result')}")
+        if unreadable:
+            out.append("")
+            out.append(f"Benchmarks whose names could not be read (not in the table): {', '.join(unreadable)}.")
+        out.append("")
+
+    if not suites:
+        out.append("No mse/, softmax/, softmax_naive/ or xent/ benchmarks were found in the input.")
+        out.append("")
+        return "\n".join(out)
+
+    out.append("## Targets at dram")
+    out.append("")
+    out.append("From this run. A busy machine (see the load average and CPU share above) moves the absolute "
+               "figures more than the ratios of two benchmarks of one run, though the roof and a kernel run "
+               "seconds apart and can see different load.")
+    out.append("")
+    out.append("### Against the read roof")
+    out.append("")
+    out += roof_lines(suites, roof, roof_missing, ROOF_TARGET_OPS)
+    out.append("### fp16 storage against f32, same ISA")
+    out.append("")
+    out.append(f"Elements per second at {DRAM} of each fp16-storage kernel / those of the f32 kernel of the same "
+               f"op on the same ISA (`f32_<op>__<isa>`), where both exist; `__ref` left out. Half the bytes per "
+               f"element should give nearly twice the elements: ≥ {F16_SPEEDUP_TARGET:g}.")
+    out.append("")
+    out.append("| op | kernel | Gelem/s | f32 Gelem/s | ratio | needed | result |")
+    out.append("| --- | --- | ---: | ---: | ---: | --- | --- |")
+    for op, kernels, cells, skipped in suites:
+        for kernel in kernels:
+            storage, isa = kernel_parts(kernel)
+            base = f"f32_{op}__{isa}"
+            if storage != "f16" or isa == "ref" or base not in kernels:
+                continue
+            value, missing = dram_rate(cells, skipped, kernel, "elements_per_second")
+            base_value, base_missing = dram_rate(cells, skipped, base, "elements_per_second")
+            missing = missing or (base_missing and f"`{base}`: {base_missing}")
+            if not missing and base_value <= 0:
+                missing = f"`{base}` measured 0"
+            ratio = None if missing else value / base_value
+            out.append(f"| {op} | `{kernel}` | {fmt_rate(value)} | {fmt_rate(base_value)} | "
+                       + ("-" if missing else f"{ratio:.3f}")
+                       + f" | ≥ {F16_SPEEDUP_TARGET:g} | {judge(ratio, F16_SPEEDUP_TARGET, missing)} |")
+    out.append("")
+    return "\n".join(out)
+
+
 def write_atomic(path, text):
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
@@ -430,11 +618,12 @@ def main(argv):
     parser.add_argument("bench_json", help="Google Benchmark JSON (--benchmark_out_format=json)")
     parser.add_argument("--out", help="Markdown file to write the reductions to")
     parser.add_argument("--dense-out", help="Markdown file to write the dense layers to")
+    parser.add_argument("--nn-out", help="Markdown file to write the losses and softmax to")
     parser.add_argument("--info", help="output of `halfmap info --json`, for what the context lacks")
     parser.add_argument("--machine", default="", help="the results/ folder name of this machine")
     args = parser.parse_args(argv)
-    if not args.out and not args.dense_out:
-        parser.error("give --out (reductions), --dense-out (dense layers) or both")
+    if not args.out and not args.dense_out and not args.nn_out:
+        parser.error("give --out (reductions), --dense-out (dense layers), --nn-out (losses and softmax) or several")
 
     def load(path, what):
         try:
@@ -453,6 +642,8 @@ def main(argv):
         write_atomic(args.out, render(data, info, args.machine, source(args.out)) + "\n")
     if args.dense_out:
         write_atomic(args.dense_out, render_dense(data, info, args.machine, source(args.dense_out)) + "\n")
+    if args.nn_out:
+        write_atomic(args.nn_out, render_nn(data, info, args.machine, source(args.nn_out)) + "\n")
     return 0
 
 

@@ -2,9 +2,12 @@
 # The main job (see README.md): installs what is missing, builds the release preset, shows `halfmap info`, and
 # writes this machine's results into results/<machine>/:
 #   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
-#   bench.json       halfmap_bench's reduce/, dense_fwd/ and dense_bwd/ benchmarks, one run (Google Benchmark JSON)
-#   reductions.md    the reductions as tables, by tools/bench_table.py
+#   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, mse/, softmax/, softmax_naive/, xent/ and
+#                    roof/ benchmarks, one run (Google Benchmark JSON)
+#   reductions.md    the reductions as tables and their DRAM speed / the read roof, by tools/bench_table.py
 #   dense.md         the dense layers as tables (GFLOP/s) and the dense targets, by tools/bench_table.py
+#   nn.md            the losses and softmax as tables and their DRAM targets (read roof, fp16 / f32), by
+#                    tools/bench_table.py
 #   cells.csv, thresholds.json, thresholds.md, meta.json   the default `halfmap sweep` (README.md, "Results: how to
 #                    read the sweep"); cells.csv.gz too when cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
@@ -112,20 +115,21 @@ step_info() {
   say "results go to $OUT/"
 }
 
-# One run of both suites, so that the reports and the dense targets' ratios come from the same conditions.
+# One run of every suite, so that the reports and the targets' ratios (dense, and the memory-bound ones against
+# the read roof) come from the same conditions.
 step_bench() {
   if [ ! -x "$BENCH" ]; then
     say "SKIPPED the benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
     return 0
   fi
-  local json=$OUT/bench.json filter='^(reduce|dense_fwd|dense_bwd)/' tmp
+  local json=$OUT/bench.json filter='^(reduce|dense_fwd|dense_bwd|mse|softmax|softmax_naive|xent|roof)/' tmp
   tmp=$(temp_for "$json")
-  say "running the reduction and dense benchmarks ($BENCH --benchmark_filter=$filter)"
+  say "running the reduction, dense, loss and softmax benchmarks and the read roof ($BENCH --benchmark_filter=$filter)"
   "$BENCH" --benchmark_filter="$filter" --benchmark_out="$tmp" --benchmark_out_format=json
   publish "$tmp" "$json"
   python3 tools/bench_table.py "$json" --info "$OUT/info.json" --machine "$MACHINE" \
-    --out "$OUT/reductions.md" --dense-out "$OUT/dense.md"
-  say "wrote $json, $OUT/reductions.md and $OUT/dense.md"
+    --out "$OUT/reductions.md" --dense-out "$OUT/dense.md" --nn-out "$OUT/nn.md"
+  say "wrote $json, $OUT/reductions.md, $OUT/dense.md and $OUT/nn.md"
 }
 
 # Keeps results/.gitignore listing exactly the machines whose cells.csv is committed only as cells.csv.gz.

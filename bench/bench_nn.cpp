@@ -1,0 +1,121 @@
+// <op>/<kernel>/<level> for ops mse, softmax, softmax_naive and xent: every such kernel of the registry at the
+// reductions' three size levels (bench_util.hpp), so that a level reads the same bytes of inputs per call here as
+// there, whatever the storage type:
+//
+//   mse            L = mean((p - y)²) over n = bytes / (2 · element size): p and y are the two halves of the
+//                  level's input buffer, like dot's x and y. The loss only: dp is null, so nothing is written
+//                  (the gradient's write would halve a read-bound loop's speed and hide what is measured).
+//   softmax,       rows × 1024 columns, rows = bytes / (1024 · element size), from the level's input buffer into
+//   softmax_naive  output_buffer() (not in place, so every call sees the same inputs).
+//   xent           the same rows × 1024 logits, one label per row (uniform in [0, 1024), fixed seed); writes
+//                  dlogits into output_buffer(), probs null (the kernel keeps each row's probabilities in its
+//                  own scratch): what a training step needs.
+//
+// Scalar reference kernels (isa ref) of softmax, softmax_naive and xent are registered at l1 and l2 only: a DRAM
+// call (64 Mi f32 or 128 Mi fp16 elements) would take 1.8 to 10 s of CPU time (the l2 times x 512 on the Zen 4
+// development machine: f32_softmax__ref 1.8 s, f16_f32acc_softmax__ref 4.8 s, f16_xent__ref 10 s), too long for
+// kernels that exist to be right, not fast. The ref mse kernels, at most 1 s (f16_mse__ref), run at all three.
+//
+// Counters (tools/bench_table.py reads them):
+//   bytes_per_second     bytes of input read per second: p and y (mse), x (softmax), logits and labels (xent);
+//                        not the bytes written;
+//   elements_per_second  elements of p (mse) or of x / logits (softmax, xent) per second;
+//   n                    elements of p or x per call (not a rate).
+#include <cstdint>
+#include <string>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "bench_util.hpp"
+
+namespace halfmap::bench {
+namespace {
+
+/// Columns of every softmax and xent row: a classifier's or a vocabulary shard's width, a multiple of every ISA's
+/// vector width, and small enough that a row stays in L1 between the kernel's passes over it.
+constexpr std::size_t kCols = 1024;
+
+constexpr bool times_as_nn(const Kernel& k) {
+  switch (k.op) {
+    case Op::mse: return k.loss != nullptr;
+    case Op::softmax:
+    case Op::softmax_naive: return k.softmax != nullptr;
+    case Op::xent: return k.xent != nullptr;
+    default: return false;
+  }
+}
+
+void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
+  // Decided per run, not at registration, so that the skip shows up in the output with its reason.
+  if (const std::string reason = skip_reason(k); !reason.empty()) {
+    state.SkipWithError(reason.c_str());  // copied by the library
+    return;
+  }
+  const std::size_t esize = dtype_size(k.storage);
+  const auto* in = static_cast<const unsigned char*>(input_buffer(k.storage, level));
+  std::size_t elements = 0;  // of p, x or logits, per call
+  std::size_t bytes = 0;     // read per call
+  if (k.op == Op::mse) {
+    const std::size_t n = level.bytes / (2 * esize);
+    const LossArgs args{n, in, in + n * esize, 1.0f, nullptr};
+    for (auto _ : state) {
+      float loss = k.loss(args);
+      benchmark::DoNotOptimize(loss);
+    }
+    elements = n;
+    bytes = 2 * n * esize;
+  } else {
+    const std::size_t rows = level.bytes / (kCols * esize);
+    elements = rows * kCols;
+    bytes = elements * esize;
+    if (k.op == Op::xent) {
+      const std::int32_t* labels = label_buffer(rows, static_cast<std::int32_t>(kCols));
+      const XentArgs args{rows, kCols, in, labels, 1.0f, nullptr, output_buffer()};
+      for (auto _ : state) {
+        float loss = k.xent(args);
+        benchmark::DoNotOptimize(loss);
+      }
+      bytes += rows * sizeof(std::int32_t);
+    } else {
+      const SoftmaxArgs args{rows, kCols, in, output_buffer()};
+      for (auto _ : state) {
+        k.softmax(args);
+        benchmark::ClobberMemory();
+      }
+    }
+  }
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["elements_per_second"] =
+      benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["n"] = benchmark::Counter(static_cast<double>(elements));
+}
+
+}  // namespace
+
+std::string nn_description() {
+  return fmt::format(
+      "mse: p and y, halves of the level's bytes, loss only (dp null); softmax, softmax_naive: rows x {0} columns "
+      "of the level's bytes, written to a separate buffer; xent: the same logits, labels uniform in [0, {0}), "
+      "dlogits written, probs null; bytes_per_second counts bytes read (xent: logits and labels); isa ref "
+      "softmax, softmax_naive and xent kernels at l1 and l2 only (seconds per DRAM call)",
+      kCols);
+}
+
+void register_nn_benchmarks() {
+  for (const Kernel& k : kernels()) {
+    if (!times_as_nn(k)) continue;
+    for (const Level& level : kLevels) {
+      // isa ref: no DRAM level except for mse (see the top of this file).
+      if (k.isa == Isa::ref && k.op != Op::mse && &level == &kLevels.back()) continue;
+      // <op>/<kernel>/<level>, split on '/', like reduce/<kernel>/<level> (no Args: see bench_reduce.cpp).
+      const std::string name = fmt::format("{}/{}/{}", op_name(k.op), k.name, level.name);
+      benchmark::RegisterBenchmark(name.c_str(), [&k, &level](benchmark::State& state) {
+        run_nn(state, k, level);
+      });
+    }
+  }
+}
+
+}  // namespace halfmap::bench
