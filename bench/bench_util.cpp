@@ -71,12 +71,14 @@ std::unique_ptr<void, FreeDeleter> make_buffer(DType t, std::size_t bytes) {
 
 }  // namespace
 
-const void* input_buffer(DType t, const Level& level) {
+const void* input_buffer(DType t, std::size_t bytes) {
   static std::map<std::pair<DType, std::size_t>, std::unique_ptr<void, FreeDeleter>> cache;
-  auto& slot = cache[{t, level.bytes}];
-  if (!slot) slot = make_buffer(t, level.bytes);
+  auto& slot = cache[{t, bytes}];
+  if (!slot) slot = make_buffer(t, bytes);
   return slot.get();
 }
+
+const void* input_buffer(DType t, const Level& level) { return input_buffer(t, level.bytes); }
 
 std::string skip_reason(const Kernel& k) {
   if (kernel_enabled(k)) return {};

@@ -49,6 +49,11 @@ inline constexpr std::string_view kInputDescription =
 /// first half and y from the second half. Not thread-safe: benchmarks run one at a time.
 const void* input_buffer(DType t, const Level& level);
 
+/// The same inputs, `bytes` bytes of them (the dense benchmarks' operands): the same seed, so a buffer of any
+/// size holds the same leading values as every other buffer of its storage type; cached per (t, bytes) like the
+/// level buffers (the dense sizes add under 30 MiB per storage type).
+const void* input_buffer(DType t, std::size_t bytes);
+
 /// Why kernel `k` cannot run here ("avx512fp16 not enabled: ..."), or empty when it can.
 std::string skip_reason(const Kernel& k);
 
@@ -61,5 +66,12 @@ constexpr bool times_as_reduction(const Kernel& k) {
 
 /// Registers reduce/<kernel>/<level> for every reduction kernel in the registry (bench_reduce.cpp).
 void register_reduce_benchmarks();
+
+/// The dense benchmarks' sizes (M = N = K), operations and FLOP count in words, for the benchmark context
+/// (bench_dense.cpp).
+std::string dense_description();
+/// Registers dense_fwd/<kernel>/<size> and dense_bwd/<kernel>/<size> for every dense kernel in the registry
+/// (bench_dense.cpp).
+void register_dense_benchmarks();
 
 }  // namespace halfmap::bench

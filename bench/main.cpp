@@ -2,9 +2,11 @@
 //
 //   halfmap_bench [--benchmark_filter=REGEX] [--benchmark_out=FILE --benchmark_out_format=json] [...]
 //
-// Unless --benchmark_min_time is given, each benchmark runs for at least 0.1 s (not the library's 0.5 s), so
-// that the reduce suite (3 sizes of every reduction kernel) stays within minutes. The floating-point
-// environment is only read, never changed: flush-to-zero and denormals-are-zero stay off.
+// Benchmarks: reduce/<kernel>/<level> (bench_reduce.cpp), dense_fwd/<kernel>/<size> and
+// dense_bwd/<kernel>/<size> (bench_dense.cpp). Unless --benchmark_min_time is given, each benchmark runs for at
+// least 0.1 s (not the library's 0.5 s), so that the suites (every reduction kernel at 3 sizes, every dense
+// kernel at 2 to 5) stay within minutes. The floating-point environment is only read, never changed:
+// flush-to-zero and denormals-are-zero stay off.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -77,6 +79,7 @@ void add_context(std::string_view min_time) {
   }
   AddCustomContext("bench_levels", levels + " read per call (dot: half from x, half from y)");
   AddCustomContext("bench_inputs", std::string(halfmap::bench::kInputDescription));
+  AddCustomContext("bench_dense", halfmap::bench::dense_description());
   // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)
   AddCustomContext("bench_min_time", std::string(min_time.substr(min_time.find('=') + 1)));
 }
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
   add_context(min_time);
   halfmap::bench::register_reduce_benchmarks();
+  halfmap::bench::register_dense_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

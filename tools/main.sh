@@ -2,8 +2,9 @@
 # The main job (see README.md): installs what is missing, builds the release preset, shows `halfmap info`, and
 # writes this machine's results into results/<machine>/:
 #   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
-#   bench_reduce.json  halfmap_bench's reduce/ benchmarks (Google Benchmark JSON)
-#   reductions.md    the same as tables, by tools/bench_table.py
+#   bench.json       halfmap_bench's reduce/, dense_fwd/ and dense_bwd/ benchmarks, one run (Google Benchmark JSON)
+#   reductions.md    the reductions as tables, by tools/bench_table.py
+#   dense.md         the dense layers as tables (GFLOP/s) and the dense targets, by tools/bench_table.py
 #   cells.csv, thresholds.json, thresholds.md, meta.json   the default `halfmap sweep` (README.md, "Results: how to
 #                    read the sweep"); cells.csv.gz too when cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
@@ -111,18 +112,20 @@ step_info() {
   say "results go to $OUT/"
 }
 
-step_bench_reduce() {
+# One run of both suites, so that the reports and the dense targets' ratios come from the same conditions.
+step_bench() {
   if [ ! -x "$BENCH" ]; then
-    say "SKIPPED the reduction benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
+    say "SKIPPED the benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
     return 0
   fi
-  local json=$OUT/bench_reduce.json tmp
+  local json=$OUT/bench.json filter='^(reduce|dense_fwd|dense_bwd)/' tmp
   tmp=$(temp_for "$json")
-  say "running the reduction benchmarks ($BENCH --benchmark_filter=^reduce/)"
-  "$BENCH" --benchmark_filter='^reduce/' --benchmark_out="$tmp" --benchmark_out_format=json
+  say "running the reduction and dense benchmarks ($BENCH --benchmark_filter=$filter)"
+  "$BENCH" --benchmark_filter="$filter" --benchmark_out="$tmp" --benchmark_out_format=json
   publish "$tmp" "$json"
-  python3 tools/bench_table.py "$json" --info "$OUT/info.json" --machine "$MACHINE" --out "$OUT/reductions.md"
-  say "wrote $json and $OUT/reductions.md"
+  python3 tools/bench_table.py "$json" --info "$OUT/info.json" --machine "$MACHINE" \
+    --out "$OUT/reductions.md" --dense-out "$OUT/dense.md"
+  say "wrote $json, $OUT/reductions.md and $OUT/dense.md"
 }
 
 # Keeps results/.gitignore listing exactly the machines whose cells.csv is committed only as cells.csv.gz.
@@ -168,7 +171,7 @@ main() {
   step_setup
   step_build
   step_info
-  step_bench_reduce
+  step_bench
   step_sweep
   say "done: results in $OUT/"
 }

@@ -70,12 +70,32 @@ struct DenseBwdArgs {
 };
 using DenseBwdFn = void (*)(const DenseBwdArgs&);
 
+// ---- losses and softmax ------------------------------------------------------------------------------------
+// Common rules of the mse, softmax and xent kernels (src/kernels/common/nn.hpp implements them):
+//   * Modes f32, f16_f32acc, bf16_f32acc ("f32-acc"): inputs are widened exactly to f32, everything is computed
+//     in f32 and each output is rounded once to the storage type (round to nearest even; the avx512bf16 path
+//     writes its arrays with vcvtneps2bf16, which flushes f32-subnormal results to zero, see
+//     reduce_avx512bf16.cpp).
+//     Sums run in any order: these kernels are checked against a float64 computation within a tolerance.
+//   * Modes f16 and f16_model ("f16 modes"): every operation is rounded to fp16, as listed per op below. fp16
+//     sums use the kernel's `lanes` order (element i into lane i % lanes from +0, then f16_model::fold_lanes),
+//     and every fp16 multiply-add is the kernel's `fma`. They are bit-exact to the f16_model_* functions below
+//     run with the kernel's `lanes` and `fma`. Every NaN they write (or return) is the canonical quiet NaN
+//     (fp16 0x7E00, returned as f32 0x7FC00000), so outputs can be compared bit for bit on any CPU.
+//   * exp is halfmap's exp_f32 (include/halfmap/math.hpp) in every mode and on every path; the fp16 exp is
+//     exp_f16(t) = to_f16(exp_f32(to_f32(t))). log is the C library's logf.
+//   * Inputs need no alignment; nothing is read or written past the arrays. Outputs must not overlap inputs,
+//     except softmax's y, which may be x itself (in place).
+
 /// Squared loss over n predictions p and targets y (storage type): returns L = mean((p - y)²) and, if dp is not
-/// null, writes dp = loss_scale · 2(p - y)/n in the storage type, so fp16 gradients overflow or flush exactly as
-/// in training. The scale factor c = 2·loss_scale/n is computed in f32 and applied in f32 to the difference,
-/// rounded once to the storage type, in every mode. The loss is returned widened to f32 and follows the mode's
-/// output rule (see ReduceFn): f16 modes compute d = p - y and accumulate d·d in fp16 (fused, lanes order),
-/// then divide by n rounding once.
+/// null, writes dp = c·(p - y) with c = (2·loss_scale)/float(n) computed in f32, so fp16 gradients overflow or
+/// flush exactly as in training.
+///   f32-acc modes: d = p - y in f32, Σ d² in f32 (any order), L = Σ/n in f32 rounded once to the storage type
+///     and returned widened; dp = round(c·d), c·d in f32.
+///   f16 modes: d = to_f16(p - y); acc = fma(d, d, acc) in fp16 (lanes order, the kernel's fma);
+///     L = to_f16(to_f32(acc)/float(n)); dp = to_f16(c·to_f32(d)). So the elementwise square overflows from
+///     |p - y| = 256 (256² = 65536 rounds to inf) and not at 255.875 (65472).
+/// n = 0 returns NaN (the mean of nothing: 0/0) and writes nothing.
 struct LossArgs {
   std::size_t n;
   const void* p;
@@ -85,7 +105,17 @@ struct LossArgs {
 };
 using LossFn = float (*)(const LossArgs&);
 
-/// Row-wise softmax of x (rows × cols) into y, both in the storage type.
+/// Row-wise softmax of x (rows × cols, row-major) into y, both in the storage type; y may equal x.
+///   stable (Op::softmax): m = max_j x_j (exact; NaN if the row holds a NaN), e_j = exp(x_j - m).
+///   naive (Op::softmax_naive): e_j = exp(x_j), no max subtraction.
+///   then s = Σ_j e_j and y_j = e_j / s.
+///   f32-acc modes: x_j - m, exp, the sum (any order) and the division in f32; y rounded once to storage.
+///   f16 modes: t_j = to_f16(x_j - m) (stable) or x_j (naive); e_j = exp_f16(t_j), an fp16 value; s = Σ e_j
+///     in fp16 (lanes order, from +0); y_j = to_f16(to_f32(e_j)/to_f32(s)), the correctly rounded fp16 quotient.
+///     Naive fp16 softmax overflows from an input of 11.09375 (exp = inf, so s = inf and y is NaN where e = inf
+///     and 0 elsewhere); the stable one stays finite.
+/// A NaN anywhere in a row makes the whole row NaN (stable: m is NaN; naive: s is NaN). A row holding +inf
+/// gives NaN in the stable softmax (inf - inf); a row of only -inf gives NaN in both (0/0 or -inf - -inf).
 struct SoftmaxArgs {
   std::size_t rows, cols;
   const void* x;
@@ -93,9 +123,18 @@ struct SoftmaxArgs {
 };
 using SoftmaxFn = void (*)(const SoftmaxArgs&);
 
-/// Softmax cross-entropy: returns L = mean over rows of -log softmax(logits)[label] and, if dlogits is not null,
-/// writes dlogits = loss_scale · (softmax - onehot(label)) / rows in the storage type. `probs` (optional) gets
-/// the stable softmax.
+/// Softmax cross-entropy over rows × cols logits with one label per row: p = the stable softmax of the row in
+/// the kernel's mode (exactly what Op::softmax of the same mode and path writes), stored in the storage type
+/// (into `probs` if not null). Then, with the STORED probabilities p (widened exactly):
+///   loss_r = -logf(p[label_r]) in f32; f16 modes round it to fp16. A probability stored as 0 gives +inf: an
+///     fp16 (or bf16) underflow that training would really see.
+///   L = mean over rows: f32-acc modes Σ loss_r in f32 (row order) / float(rows) in f32, rounded once to the
+///     storage type; f16 modes fp16 adds in row order from +0, then to_f16(to_f32(Σ)/float(rows)). Returned
+///     widened to f32; rows = 0 returns NaN.
+///   dlogits (if not null) = c·(p - onehot(label)) with c = loss_scale/float(rows) in f32: f32-acc modes
+///     round(c·(p - onehot)) computed in f32; f16 modes d = to_f16(p - onehot) first, then to_f16(c·to_f32(d)).
+/// Labels must be in [0, cols) and cols ≥ 1: the kernels do not check (an out-of-range label reads and writes
+/// out of bounds); the sweep and the CLI validate them.
 struct XentArgs {
   std::size_t rows, cols;
   const void* logits;
@@ -139,5 +178,12 @@ f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned 
 /// reference for dense kernels in modes f16 and f16_model.
 void f16_model_dense_fwd(const DenseArgs& args, FmaKind fma);
 void f16_model_dense_bwd(const DenseBwdArgs& args, FmaKind fma);
+
+/// The f16 models of the losses and softmax (fp16 storage, every operation rounded; see LossArgs, SoftmaxArgs,
+/// XentArgs): the bit-exact references for mse, softmax and xent kernels in modes f16 and f16_model, run with a
+/// kernel's `lanes` (a power of two; anything else is treated as 1) and, for mse, its `fma`.
+float f16_model_mse(const LossArgs& args, unsigned lanes, FmaKind fma);
+void f16_model_softmax(const SoftmaxArgs& args, bool stable, unsigned lanes);
+float f16_model_xent(const XentArgs& args, unsigned lanes);
 
 }  // namespace halfmap

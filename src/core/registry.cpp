@@ -50,29 +50,36 @@ std::span<const Kernel> kernels() {
     auto add = [&v](std::span<const Kernel> t) { v.insert(v.end(), t.begin(), t.end()); };
     add(tables::reduce_ref());
     add(tables::dense_ref());
+    add(tables::nn_ref());
 #if defined(HALFMAP_WITH_AVX2)
     add(tables::reduce_avx2());
     add(tables::dense_avx2());
+    add(tables::nn_avx2());
 #endif
 #if defined(HALFMAP_WITH_AVX512)
     add(tables::reduce_avx512());
     add(tables::dense_avx512());
+    add(tables::nn_avx512());
 #endif
 #if defined(HALFMAP_WITH_AVX512BF16)
     add(tables::reduce_avx512bf16());
     add(tables::dense_avx512bf16());
+    add(tables::nn_avx512bf16());
 #endif
 #if defined(HALFMAP_WITH_AVX512FP16)
     add(tables::reduce_avx512fp16());
     add(tables::dense_avx512fp16());
+    add(tables::nn_avx512fp16());
 #endif
 #if defined(HALFMAP_WITH_NEON)
     add(tables::reduce_neon());
     add(tables::dense_neon());
+    add(tables::nn_neon());
 #endif
 #if defined(HALFMAP_WITH_NEONFP16)
     add(tables::reduce_neonfp16());
     add(tables::dense_neonfp16());
+    add(tables::nn_neonfp16());
 #endif
     return v;
   }();

@@ -136,7 +136,7 @@ void f32acc_epilogue(const float* acc, std::size_t m, std::size_t n, const float
   for (std::size_t i = 0; i < m; ++i) {
     const float* a = acc + i * n;
     for (std::size_t j = 0; j < n; ++j) {
-      float v = a[j] + (b != nullptr ? b[j] : 0.0f);
+      float v = b != nullptr ? a[j] + b[j] : a[j];  // no "+ 0": it would turn -0 into +0
       if (act == Act::relu) v = v < 0.0f ? 0.0f : v;
       row[j] = v;
     }

@@ -52,7 +52,7 @@ void f32acc_dense_fwd(const DenseArgs& d) {
   f32_gemm(d.m, d.n, d.k, x, d.k, 1, w, d.n, 1, acc.data());
   for (std::size_t i = 0; i < d.m; ++i) {
     for (std::size_t j = 0; j < d.n; ++j) {
-      float v = acc[i * d.n + j] + (b != nullptr ? widen(b[j]) : 0.0f);
+      float v = b != nullptr ? acc[i * d.n + j] + widen(b[j]) : acc[i * d.n + j];
       if (d.act == Act::relu) v = v < 0.0f ? 0.0f : v;
       y[i * d.n + j] = narrow<Elem>(v);
     }

@@ -1,0 +1,162 @@
+// dense_fwd/<kernel>/<size> and dense_bwd/<kernel>/<size>: every dense kernel of the registry on square layers,
+// M = N = K = <size>, single-threaded (the kernels are).
+//
+//   dense_fwd  Y = X·W + b, identity activation, with bias, at 64, 128, 256, 512, 1024;
+//   dense_bwd  dX = dY·Wᵀ, dW = Xᵀ·dY and db = Σ_rows dY, all three, at 256, 512, 1024.
+//
+// Scalar reference kernels (isa ref) are registered only at 64 and 128, forward and backward alike: the f16
+// model rounds every operation in software and runs at about 0.1 GFLOP/s, so one forward call at 1024 (2 GFLOP)
+// would take some 20 s. Their backward pass is timed at those two sizes, outside the list above, so that every
+// kernel of the registry has a benchmark.
+//
+// Counters (tools/bench_table.py reads them):
+//   flops_per_second  floating-point operations per second, counting the GEMMs only: 2·M·N·K per forward call,
+//                     4·M·N·K per backward call (two GEMMs); the bias add, the activation and db are not
+//                     counted (M·N operations each, under 0.1 % at 1024);
+//   size              M = N = K (not a rate).
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <utility>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "bench_util.hpp"
+
+namespace halfmap::bench {
+namespace {
+
+constexpr std::size_t kFwdSizes[] = {64, 128, 256, 512, 1024};
+constexpr std::size_t kBwdSizes[] = {256, 512, 1024};
+/// The only sizes at which isa ref kernels are registered (see the top of this file).
+constexpr std::size_t kRefSizes[] = {64, 128};
+
+/// Elements of the operand buffer of a layer of size s: X, W and dY (s² each), then b (s).
+constexpr std::size_t operand_elements(std::size_t s) { return 3 * s * s + s; }
+
+/// The operands of a size-s layer in storage type t, as slices of one buffer of the shared inputs (uniform in
+/// [-1, 1), fixed seed; bench_util.hpp): X = [0, s²), W = [s², 2s²), dY = [2s², 3s²), b = [3s², 3s² + s).
+/// Generated once per (storage type, size) and kept.
+struct Operands {
+  const void* x;
+  const void* w;
+  const void* dy;
+  const void* b;
+};
+
+Operands operands(DType t, std::size_t s) {
+  const std::size_t e = dtype_size(t);
+  const auto* base = static_cast<const unsigned char*>(input_buffer(t, operand_elements(s) * e));
+  return {base, base + s * s * e, base + 2 * s * s * e, base + 3 * s * s * e};
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+/// The outputs of a size-s layer in storage type t: Y or dX = [0, s²), dW = [s², 2s²), db = [2s², 2s² + s).
+/// Allocated (64-byte aligned, zeroed so that every page is touched) once per (storage type, size) and kept.
+struct Outputs {
+  void* y_or_dx;
+  void* dw;
+  void* db;
+};
+
+Outputs outputs(DType t, std::size_t s) {
+  static std::map<std::pair<DType, std::size_t>, std::unique_ptr<void, FreeDeleter>> cache;
+  const std::size_t e = dtype_size(t);
+  const std::size_t bytes = (2 * s * s + s) * e;
+  auto& slot = cache[{t, s}];
+  if (!slot) {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    std::memset(p, 0, bytes);
+    slot.reset(p);
+  }
+  auto* base = static_cast<unsigned char*>(slot.get());
+  return {base, base + s * s * e, base + 2 * s * s * e};
+}
+
+void set_counters(benchmark::State& state, std::size_t s, double flops_per_call) {
+  state.counters["flops_per_second"] =
+      benchmark::Counter(flops_per_call, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["size"] = benchmark::Counter(static_cast<double>(s));
+}
+
+void run_dense_fwd(benchmark::State& state, const Kernel& k, std::size_t s) {
+  // Decided per run, not at registration, so that the skip shows up in the output with its reason.
+  if (const std::string reason = skip_reason(k); !reason.empty()) {
+    state.SkipWithError(reason.c_str());  // copied by the library
+    return;
+  }
+  const Operands in = operands(k.storage, s);
+  const Outputs out = outputs(k.storage, s);
+  const DenseArgs args{s, s, s, in.x, in.w, in.b, out.y_or_dx, Act::identity};
+  // One untimed call: the GEMM driver's thread_local packing and accumulator buffers grow to this size here.
+  k.dense(args);
+  for (auto _ : state) {
+    k.dense(args);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, s, 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
+}
+
+void run_dense_bwd(benchmark::State& state, const Kernel& k, std::size_t s) {
+  if (const std::string reason = skip_reason(k); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    return;
+  }
+  const Operands in = operands(k.storage, s);
+  const Outputs out = outputs(k.storage, s);
+  const DenseBwdArgs args{s, s, s, in.x, in.w, in.dy, out.y_or_dx, out.dw, out.db};
+  k.dense_bwd(args);  // untimed, as in run_dense_fwd
+  for (auto _ : state) {
+    k.dense_bwd(args);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, s, 4.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
+}
+
+template <class Run, std::size_t N>
+void register_op(const Kernel& k, std::string_view op, const std::size_t (&sizes)[N], Run run) {
+  // isa ref: only kRefSizes, whatever the op's own list (see the top of this file).
+  const std::span<const std::size_t> list = k.isa == Isa::ref ? std::span<const std::size_t>(kRefSizes)
+                                                               : std::span<const std::size_t>(sizes);
+  for (const std::size_t s : list) {
+    // dense_fwd/<kernel>/<size>, split on '/', like reduce/<kernel>/<level> (no Args: see bench_reduce.cpp).
+    const std::string name = fmt::format("{}/{}/{}", op, k.name, s);
+    benchmark::RegisterBenchmark(name.c_str(), [&k, s, run](benchmark::State& state) { run(state, k, s); });
+  }
+}
+
+std::string size_list(std::span<const std::size_t> sizes) {
+  std::string out;
+  for (const std::size_t s : sizes) out += fmt::format("{}{}", out.empty() ? "" : ", ", s);
+  return out;
+}
+
+}  // namespace
+
+std::string dense_description() {
+  return fmt::format(
+      "M = N = K; dense_fwd (identity, with bias) at {}; dense_bwd (dx, dw, db) at {}; isa ref kernels at {} "
+      "only; flops_per_second counts 2MNK (fwd) or 4MNK (bwd) per call; operands X, W, dY, b are consecutive "
+      "slices of the inputs",
+      size_list(kFwdSizes), size_list(kBwdSizes), size_list(kRefSizes));
+}
+
+void register_dense_benchmarks() {
+  for (const Kernel& k : kernels()) {
+    if (k.op == Op::dense_fwd && k.dense != nullptr) register_op(k, "dense_fwd", kFwdSizes, run_dense_fwd);
+  }
+  for (const Kernel& k : kernels()) {
+    if (k.op == Op::dense_bwd && k.dense_bwd != nullptr) register_op(k, "dense_bwd", kBwdSizes, run_dense_bwd);
+  }
+}
+
+}  // namespace halfmap::bench
