@@ -728,9 +728,9 @@ TEST(SweepAnalytic, PlantedNanIsDataWithItsIndex) {
 }
 
 // ---- stand-ins for the loss and softmax kernels ------------------------------------------------------------------
-// Until the registry has mse, softmax, softmax_naive and xent kernels (another branch), these scalar stand-ins,
-// written from registry.hpp's contracts, run the sweep's experiments for those ops, so that its side (inputs,
-// oracles, gradients, thresholds) is tested now. The tests above over the registry take over once they exist.
+// Scalar stand-ins written from registry.hpp's contracts (before the registry had these kernels). They test the
+// sweep's side of the mse, softmax, softmax_naive and xent experiments (inputs, oracles, gradients, thresholds)
+// independently of the registry's kernels, which the tests above cover as well.
 
 const f16* h(const void* p) { return static_cast<const f16*>(p); }
 f16* h(void* p) { return static_cast<f16*>(p); }
