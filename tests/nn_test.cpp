@@ -752,7 +752,9 @@ TEST_P(SoftmaxTest, PinnedOverflowFacts) {
           << "y" << j << " = " << hex_bits(storage(), c.y.bits(j)) << ", expected " << want[j];
       sum += y;
     }
-    if (want.find_first_not_of('f') == std::string::npos) EXPECT_NEAR(sum, 1.0, 0.01);
+    if (want.find_first_not_of('f') == std::string::npos) {
+      EXPECT_NEAR(sum, 1.0, 0.01);
+    }
   }
 }
 

@@ -161,6 +161,7 @@ Exact exact_reduce(Op op, const Inputs& in) {
       case Op::sumsq: t = x * x; break;  // exact in f64: at most 2 * 24 significant bits
       case Op::dot: t = x * in.y.value(i); break;
       case Op::maxabs: e.value = std::max(e.value, std::fabs(x)); continue;
+      default: ADD_FAILURE() << "not a reduction: " << op_name(op); return e;
     }
     e.value += t;
     e.abs_terms += std::fabs(t);
@@ -461,6 +462,7 @@ TEST_P(ReduceTest, SquareOverflowsFp16From256) {
             EXPECT_EQ(got, fp16_out ? 65472.0f : 65472.015625f) << hex(got);
           }
           break;
+        default: ADD_FAILURE() << "not a reduction: " << op_name(kk.op); break;
       }
     }
   }
