@@ -11,6 +11,7 @@
 #   cells.csv, thresholds.json, thresholds.md, meta.json   the default `halfmap sweep` (README.md, "Results: how to
 #                    read the sweep"); cells.csv.gz too when cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
+#   headline.md      per op, every path's thresholds side by side and its window at s = 1, by tools/headline.py
 # and results/compare.md (`halfmap compare`) when several machines' sweeps are in results/.
 # <machine> is a slug of the CPU architecture and model (e.g. x86-64-amd-epyc-zen4), so reruns on one machine
 # replace its results and other machines' results stay beside them. Every file is written to a temporary name
@@ -160,6 +161,7 @@ step_sweep() {
     gitignore_cells remove "$MACHINE/cells.csv"
   fi
   "$PY" tools/plot_maps.py "$csv" --out "$OUT"
+  "$PY" tools/headline.py "$OUT/thresholds.json" --out "$OUT/headline.md"
   local dirs=()
   for d in results/*/; do
     [ -f "$d/thresholds.json" ] && dirs+=("${d%/}")
@@ -168,7 +170,7 @@ step_sweep() {
     "$HALFMAP" compare "${dirs[@]}" --out results/compare.md
     say "wrote results/compare.md (${#dirs[@]} machines)"
   fi
-  say "wrote $OUT/thresholds.md, $OUT/cells.csv and $OUT/maps/"
+  say "wrote $OUT/thresholds.md, $OUT/headline.md, $OUT/cells.csv and $OUT/maps/"
 }
 
 main() {

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""The headline table of a sweep: per kernel op, every path's overflow and underflow thresholds side by side and
+its loss-scale window at input scale 1, for one distribution (normal by default).
+
+    python3 tools/headline.py results/<machine>/thresholds.json [--dist normal] [--out headline.md]
+
+Reads the sweep's thresholds.json (halfmap-sweep-thresholds-1); standard library only. Writes to a temporary file
+and renames it, so an interrupted run leaves no half-written table."""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+
+def text(bound):
+    return bound["text"] if bound else ""
+
+
+def window_at_one(entry):
+    for w in entry.get("loss_scale_windows") or []:
+        if w["log2_s"] == 0.0:
+            rng = "empty" if w["empty"] else f"[{text(w['S_min'])}, {text(w['S_max'])}]"
+            return rng, w["keras_2^15"], w["pytorch_2^16"]
+    return "-", "-", "-"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("thresholds")
+    ap.add_argument("--dist", default="normal")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    try:
+        with open(a.thresholds, encoding="utf-8") as f:
+            doc = json.load(f)
+        results = doc["results"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"headline.py: cannot read {a.thresholds} as a sweep's thresholds.json: {e}", file=sys.stderr)
+        return 2
+    rows = [r for r in results if r["dist"] == a.dist]
+    if not rows:
+        print(f"headline.py: no results for distribution '{a.dist}' in {a.thresholds}", file=sys.stderr)
+        return 2
+    out = [f"Distribution `{a.dist}`; `≤`/`<`/`≥`/`>` mark thresholds beyond the sweep's grid. Window: the loss-scale "
+           "window [S_min, S_max] of the op's gradients at input scale s = 1; Keras (2^15) and PyTorch (2^16) "
+           "initial loss scales inside or outside it.", ""]
+    ops = []
+    for r in rows:
+        if r["op"] not in ops:
+            ops.append(r["op"])
+    for op in ops:
+        out += [f"### {op}", "",
+                "| path (mode, isa) | kernel | s_underflow | s_overflow | window at s = 1 | Keras 2^15 | PyTorch 2^16 |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in rows:
+            if r["op"] != op:
+                continue
+            win, keras, torch = window_at_one(r)
+            out.append(f"| {r['mode']}, {r['isa']} | `{r['kernel']}` | {text(r.get('s_underflow'))} | "
+                       f"{text(r.get('s_overflow'))} | {win} | {keras} | {torch} |")
+        out.append("")
+    body = "\n".join(out)
+    if not a.out:
+        sys.stdout.write(body)
+        return 0
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), prefix=".headline.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(body)
+    os.replace(tmp, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
