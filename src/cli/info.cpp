@@ -75,10 +75,14 @@ std::string why_disabled(Isa isa) {
   return {};
 }
 
-/// Only fp16-accumulating kernels have an fp16 FMA whose rounding matters (registry.hpp).
+/// Only fp16-accumulating kernels have an fp16 FMA whose rounding matters (registry.hpp): every op that
+/// multiplies and accumulates in fp16 (not sum, max|x|, nor softmax, which only add and divide).
 std::optional<std::string_view> fma_name(const Kernel& k) {
   if (k.mode != Mode::f16 && k.mode != Mode::f16_model) return std::nullopt;
-  if (k.op != Op::sumsq && k.op != Op::dot) return std::nullopt;
+  if (k.op == Op::sum || k.op == Op::maxabs || k.op == Op::softmax || k.op == Op::softmax_naive ||
+      k.op == Op::xent) {
+    return std::nullopt;
+  }
   return k.fma == FmaKind::fused ? "fused" : "f32_round";
 }
 
@@ -142,11 +146,11 @@ std::string format_text(const FpEnv& env) {
     kisa_w = std::max(kisa_w, isa_name(k.isa).size());
   }
   line("Kernels ({} registered, {} can run here)", all.size(), runnable);
-  line("  {:<{}}  {:<6}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", "name", name_w, "op", "mode", mode_w, "isa",
+  line("  {:<{}}  {:<13}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", "name", name_w, "op", "mode", mode_w, "isa",
        kisa_w, "storage", "lanes", "fma", "runs here");
   for (const Kernel& k : all) {
     const std::string why = why_disabled(k.isa);
-    line("  {:<{}}  {:<6}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", k.name, name_w, op_name(k.op),
+    line("  {:<{}}  {:<13}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", k.name, name_w, op_name(k.op),
          mode_name(k.mode), mode_w, isa_name(k.isa), kisa_w, dtype_name(k.storage), k.lanes,
          fma_name(k).value_or("-"), kernel_enabled(k) ? std::string("yes") : fmt::format("no ({})", why));
   }
