@@ -55,6 +55,10 @@
 namespace halfmap {
 namespace {
 
+using test::store_bits;
+using test::load_exact;
+using test::round_to;
+
 using test::AlignedBuffer;
 
 constexpr double kU = 0x1p-24;
@@ -63,37 +67,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 bool fp16_accumulating(const Kernel& k) { return k.mode == Mode::f16 || k.mode == Mode::f16_model; }
 
 // ---- storage ---------------------------------------------------------------------------------------------------
-
-/// The bit pattern that stores `v` (rounded to nearest even) in the storage type.
-std::uint32_t store_bits(DType t, double v) {
-  switch (t) {
-    case DType::f32: return std::bit_cast<std::uint32_t>(float(v));
-    case DType::f16: return to_f16(v).bits;
-    case DType::bf16: return to_bf16(float(v)).bits;
-  }
-  return 0;
-}
-
-/// The exact value of a stored bit pattern, decoded independently of half.hpp.
-double load_exact(DType t, std::uint32_t bits) {
-  switch (t) {
-    case DType::f32: return double(std::bit_cast<float>(bits));
-    case DType::f16: return test::decode_f16(std::uint16_t(bits));
-    case DType::bf16: return test::decode_bf16(std::uint16_t(bits));
-  }
-  return 0;
-}
-
-/// Rounds to the storage type and widens back (to_f16 from double rounds once; to_bf16 via float rounds twice,
-/// which is still monotonic, all that the interval check needs).
-double round_to(DType t, double v) {
-  switch (t) {
-    case DType::f32: return double(float(v));
-    case DType::f16: return double(to_f32(to_f16(v)));
-    case DType::bf16: return double(to_f32(to_bf16(float(v))));
-  }
-  return 0;
-}
 
 std::string hex_bits(DType t, std::uint32_t b) { return t == DType::f32 ? test::hex32(b) : test::hex16(std::uint16_t(b)); }
 

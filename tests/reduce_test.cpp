@@ -42,6 +42,9 @@
 namespace halfmap {
 namespace {
 
+using test::store_bits;
+using test::load_exact;
+
 using test::AlignedBuffer;
 using test::Dist;
 using test::hex;
@@ -55,26 +58,6 @@ bool fp16_accumulating(const Kernel& k) { return k.mode == Mode::f16 || k.mode =
 std::size_t tile_of(const Kernel& k) { return fp16_accumulating(k) ? k.lanes : 64; }
 
 std::uint32_t nan_pattern(DType t) { return t == DType::f32 ? 0x7FC00000u : t == DType::f16 ? 0x7E00u : 0x7FC0u; }
-
-/// The bit pattern that stores `v` (rounded to nearest even) in the storage type.
-std::uint32_t store_bits(DType t, double v) {
-  switch (t) {
-    case DType::f32: return std::bit_cast<std::uint32_t>(float(v));
-    case DType::f16: return to_f16(v).bits;
-    case DType::bf16: return to_bf16(float(v)).bits;
-  }
-  return 0;
-}
-
-/// The exact value of a stored bit pattern, decoded independently of half.hpp.
-double load_exact(DType t, std::uint32_t bits) {
-  switch (t) {
-    case DType::f32: return double(std::bit_cast<float>(bits));
-    case DType::f16: return test::decode_f16(std::uint16_t(bits));
-    case DType::bf16: return test::decode_bf16(std::uint16_t(bits));
-  }
-  return 0;
-}
 
 /// One input array in a 64-byte aligned buffer, starting `offset` elements in. Every element outside [0, n) is a
 /// NaN, so a kernel that uses anything before the start or past the end returns NaN and fails.

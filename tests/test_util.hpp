@@ -196,4 +196,35 @@ inline std::string disabled_reason(Isa isa) {
   return fmt::format("{} is above the cap HALFMAP_ISA={}", isa_name(isa), env != nullptr ? env : "");
 }
 
+/// The bit pattern that stores `v` (rounded to nearest even) in the storage type.
+inline std::uint32_t store_bits(DType t, double v) {
+  switch (t) {
+    case DType::f32: return std::bit_cast<std::uint32_t>(float(v));
+    case DType::f16: return to_f16(v).bits;
+    case DType::bf16: return to_bf16(float(v)).bits;
+  }
+  return 0;
+}
+
+/// The exact value of a stored bit pattern, decoded independently of half.hpp.
+inline double load_exact(DType t, std::uint32_t bits) {
+  switch (t) {
+    case DType::f32: return double(std::bit_cast<float>(bits));
+    case DType::f16: return decode_f16(std::uint16_t(bits));
+    case DType::bf16: return decode_bf16(std::uint16_t(bits));
+  }
+  return 0;
+}
+
+/// Rounds to the storage type and widens back (to_f16 from double rounds once; to_bf16 via float rounds twice,
+/// which is still monotonic, all that interval checks need).
+inline double round_to(DType t, double v) {
+  switch (t) {
+    case DType::f32: return double(float(v));
+    case DType::f16: return double(to_f32(to_f16(v)));
+    case DType::bf16: return double(to_f32(to_bf16(float(v))));
+  }
+  return 0;
+}
+
 }  // namespace halfmap::test
