@@ -9,11 +9,14 @@
 // would take some 20 s. Their backward pass is timed at those two sizes, outside the list above, so that every
 // kernel of the registry has a benchmark.
 //
-// Counters (tools/bench_table.py reads them):
+// Counters (tools/bench_report.py reads them):
 //   flops_per_second  floating-point operations per second, counting the GEMMs only: 2·M·N·K per forward call,
 //                     4·M·N·K per backward call (two GEMMs); the bias add, the activation and db are not
 //                     counted (M·N operations each, under 0.1 % at 1024);
-//   size              M = N = K (not a rate).
+//   size              M = N = K (not a rate);
+//   roof_fraction     flops_per_second / the FMA roof of the kernel's ISA and arithmetic measured at startup
+//                     (bench_roof.cpp: f32 FMA of the ISA for f32, f16_f32acc and the F16C-based f16 kernels,
+//                     vdpbf16ps for bf16_f32acc, the fp16 FMA for f16 on avx512fp16 and neonfp16); none for ref.
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -82,10 +85,11 @@ Outputs outputs(DType t, std::size_t s) {
   return {base, base + s * s * e, base + 2 * s * s * e};
 }
 
-void set_counters(benchmark::State& state, std::size_t s, double flops_per_call) {
+void set_counters(benchmark::State& state, const Kernel& k, std::size_t s, double flops_per_call) {
   state.counters["flops_per_second"] =
       benchmark::Counter(flops_per_call, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["size"] = benchmark::Counter(static_cast<double>(s));
+  add_compute_roof_fraction(state, k, flops_per_call);
 }
 
 void run_dense_fwd(benchmark::State& state, const Kernel& k, std::size_t s) {
@@ -103,7 +107,7 @@ void run_dense_fwd(benchmark::State& state, const Kernel& k, std::size_t s) {
     k.dense(args);
     benchmark::ClobberMemory();
   }
-  set_counters(state, s, 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
+  set_counters(state, k, s, 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
 }
 
 void run_dense_bwd(benchmark::State& state, const Kernel& k, std::size_t s) {
@@ -119,7 +123,7 @@ void run_dense_bwd(benchmark::State& state, const Kernel& k, std::size_t s) {
     k.dense_bwd(args);
     benchmark::ClobberMemory();
   }
-  set_counters(state, s, 4.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
+  set_counters(state, k, s, 4.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
 }
 
 template <class Run, std::size_t N>

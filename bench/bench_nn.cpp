@@ -16,11 +16,14 @@
 // development machine: f32_softmax__ref 1.8 s, f16_f32acc_softmax__ref 4.8 s, f16_xent__ref 10 s), too long for
 // kernels that exist to be right, not fast. The ref mse kernels, at most 1 s (f16_mse__ref), run at all three.
 //
-// Counters (tools/bench_table.py reads them):
+// Counters (tools/bench_report.py reads them):
 //   bytes_per_second     bytes of input read per second: p and y (mse), x (softmax), logits and labels (xent);
 //                        not the bytes written;
 //   elements_per_second  elements of p (mse) or of x / logits (softmax, xent) per second;
-//   n                    elements of p or x per call (not a rate).
+//   n                    elements of p or x per call (not a rate);
+//   roof_fraction        bytes_per_second / the read roof of the level measured at startup (bench_roof.cpp):
+//                        bytes written are not counted, so a kernel that writes as much as it reads (softmax,
+//                        xent) is bound well below 1.
 #include <cstdint>
 #include <string>
 
@@ -90,6 +93,7 @@ void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
   state.counters["elements_per_second"] =
       benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["n"] = benchmark::Counter(static_cast<double>(elements));
+  add_memory_roof_fraction(state, level, static_cast<double>(bytes));
 }
 
 }  // namespace

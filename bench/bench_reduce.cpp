@@ -1,9 +1,10 @@
 // reduce/<kernel>/<level>: every reduction kernel of the registry at the three named sizes of bench_util.hpp.
 //
-// Counters (tools/bench_table.py reads them):
+// Counters (tools/bench_report.py reads them):
 //   bytes_per_second     bytes of input read per second (x, plus y for dot);
 //   elements_per_second  elements of x per second (a dot element is one x[i]*y[i] pair);
-//   n                    elements per input array, per call (not a rate).
+//   n                    elements per input array, per call (not a rate);
+//   roof_fraction        bytes_per_second / the read roof of the level measured at startup (bench_roof.cpp).
 #include <string>
 
 #include <benchmark/benchmark.h>
@@ -33,6 +34,7 @@ void run_reduce(benchmark::State& state, const Kernel& k, const Level& level) {
   state.counters["elements_per_second"] = benchmark::Counter(iterations * static_cast<double>(n),
                                                              benchmark::Counter::kIsRate);
   state.counters["n"] = benchmark::Counter(static_cast<double>(n));
+  add_memory_roof_fraction(state, level, static_cast<double>(bytes_per_call));
 }
 
 }  // namespace

@@ -1,38 +1,80 @@
-// roof/read/dram: how fast one thread can read memory on this machine, measured in the same run as the kernels so
-// that "a kernel reaches X % of the read roof" compares like with like (same load, same frequency, same pages).
+// The roofs: how fast one core of this machine can read, copy and compute, measured in the same run as the kernels
+// so that "a kernel reaches X % of the roof" compares like with like (same load, same frequency, same pages).
 //
-// It streams the DRAM level's f32 input buffer (256 MiB, bench_util.hpp: the very bytes the f32 kernels read at
-// that level) as 64-bit integers, summed into eight independent accumulators of two lanes each. The additions
-// are integer, so they never limit the loop, and written with GCC/Clang vector extensions, so the code is
-// portable and needs no ISA flags: built for baseline x86-64 (the harness is, see CMakeLists.txt) each step is
-// one 16-byte SSE2 load and add, 32 bytes a cycle at two loads per cycle, several times what one core draws from
-// DRAM; wider loads would not move data from DRAM any faster.
+//   roof/read/<level>  reads the level's f32 input buffer (bench_util.hpp: the very bytes the f32 kernels read
+//                      there) as 64-bit integers summed into eight independent accumulators; the additions are
+//                      integer, so they never limit the loop. It uses the widest loads of the best enabled ISA that
+//                      has a read loop (roof/roof_avx512.cpp: 64 bytes, roof_avx2.cpp: 32 bytes), else 16-byte
+//                      vectors written with GCC/Clang vector extensions (SSE2 or NEON, no ISA flags): at l1 the
+//                      load width decides the speed, at dram it does not.
+//   roof/copy/dram     memcpy of the dram level's 256 MiB input into the output buffer; counts bytes read plus
+//                      bytes written. glibc's memcpy may use non-temporal stores at this size, which no kernel does:
+//                      the best case of a copy, for reference.
+//   roof/fma/<isa>     the ISA's peak arithmetic (roof/roof_<isa>.cpp): fused multiply-adds on independent
+//                      accumulators, 2 flops per lane (vdpbf16ps: 4 per f32 lane, 2 per bf16 product, the same
+//                      counting as the dense benchmarks' 2·M·N·K). Skipped with the reason where the ISA is not
+//                      enabled.
 //
-// Counters (tools/bench_table.py reads them):
-//   bytes_per_second  bytes read per second.
+// measure_roofs() measures the read roof of every level and the FMA roof of every enabled ISA once at startup,
+// before any benchmark, and publishes them in the context; every kernel benchmark divides its rate by the one
+// that applies (add_memory_roof_fraction, add_compute_roof_fraction) into the counter roof_fraction.
+//
+// Counters (tools/bench_report.py reads them):
+//   bytes_per_second  bytes read (read) or read + written (copy) per second;
+//   flops_per_second  floating-point operations per second (fma).
 #include <cstdint>
 #include <cstring>
+#include <ctime>
+#include <optional>
+#include <string>
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include "bench_util.hpp"
+#include "roof/roof_isa.hpp"
 
 namespace halfmap::bench {
 namespace {
+
+/// The loops of `isa` in this build, or nullopt where it is not compiled (or has no roof: ref).
+std::optional<roof::IsaLoops> loops_for(Isa isa) {
+  switch (isa) {
+#if defined(HALFMAP_BENCH_ROOF_AVX2)
+    case Isa::avx2: return roof::loops_avx2();
+#endif
+#if defined(HALFMAP_BENCH_ROOF_AVX512)
+    case Isa::avx512: return roof::loops_avx512();
+#endif
+#if defined(HALFMAP_BENCH_ROOF_AVX512BF16)
+    case Isa::avx512bf16: return roof::loops_avx512bf16();
+#endif
+#if defined(HALFMAP_BENCH_ROOF_AVX512FP16)
+    case Isa::avx512fp16: return roof::loops_avx512fp16();
+#endif
+#if defined(HALFMAP_BENCH_ROOF_NEON)
+    case Isa::neon: return roof::loops_neon();
+#endif
+#if defined(HALFMAP_BENCH_ROOF_NEONFP16)
+    case Isa::neonfp16: return roof::loops_neonfp16();
+#endif
+    default: return std::nullopt;
+  }
+}
 
 /// 16 bytes: one SSE2 or NEON register, the baseline vector of both architectures. (A wider vector type without
 /// the ISA flags for it is lowered through the stack by GCC, which would make this loop slower than memory.)
 using U64x2 = std::uint64_t __attribute__((vector_size(16)));
 
-/// The sum of the first n / 16 · 16 64-bit words of p (n: words), 128 bytes per step into eight independent
+/// The sum of the 64-bit words of p[0, bytes), bytes a multiple of 128, 128 bytes per step into eight independent
 /// accumulators; p needs no alignment.
-std::uint64_t sum_words(const unsigned char* p, std::size_t n) {
+std::uint64_t read_baseline(const unsigned char* p, std::size_t bytes) {
   constexpr int kAcc = 8;
   U64x2 acc[kAcc] = {};
-  for (std::size_t i = 0; i + 2 * kAcc <= n; i += 2 * kAcc) {
+  for (std::size_t i = 0; i < bytes; i += 16 * kAcc) {
     for (int a = 0; a < kAcc; ++a) {
       U64x2 v;  // memcpy: the buffer holds floats; this reads their bytes without aliasing them
-      std::memcpy(&v, p + 8 * i + 16 * a, 16);
+      std::memcpy(&v, p + i + 16 * a, 16);
       acc[a] += v;
     }
   }
@@ -41,22 +83,179 @@ std::uint64_t sum_words(const unsigned char* p, std::size_t n) {
   return total[0] + total[1];
 }
 
-void run_roof_read(benchmark::State& state, const Level& level) {
+using ReadFn = std::uint64_t (*)(const unsigned char*, std::size_t);
+
+/// The read loop of the best enabled ISA that has one, and its name.
+std::pair<ReadFn, std::string> read_loop() {
+  for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
+    if (!isa_enabled(*it)) continue;
+    const auto loops = loops_for(*it);
+    if (loops && loops->read != nullptr) return {loops->read, fmt::format("{}-byte loads ({})",
+                                                                         *it == Isa::avx512 ? 64 : 32,
+                                                                         isa_name(*it))};
+  }
+  return {read_baseline, "16-byte loads (baseline SSE2/NEON)"};
+}
+
+/// FMA repetitions per call: 16 accumulators x 4096 = 65536 instructions, some 50 µs.
+constexpr std::size_t kFmaReps = 4096;
+
+void run_read(benchmark::State& state, const Level& level) {
   const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
-  const std::size_t words = level.bytes / 8;  // a multiple of 16 at every level
+  const ReadFn read = read_loop().first;
   for (auto _ : state) {
-    std::uint64_t s = sum_words(buf, words);
+    std::uint64_t s = read(buf, level.bytes);
     benchmark::DoNotOptimize(s);
   }
   state.counters["bytes_per_second"] =
-      benchmark::Counter(static_cast<double>(words * 8), benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(static_cast<double>(level.bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void run_copy(benchmark::State& state) {
+  const Level& dram = kLevels.back();
+  const void* in = input_buffer(DType::f32, dram);
+  void* out = output_buffer();
+  for (auto _ : state) {
+    std::memcpy(out, in, dram.bytes);
+    benchmark::ClobberMemory();
+  }
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(2.0 * static_cast<double>(dram.bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void run_fma(benchmark::State& state, Isa isa) {
+  const auto loops = loops_for(isa);
+  if (!isa_enabled(isa) || !loops) {
+    state.SkipWithError(isa_skip_reason(isa).c_str());  // copied by the library
+    return;
+  }
+  for (auto _ : state) {
+    float s = loops->fma(kFmaReps);
+    benchmark::DoNotOptimize(s);
+  }
+  state.counters["flops_per_second"] = benchmark::Counter(loops->flops_per_rep * static_cast<double>(kFmaReps),
+                                                          benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// CPU time of this thread, in seconds: the clock Google Benchmark's rates use by default.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+/// `per_call` units (bytes, flops) / second of CPU time of `call`, over at least `seconds`, after one untimed call.
+/// Calls are timed in batches of at least a millisecond: reading the thread's CPU clock is a system call, as slow
+/// as one call of the l1 read.
+template <class Call>
+double rate(Call call, double per_call, double seconds) {
+  call();
+  std::size_t calls = 0, batch = 1;
+  const double start = thread_seconds();
+  double now = start;
+  do {
+    const double batch_start = now;
+    for (std::size_t i = 0; i < batch; ++i) call();
+    calls += batch;
+    now = thread_seconds();
+    if (now - batch_start < 1e-3) batch *= 2;
+  } while (now - start < seconds);
+  return per_call * static_cast<double>(calls) / (now - start);
+}
+
+Roofs& mutable_roofs() {
+  static Roofs r;
+  return r;
+}
+
+/// The FMA roof a dense kernel is compared with: its own ISA's peak for the arithmetic it does. f32 arithmetic
+/// (f32, f16_f32acc, and the F16C/AVX2/AVX-512 f16 and f16_model kernels, which compute in f32 and round to fp16
+/// per operation) against the f32 FMA of its ISA family; fp16 arithmetic on avx512fp16 and neonfp16 against the
+/// fp16 FMA; bf16_f32acc on avx512bf16 against vdpbf16ps. ref: none.
+std::optional<Isa> compute_roof_isa(const Kernel& k) {
+  switch (k.isa) {
+    case Isa::ref: return std::nullopt;
+    case Isa::avx512bf16: return k.mode == Mode::bf16_f32acc ? Isa::avx512bf16 : Isa::avx512;
+    case Isa::avx512fp16: return k.mode == Mode::f16 ? Isa::avx512fp16 : Isa::avx512;
+    case Isa::neonfp16: return k.mode == Mode::f16 ? Isa::neonfp16 : Isa::neon;
+    default: return k.isa;
+  }
 }
 
 }  // namespace
 
+std::string isa_skip_reason(Isa isa) {
+  if (isa_enabled(isa)) return {};
+  const std::string_view name = isa_name(isa);
+  const std::string_view needs = isa_requirements(isa);
+  if (!isa_compiled(isa)) return fmt::format("ISA {} not compiled into this build (needs {})", name, needs);
+  if (!isa_supported(isa)) return fmt::format("ISA {} not supported by this CPU (needs {})", name, needs);
+  const auto cap = isa_cap();
+  return fmt::format("ISA {} disabled by HALFMAP_ISA={} (needs {})", name, cap ? isa_name(*cap) : "?", needs);
+}
+
+const Roofs& roofs() { return mutable_roofs(); }
+
+void measure_roofs(double seconds) {
+  Roofs& r = mutable_roofs();
+  const auto [read, how] = read_loop();
+  for (std::size_t i = 0; i < kLevels.size(); ++i) {
+    const Level& level = kLevels[i];
+    const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
+    r.read[i] = rate([&] { benchmark::DoNotOptimize(read(buf, level.bytes)); }, static_cast<double>(level.bytes),
+                     seconds);
+    benchmark::AddCustomContext(fmt::format("roof_read_{}_bytes_per_second", level.name),
+                                fmt::format("{:.6g}", r.read[i]));
+  }
+  std::string fma_list;
+  for (std::size_t i = 0; i < kAllIsas.size(); ++i) {
+    const Isa isa = kAllIsas[i];
+    const auto loops = loops_for(isa);
+    if (!loops || !isa_enabled(isa)) continue;
+    r.fma[i] = rate([&] { benchmark::DoNotOptimize(loops->fma(kFmaReps)); },
+                    loops->flops_per_rep * static_cast<double>(kFmaReps), seconds);
+    benchmark::AddCustomContext(fmt::format("roof_fma_{}_flops_per_second", isa_name(isa)),
+                                fmt::format("{:.6g}", r.fma[i]));
+    fma_list += fmt::format("{}{}: {}", fma_list.empty() ? "" : "; ", isa_name(isa), loops->what);
+  }
+  benchmark::AddCustomContext(
+      "roof_method",
+      fmt::format("measured once at startup, {} s of thread CPU time each; read: {} summing 64-bit words of the "
+                  "level's f32 input; fma ({}), FMA = 2 flops per lane, vdpbf16ps 4 per f32 lane; roof_fraction "
+                  "= a kernel's bytes_per_second / the read roof of its level, or its flops_per_second / the FMA "
+                  "roof of its ISA and arithmetic",
+                  seconds, how, fma_list.empty() ? "none enabled" : fma_list));
+}
+
+void add_memory_roof_fraction(benchmark::State& state, const Level& level, double bytes_per_call) {
+  const double roof = roofs().read[static_cast<std::size_t>(&level - kLevels.data())];
+  if (roof <= 0) return;  // not measured (the caller ran no measure_roofs): no fraction rather than a wrong one
+  state.counters["roof_fraction"] =
+      benchmark::Counter(bytes_per_call / roof, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void add_compute_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call) {
+  const auto isa = compute_roof_isa(k);
+  if (!isa) return;
+  const double roof = roofs().fma[static_cast<std::size_t>(*isa)];
+  if (roof <= 0) return;
+  state.counters["roof_fraction"] =
+      benchmark::Counter(flops_per_call / roof, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_roof_benchmarks() {
-  const Level& dram = kLevels.back();
-  benchmark::RegisterBenchmark("roof/read/dram", [&dram](benchmark::State& state) { run_roof_read(state, dram); });
+  for (const Level& level : kLevels) {
+    benchmark::RegisterBenchmark(fmt::format("roof/read/{}", level.name).c_str(),
+                                 [&level](benchmark::State& state) { run_read(state, level); });
+  }
+  benchmark::RegisterBenchmark("roof/copy/dram", run_copy);
+  for (const Isa isa : kAllIsas) {
+    if (isa == Isa::ref) continue;
+    // Registered only for the ISAs of this architecture (x86 or arm64), skipped at run time where not enabled.
+    if (!isa_compiled(isa) && !loops_for(isa)) continue;
+    benchmark::RegisterBenchmark(fmt::format("roof/fma/{}", isa_name(isa)).c_str(),
+                                 [isa](benchmark::State& state) { run_fma(state, isa); });
+  }
 }
 
 }  // namespace halfmap::bench

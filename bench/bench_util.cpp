@@ -109,14 +109,6 @@ const std::int32_t* label_buffer(std::size_t count, std::int32_t cols) {
   return slot.get();
 }
 
-std::string skip_reason(const Kernel& k) {
-  if (kernel_enabled(k)) return {};
-  const std::string_view isa = isa_name(k.isa);
-  const std::string_view needs = isa_requirements(k.isa);
-  if (!isa_compiled(k.isa)) return fmt::format("ISA {} not compiled into this build (needs {})", isa, needs);
-  if (!isa_supported(k.isa)) return fmt::format("ISA {} not supported by this CPU (needs {})", isa, needs);
-  const auto cap = isa_cap();
-  return fmt::format("ISA {} disabled by HALFMAP_ISA={} (needs {})", isa, cap ? isa_name(*cap) : "?", needs);
-}
+std::string skip_reason(const Kernel& k) { return isa_skip_reason(k.isa); }
 
 }  // namespace halfmap::bench

@@ -8,7 +8,12 @@
 #include <string>
 #include <string_view>
 
+#include "halfmap/cpu.hpp"
 #include "halfmap/registry.hpp"
+
+namespace benchmark {
+class State;
+}
 
 namespace halfmap::bench {
 
@@ -63,8 +68,26 @@ void* output_buffer();
 /// (count, cols); a shorter list is a prefix of a longer one of the same cols.
 const std::int32_t* label_buffer(std::size_t count, std::int32_t cols);
 
-/// Why kernel `k` cannot run here ("avx512fp16 not enabled: ..."), or empty when it can.
+/// Why kernel `k` cannot run here ("ISA avx512fp16 not supported by this CPU (needs ...)"), or empty when it can.
 std::string skip_reason(const Kernel& k);
+/// The same for anything of ISA `isa` (the roof benchmarks).
+std::string isa_skip_reason(Isa isa);
+
+/// The roofs measured once at startup by measure_roofs() (bench_roof.cpp); 0 where not measured.
+struct Roofs {
+  std::array<double, kLevels.size()> read{};  // bytes/s read, per level (kLevels' order)
+  std::array<double, kAllIsas.size()> fma{};  // flops/s at the peak of each ISA (kAllIsas' order)
+};
+const Roofs& roofs();
+/// Measures the read roof of every level and the FMA roof of every enabled ISA, each for `seconds` of CPU time,
+/// and adds them to the benchmark context (roof_read_<level>_bytes_per_second, roof_fma_<isa>_flops_per_second,
+/// roof_method). Call once, before RunSpecifiedBenchmarks.
+void measure_roofs(double seconds);
+/// Adds the counter roof_fraction = (bytes read per second) / the read roof of `level`, if measured.
+void add_memory_roof_fraction(benchmark::State& state, const Level& level, double bytes_per_call);
+/// Adds the counter roof_fraction = (flops per second) / the FMA roof of the ISA and arithmetic of dense kernel
+/// `k` (bench_roof.cpp, compute_roof_isa), if measured; none for isa ref.
+void add_compute_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call);
 
 /// True for the kernels bench_reduce.cpp times: ops sum, sumsq, maxabs and dot, which carry a ReduceFn. (Named
 /// apart from halfmap::is_reduction, which newer registry headers declare, so that argument-dependent lookup
@@ -90,8 +113,7 @@ std::string nn_description();
 /// (bench_nn.cpp).
 void register_nn_benchmarks();
 
-/// Registers roof/read/dram, the read-bandwidth roof the loss, softmax and reduction speeds are compared against
-/// (bench_roof.cpp).
+/// Registers roof/read/<level>, roof/copy/dram and roof/fma/<isa> (bench_roof.cpp).
 void register_roof_benchmarks();
 
 }  // namespace halfmap::bench

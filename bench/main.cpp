@@ -1,13 +1,17 @@
 // halfmap_bench: Google Benchmark over the kernel registry, with the machine facts a result needs in its context.
 //
-//   halfmap_bench [--benchmark_filter=REGEX] [--benchmark_out=FILE --benchmark_out_format=json] [...]
+//   halfmap_bench [--benchmark_filter=REGEX] [--benchmark_out=FILE --benchmark_out_format=json]
+//                 [--halfmap_roof_time=SECONDS] [...]
 //
 // Benchmarks: reduce/<kernel>/<level> (bench_reduce.cpp), dense_fwd/<kernel>/<size> and
 // dense_bwd/<kernel>/<size> (bench_dense.cpp), mse/, softmax/, softmax_naive/ and xent/<kernel>/<level>
-// (bench_nn.cpp), and roof/read/dram, the read-bandwidth roof (bench_roof.cpp). Unless --benchmark_min_time is given, each benchmark runs for at
-// least 0.1 s (not the library's 0.5 s), so that the suites (every reduction kernel at 3 sizes, every dense
-// kernel at 2 to 5) stay within minutes. The floating-point environment is only read, never changed:
-// flush-to-zero and denormals-are-zero stay off.
+// (bench_nn.cpp), and the roofs roof/read/<level>, roof/copy/dram and roof/fma/<isa> (bench_roof.cpp). Before
+// any of them, the roofs the kernels are compared with (read at each level, the FMA peak of each enabled ISA) are
+// measured once, --halfmap_roof_time seconds each (default 0.25; 0: not measured, no roof_fraction counters), and
+// written to the context; each kernel benchmark reports its rate / its roof as the counter roof_fraction. Unless
+// --benchmark_min_time is given, each benchmark runs for at least 0.1 s (not the library's 0.5 s), so that the
+// suites (every reduction kernel at 3 sizes, every dense kernel at 2 to 5) stay within minutes. The
+// floating-point environment is only read, never changed: flush-to-zero and denormals-are-zero stay off.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -25,6 +29,8 @@
 namespace {
 
 constexpr const char* kDefaultMinTime = "--benchmark_min_time=0.1";
+constexpr std::string_view kRoofTimeFlag = "--halfmap_roof_time=";
+constexpr double kDefaultRoofTime = 0.25;
 
 std::string cpu_feature_list(const halfmap::CpuFeatures& f) {
   const std::pair<bool, std::string_view> all[] = {
@@ -99,14 +105,27 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "halfmap_bench: warning: running with flushing on: %s\n", env.describe().c_str());
   }
 
-  std::vector<char*> args(argv, argv + argc);
+  std::vector<char*> args;
   std::string default_min_time = kDefaultMinTime;
   std::string_view min_time;  // the last --benchmark_min_time wins, as in the library's own parsing
-  for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]).starts_with("--benchmark_min_time")) min_time = argv[i];
+  double roof_time = kDefaultRoofTime;
+  for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (i > 0 && arg.starts_with(kRoofTimeFlag)) {  // ours: taken out before the library parses the rest
+      char* end = nullptr;
+      roof_time = std::strtod(argv[i] + kRoofTimeFlag.size(), &end);
+      if (end == argv[i] + kRoofTimeFlag.size() || *end != '\0' || !(roof_time >= 0 && roof_time <= 60)) {
+        std::fprintf(stderr, "halfmap_bench: %s: expected seconds between 0 and 60\n", argv[i]);
+        return 2;
+      }
+      continue;
+    }
+    if (i > 0 && arg.starts_with("--benchmark_min_time")) min_time = argv[i];
+    args.push_back(argv[i]);
   }
+  const int argc_left = static_cast<int>(args.size());
   if (min_time.empty()) {
-    args.insert(args.begin() + (argc > 0 ? 1 : 0), default_min_time.data());
+    args.insert(args.begin() + (argc_left > 0 ? 1 : 0), default_min_time.data());
     min_time = default_min_time;
   }
   int args_count = static_cast<int>(args.size());
@@ -115,6 +134,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&args_count, args.data());
   if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
   add_context(min_time);
+  if (roof_time > 0) halfmap::bench::measure_roofs(roof_time);
   halfmap::bench::register_reduce_benchmarks();
   halfmap::bench::register_dense_benchmarks();
   halfmap::bench::register_nn_benchmarks();

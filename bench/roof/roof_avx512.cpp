@@ -1,0 +1,39 @@
+// roof/fma/avx512: vfmadd*ps on zmm (16 f32 lanes, 2 flops each); the read loop with 64-byte loads.
+#include <immintrin.h>
+
+#include "roof_isa.hpp"
+
+namespace halfmap::bench::roof {
+namespace {
+
+// 16 chains of 32 registers: enough for 2 FMAs a cycle at up to 8 cycles' latency.
+constexpr int kAcc = 16;
+
+float fma(std::size_t reps) {
+  // acc = acc * 0.5 + 0.5 converges to 1 from 0: always normal and finite.
+  const __m512 a = _mm512_set1_ps(0.5f), b = _mm512_set1_ps(0.5f);
+  __m512 acc[kAcc];
+  for (auto& v : acc) v = _mm512_setzero_ps();
+  for (std::size_t r = 0; r < reps; ++r) {
+    for (auto& v : acc) v = _mm512_fmadd_ps(v, a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+std::uint64_t read(const unsigned char* p, std::size_t bytes) {
+  __m512i acc[8];
+  for (auto& v : acc) v = _mm512_setzero_si512();
+  for (std::size_t i = 0; i < bytes; i += 512) {
+    for (int a = 0; a < 8; ++a) acc[a] = _mm512_add_epi64(acc[a], _mm512_loadu_si512(p + i + 64 * a));
+  }
+  for (int a = 1; a < 8; ++a) acc[0] = _mm512_add_epi64(acc[0], acc[a]);
+  return static_cast<std::uint64_t>(_mm512_reduce_add_epi64(acc[0]));
+}
+
+}  // namespace
+
+IsaLoops loops_avx512() { return {"vfmadd*ps zmm (f32)", 16.0 * 2 * kAcc, fma, read}; }
+
+}  // namespace halfmap::bench::roof

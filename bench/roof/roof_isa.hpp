@@ -1,0 +1,34 @@
+// The ISA-specific loops of the roof benchmarks (bench_roof.cpp), one file per ISA (roof_<isa>.cpp), each compiled
+// with exactly that ISA's flags (bench/CMakeLists.txt, the library's HALFMAP_FLAGS_<isa> lists) and called only
+// where halfmap::isa_enabled says the CPU can run it. Declarations only: an inline function defined here and
+// instantiated in an ISA file could become the copy the linker keeps for every caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace halfmap::bench::roof {
+
+/// One ISA's loops.
+///   fma:   reps x `accumulators` independent fused multiply-adds (enough chains to hide the latency), with
+///          operands that keep every value normal and finite; returns a value derived from every accumulator,
+///          so that nothing is optimised away. Performs reps * flops_per_rep floating-point operations.
+///   read:  sums the 64-bit words of p[0, bytes) with the ISA's widest loads into independent integer
+///          accumulators; bytes a multiple of 512. Null where the ISA adds no wider load than the baseline's
+///          (16-byte SSE2/NEON), which bench_roof.cpp provides.
+struct IsaLoops {
+  const char* what;      // the instruction timed, for the benchmark context
+  double flops_per_rep;  // lanes x flops per lane x accumulators; an FMA is 2 flops per lane, vdpbf16ps 4
+  float (*fma)(std::size_t reps);
+  std::uint64_t (*read)(const unsigned char* p, std::size_t bytes);
+};
+
+// Defined only in builds that compile the ISA (bench/CMakeLists.txt defines HALFMAP_BENCH_ROOF_<ISA>).
+IsaLoops loops_avx2();
+IsaLoops loops_avx512();
+IsaLoops loops_avx512bf16();
+IsaLoops loops_avx512fp16();
+IsaLoops loops_neon();
+IsaLoops loops_neonfp16();
+
+}  // namespace halfmap::bench::roof
