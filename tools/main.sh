@@ -3,11 +3,13 @@
 # writes this machine's results into results/<machine>/:
 #   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
 #   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, mse/, softmax/, softmax_naive/, xent/ and
-#                    roof/ benchmarks, one run (Google Benchmark JSON)
-#   reductions.md    the reductions as tables and their DRAM speed / the read roof, by tools/bench_table.py
-#   dense.md         the dense layers as tables (GFLOP/s) and the dense targets, by tools/bench_table.py
-#   nn.md            the losses and softmax as tables and their DRAM targets (read roof, fp16 / f32), by
-#                    tools/bench_table.py
+#                    roof/ benchmarks and the peers' <op>/<lib>_<dtype>__peer/ where built, one run (Google
+#                    Benchmark JSON, with the roofs measured at its start in the context)
+#   bench.md         the benchmark report: the run, the roofs, the performance targets (met or missed by how
+#                    much), and per kernel family throughput, fraction of the roof and ratio to the best peer, by
+#                    tools/bench_report.py
+#   bench_reductions.png, bench_dense.png, bench_nn.png   its charts: GB/s from l1 to dram with the read roof,
+#                    GFLOP/s from 64³ to 1024³ with the FMA roofs and the peers
 #   cells.csv, thresholds.json, thresholds.md, meta.json   the default `halfmap sweep` (README.md, "Results: how to
 #                    read the sweep"); cells.csv.gz too when cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
@@ -116,21 +118,24 @@ step_info() {
   say "results go to $OUT/"
 }
 
-# One run of every suite, so that the reports and the targets' ratios (dense, and the memory-bound ones against
-# the read roof) come from the same conditions.
+# One run of every suite, the peers' and the roofs', so that the report's ratios (to the roofs, to the peers, between
+# kernels) all come from the same conditions; then the report and its charts.
 step_bench() {
   if [ ! -x "$BENCH" ]; then
     say "SKIPPED the benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
     return 0
   fi
+  # The kernels' names (reduce/<kernel>/<level>, ...) and the peers' (<op>/<lib>_<dtype>__peer/<size>) share these
+  # prefixes, so the peers need no pattern of their own.
   local json=$OUT/bench.json filter='^(reduce|dense_fwd|dense_bwd|mse|softmax|softmax_naive|xent|roof)/' tmp
   tmp=$(temp_for "$json")
-  say "running the reduction, dense, loss and softmax benchmarks and the read roof ($BENCH --benchmark_filter=$filter)"
+  say "running the benchmarks: kernels, peers and roofs ($BENCH --benchmark_filter=$filter)"
   "$BENCH" --benchmark_filter="$filter" --benchmark_out="$tmp" --benchmark_out_format=json
   publish "$tmp" "$json"
-  python3 tools/bench_table.py "$json" --info "$OUT/info.json" --machine "$MACHINE" \
-    --out "$OUT/reductions.md" --dense-out "$OUT/dense.md" --nn-out "$OUT/nn.md"
-  say "wrote $json, $OUT/reductions.md, $OUT/dense.md and $OUT/nn.md"
+  # bench_report.py writes bench.md and each chart to a temporary name and renames it.
+  "$PY" tools/bench_report.py "$json" --info "$OUT/info.json" --machine "$MACHINE" --out "$OUT/bench.md" \
+    --charts "$OUT"
+  say "wrote $json, $OUT/bench.md and $OUT/bench_{reductions,dense,nn}.png"
 }
 
 # Keeps results/.gitignore listing exactly the machines whose cells.csv is committed only as cells.csv.gz.

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""tools/bench_report.py on a small synthetic benchmark JSON (tests/data/bench_report_fixture.json): peers present,
+skipped ("unsupported: ...") and, with them removed, not built. Checks that bench.md lists every target of the issue
+with a result, and that the command writes the file. Standard library only, no charts: run by CTest."""
+
+import copy
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import bench_report  # noqa: E402
+
+FIXTURE = os.path.join(HERE, "data", "bench_report_fixture.json")
+TARGETS = ("f32 dense ≥ 0.85× the best f32 peer", "f16_f32acc dense ≥ 0.9× halfmap's f32 dense",
+           "bf16_f32acc dense ≥ 0.9× oneDNN bf16 matmul", "f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected",
+           "sum ≥ 0.85× the read roof at dram", "mse ≥ 0.85× the read roof at dram",
+           "f32 softmax ≥ 1.0× XNNPACK f32 softmax")
+
+
+def load():
+    with open(FIXTURE, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def target_lines(text):
+    section = text.split("## Targets", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ") and "≥" in line]
+
+
+class WithPeers(unittest.TestCase):
+    def setUp(self):
+        self.text = bench_report.render(load(), {}, "fixture", "bench.json")
+
+    def test_every_target_has_a_result(self):
+        lines = target_lines(self.text)
+        for target in TARGETS:
+            rows = [line for line in lines if target in line]
+            self.assertTrue(rows, f"target missing: {target}")
+            for row in rows:
+                self.assertRegex(row, r"\| (met|\*\*missed\*\* by [0-9.]+ \(\d+% short\)|not measured: .+) \|$")
+
+    def test_ratios_against_peers(self):
+        lines = target_lines(self.text)
+        # f32: 91 / 105 GFLOP/s (onednn_f32, the faster f32 peer) = 0.867: met.
+        f32 = next(line for line in lines if "best f32 peer" in line)
+        self.assertIn("0.867", f32)
+        self.assertIn("| met |", f32)
+        # bf16: 159 / 190 = 0.837 < 0.9: missed by 0.06.
+        bf16 = next(line for line in lines if "oneDNN bf16" in line)
+        self.assertIn("**missed** by 0.06", bf16)
+        # The fp16 kernel of a CPU without AVX512-FP16: its own skip reason.
+        fp16 = next(line for line in lines if "f16_dense_fwd__avx512fp16" in line)
+        self.assertIn("not measured: ISA avx512fp16 not supported", fp16)
+
+    def test_skipped_peers_show_their_message(self):
+        self.assertIn("skipped: unsupported: oneDNN has no f16 matmul on this CPU", self.text)
+        self.assertIn("skipped: unsupported: this OpenBLAS has no sbgemm", self.text)
+        self.assertIn("`eigen_f16`: not in this run", self.text)
+
+    def test_roofs_and_fractions(self):
+        self.assertIn("| fma, avx512bf16 | 234.0 GFLOP/s |", self.text)
+        self.assertIn("`roof/fma/avx512fp16`: ISA avx512fp16 not supported", self.text)
+        self.assertIn("| `f32_dense_fwd__avx512` | fma avx512 | 0.81 | 0.78 |", self.text)
+        self.assertIn("mystery", self.text)  # an unreadable name is reported, not fatal
+
+
+class WithoutPeers(unittest.TestCase):
+    def test_peers_not_built(self):
+        data = load()
+        data["benchmarks"] = [b for b in data["benchmarks"] if "__peer/" not in b["name"]]
+        del data["context"]["peers_built"]
+        text = bench_report.render(data, {}, "fixture", "bench.json")
+        for target in TARGETS:
+            self.assertIn(target, text)
+        self.assertIn("not measured: peer not built: install with tools/setup.sh --peers", text)
+
+    def test_old_json_without_startup_roofs(self):
+        data = load()
+        for key in [k for k in data["context"] if k.startswith("roof_")]:
+            del data["context"][key]
+        for b in data["benchmarks"]:
+            b.pop("roof_fraction", None)
+        text = bench_report.render(copy.deepcopy(data), {}, "fixture", "bench.json")
+        self.assertIn("divide by the `roof/*` benchmark of the same run instead", text)
+        # f32_sum at dram: 29 / 30 GB/s from the roof/read/dram benchmark.
+        self.assertIn("sum ≥ 0.85× the read roof at dram: `f32_sum__avx512` | 29.0 / 30.0 GB/s | 0.967", text)
+
+
+class Command(unittest.TestCase):
+    def test_writes_the_report(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench.md")
+            self.assertEqual(bench_report.main([FIXTURE, "--out", out, "--machine", "fixture"]), 0)
+            with open(out, encoding="utf-8") as f:
+                self.assertTrue(f.read().startswith("# Benchmarks on fixture"))
+            self.assertEqual(sorted(os.listdir(d)), ["bench.md"])  # no temporary left behind
+
+
+if __name__ == "__main__":
+    unittest.main()
