@@ -17,7 +17,9 @@
 //
 // measure_roofs() measures the read roof of every level and the FMA roof of every enabled ISA once at startup,
 // before any benchmark, and publishes them in the context; every kernel benchmark divides its rate by the one
-// that applies (add_memory_roof_fraction, add_compute_roof_fraction) into the counter roof_fraction.
+// that applies (add_memory_roof_fraction, add_compute_roof_fraction) into the counter roof_fraction. That counter
+// is a rate (work per call / roof, per second), so that Google Benchmark divides by the same time as the kernel's
+// own rate; the console therefore prints it with a "/s", the JSON as the plain fraction.
 //
 // Counters (tools/bench_report.py reads them):
 //   bytes_per_second  bytes read (read) or read + written (copy) per second;
