@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   std::string default_min_time = kDefaultMinTime;
   std::string_view min_time;  // the last --benchmark_min_time wins, as in the library's own parsing
   double roof_time = kDefaultRoofTime;
+  bool listing = false;  // --benchmark_list_tests runs no benchmark, so it needs no roof
   for (int i = 0; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i > 0 && arg.starts_with(kRoofTimeFlag)) {  // ours: taken out before the library parses the rest
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (i > 0 && arg.starts_with("--benchmark_min_time")) min_time = argv[i];
+    if (i > 0 && (arg == "--benchmark_list_tests" || arg == "--benchmark_list_tests=true")) listing = true;
     args.push_back(argv[i]);
   }
   const int argc_left = static_cast<int>(args.size());
@@ -134,7 +136,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&args_count, args.data());
   if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
   add_context(min_time);
-  if (roof_time > 0) halfmap::bench::measure_roofs(roof_time);
+  if (roof_time > 0 && !listing) halfmap::bench::measure_roofs(roof_time);
   halfmap::bench::register_reduce_benchmarks();
   halfmap::bench::register_dense_benchmarks();
   halfmap::bench::register_nn_benchmarks();
