@@ -92,9 +92,9 @@ std::pair<ReadFn, std::string> read_loop() {
   for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
     if (!isa_enabled(*it)) continue;
     const auto loops = loops_for(*it);
-    if (loops && loops->read != nullptr) return {loops->read, fmt::format("{}-byte loads ({})",
-                                                                         *it == Isa::avx512 ? 64 : 32,
-                                                                         isa_name(*it))};
+    if (loops && loops->read != nullptr) {
+      return {loops->read, fmt::format("{}-byte loads ({})", loops->read_load_bytes, isa_name(*it))};
+    }
   }
   return {read_baseline, "16-byte loads (baseline SSE2/NEON)"};
 }
@@ -201,6 +201,7 @@ const Roofs& roofs() { return mutable_roofs(); }
 void measure_roofs(double seconds) {
   Roofs& r = mutable_roofs();
   const auto [read, how] = read_loop();
+  benchmark::AddCustomContext("roof_read_loads", how);
   for (std::size_t i = 0; i < kLevels.size(); ++i) {
     const Level& level = kLevels[i];
     const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));

@@ -607,11 +607,13 @@ def render(data, info, machine, source, charts=()):
                "steady the machine was.")
     out.append("")
     rows = []
+    loads = context.get("roof_read_loads")
+    read_what = "the level's f32 input summed as 64-bit integers" + (f", {loads}" if loads else "")
     for lv in sorted(set(LEVELS) | set(roofs.read), key=level_key):
         start = context.get(f"roof_read_{lv}_bytes_per_second")
         rows.append([f"read, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
                      fmt_unit(results.value("roof", "read", lv, "bytes_per_second"), "GB/s"),
-                     "the level's f32 input summed as 64-bit integers"])
+                     read_what])
     rows.append(["copy, dram", "-", fmt_unit(results.value("roof", "copy", "dram", "bytes_per_second"), "GB/s"),
                  "memcpy of 256 MiB, bytes read + written (glibc may stream the stores)"])
     fma_isas = [a for a in results.args.get("roof", []) if ("roof", "fma", a) in results.cells] + \
@@ -629,8 +631,8 @@ def render(data, info, machine, source, charts=()):
     out += ["", "**Roof fraction**, one definition for every table: a kernel's rate / the startup roof that bounds "
             "it. Memory-bound kernels (reductions, losses, softmax, xent): bytes read per second / the read roof "
             "of the same level (bytes written are not counted: softmax and xent write as many bytes as they read, "
-            "so memory alone keeps them well below 1 at dram). Dense kernels: GFLOP/s / the FMA roof of the kernel's ISA and "
-            "arithmetic: the f32 FMA of the ISA for f32, f16_f32acc and the f16 kernels of avx2 and avx512 "
+            "so memory alone keeps them well below 1 at dram). Dense kernels: GFLOP/s / the FMA roof of the "
+            "kernel's ISA and arithmetic: the f32 FMA of the ISA for f32, f16_f32acc and the f16 kernels of avx2 and avx512 "
             "(F16C: they compute in f32 and round to fp16 per operation, so f32 FMA is their honest compute "
             "roof); vdpbf16ps for bf16_f32acc on avx512bf16; the fp16 FMA for f16 on avx512fp16 and neonfp16. "
             "Peers, whose ISA is unknown, against the best roof of their arithmetic on this machine. `__ref` "

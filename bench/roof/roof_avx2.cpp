@@ -37,6 +37,6 @@ std::uint64_t read(const unsigned char* p, std::size_t bytes) {
 
 }  // namespace
 
-IsaLoops loops_avx2() { return {"vfmadd*ps ymm (f32)", 8.0 * 2 * kAcc, fma, read}; }
+IsaLoops loops_avx2() { return {"vfmadd*ps ymm (f32)", 8.0 * 2 * kAcc, fma, read, 32}; }
 
 }  // namespace halfmap::bench::roof

@@ -34,6 +34,6 @@ std::uint64_t read(const unsigned char* p, std::size_t bytes) {
 
 }  // namespace
 
-IsaLoops loops_avx512() { return {"vfmadd*ps zmm (f32)", 16.0 * 2 * kAcc, fma, read}; }
+IsaLoops loops_avx512() { return {"vfmadd*ps zmm (f32)", 16.0 * 2 * kAcc, fma, read, 64}; }
 
 }  // namespace halfmap::bench::roof

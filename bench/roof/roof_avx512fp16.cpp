@@ -24,6 +24,6 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_avx512fp16() { return {"vfmadd*ph zmm (fp16)", 32.0 * 2 * kAcc, fma, nullptr}; }
+IsaLoops loops_avx512fp16() { return {"vfmadd*ph zmm (fp16)", 32.0 * 2 * kAcc, fma, nullptr, 0}; }
 
 }  // namespace halfmap::bench::roof

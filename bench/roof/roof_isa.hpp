@@ -21,6 +21,7 @@ struct IsaLoops {
   double flops_per_rep;  // lanes x flops per lane x accumulators; an FMA is 2 flops per lane, vdpbf16ps 4
   float (*fma)(std::size_t reps);
   std::uint64_t (*read)(const unsigned char* p, std::size_t bytes);
+  unsigned read_load_bytes;  // the width of read's loads; 0 without read
 };
 
 // Defined only in builds that compile the ISA (bench/CMakeLists.txt defines HALFMAP_BENCH_ROOF_<ISA>).

@@ -26,6 +26,6 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neon() { return {"fmla .4s (f32)", 4.0 * 2 * kAcc, fma, nullptr}; }
+IsaLoops loops_neon() { return {"fmla .4s (f32)", 4.0 * 2 * kAcc, fma, nullptr, 0}; }
 
 }  // namespace halfmap::bench::roof

@@ -24,6 +24,6 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neonfp16() { return {"fmla .8h (fp16)", 8.0 * 2 * kAcc, fma, nullptr}; }
+IsaLoops loops_neonfp16() { return {"fmla .8h (fp16)", 8.0 * 2 * kAcc, fma, nullptr, 0}; }
 
 }  // namespace halfmap::bench::roof
