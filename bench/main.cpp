@@ -4,10 +4,12 @@
 //
 // Benchmarks: reduce/<kernel>/<level> (bench_reduce.cpp), dense_fwd/<kernel>/<size> and
 // dense_bwd/<kernel>/<size> (bench_dense.cpp), mse/, softmax/, softmax_naive/ and xent/<kernel>/<level>
-// (bench_nn.cpp), and roof/read/dram, the read-bandwidth roof (bench_roof.cpp). Unless --benchmark_min_time is given, each benchmark runs for at
-// least 0.1 s (not the library's 0.5 s), so that the suites (every reduction kernel at 3 sizes, every dense
-// kernel at 2 to 5) stay within minutes. The floating-point environment is only read, never changed:
-// flush-to-zero and denormals-are-zero stay off.
+// (bench_nn.cpp), roof/read/dram, the read-bandwidth roof (bench_roof.cpp), and the peer libraries on the same
+// shapes and inputs, dense_fwd/<lib>_<dtype>__peer/<size> and softmax/<lib>_f32__peer/<level> (bench_peers.cpp).
+// Unless --benchmark_min_time is given, each benchmark runs for at least 0.1 s (not the library's 0.5 s), so
+// that the suites (every reduction kernel at 3 sizes, every dense kernel at 2 to 5) stay within minutes. The
+// floating-point environment is only read, never changed: flush-to-zero and denormals-are-zero stay off (a peer
+// library that changed it would be put back, and the context would say so: bench_peers.cpp).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -82,6 +84,7 @@ void add_context(std::string_view min_time) {
   AddCustomContext("bench_inputs", std::string(halfmap::bench::kInputDescription));
   AddCustomContext("bench_dense", halfmap::bench::dense_description());
   AddCustomContext("bench_nn", halfmap::bench::nn_description());
+  halfmap::bench::add_peer_context();  // also checks every peer once, before any benchmark
   // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)
   AddCustomContext("bench_min_time", std::string(min_time.substr(min_time.find('=') + 1)));
 }
@@ -119,6 +122,7 @@ int main(int argc, char** argv) {
   halfmap::bench::register_dense_benchmarks();
   halfmap::bench::register_nn_benchmarks();
   halfmap::bench::register_roof_benchmarks();
+  halfmap::bench::register_peer_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
