@@ -18,11 +18,11 @@
 //   * the floating-point modes (MXCSR / FPCR, not MXCSR's sticky exception flags) before and after creating and
 //     running it. A peer that left flushing on would silently change every later benchmark: they would be
 //     restored, and the context would say so (none of Debian 12's four does);
-//   * whether it keeps subnormals: a 16×16 layer of x = 2^-130 (f32, bf16) or 2^-20 (fp16), w = 1/2, b = 0,
-//     whose exact result 8x is subnormal. A library can flush inside its calls and leave MXCSR as it found it
-//     (xnn_run_operator passes PTHREADPOOL_FLAG_DISABLE_DENORMALS: pthreadpool sets FTZ and DAZ for the call,
-//     even without a pool, and restores them after), and vdpbf16ps (oneDNN's bf16 matmul) flushes whatever MXCSR
-//     says; this probe sees both (context peers_subnormals_flushed).
+//   * dense peers: whether they keep subnormals: a 16×16 layer of x = 2^-130 (f32, bf16) or 2^-20 (fp16),
+//     w = 1/2, b = 0, whose exact result 8x is subnormal. A library can flush inside its calls and leave MXCSR
+//     as it found it (xnn_run_operator passes PTHREADPOOL_FLAG_DISABLE_DENORMALS: pthreadpool sets FTZ and DAZ
+//     for the call, even without a pool, and restores them after), and vdpbf16ps (oneDNN's bf16 matmul) flushes
+//     whatever MXCSR says; this probe sees both (context peers_subnormals_flushed).
 #include <algorithm>
 #include <cmath>
 #include <map>
