@@ -10,13 +10,13 @@
 // K×N W: it is transposed once when the operator is created, and XNNPACK then packs it into its own layout, also
 // at creation. So the timed call (xnn_run_operator) includes no weight packing, which halfmap's dense kernels do
 // on every call: that is XNNPACK's API (weights are constants of an inference graph), and part of what users
-// get from it. X, b and Y are used in place (XNNPACK's fp16 is IEEE binary16, halfmap's bits).
+// get from it. X and b are read in place (XNNPACK's fp16 is IEEE binary16, halfmap's bits).
 //
 // Threads: every operator is set up and run with a NULL pthreadpool, so it runs on the calling thread only.
 // Subnormals: xnn_run_operator asks pthreadpool for PTHREADPOOL_FLAG_DISABLE_DENORMALS, which sets MXCSR's FTZ
 // and DAZ for the duration of the call (with or without a pool) and restores them after: f32 results are
-// flushed (bench_peers.cpp's probe shows it), and MXCSR is unchanged between calls, so halfmap's benchmarks are
-// unaffected. halfmap's inputs hold no f32 subnormals, so the timings are not skewed by it either.
+// flushed (bench_peers.cpp's probe shows it; fp16 ones are not), and MXCSR is unchanged between calls, so
+// halfmap's benchmarks are unaffected. halfmap's inputs hold no f32 subnormals: the timings are not skewed either.
 // Version: XNNPACK has no runtime version call; HALFMAP_PEER_XNNPACK_VERSION is the Debian package's version,
 // read by CMake.
 #include <cstring>
