@@ -34,29 +34,9 @@
 namespace halfmap::bench {
 namespace {
 
-constexpr std::size_t kFwdSizes[] = {64, 128, 256, 512, 1024};
 constexpr std::size_t kBwdSizes[] = {256, 512, 1024};
 /// The only sizes at which isa ref kernels are registered (see the top of this file).
 constexpr std::size_t kRefSizes[] = {64, 128};
-
-/// Elements of the operand buffer of a layer of size s: X, W and dY (s² each), then b (s).
-constexpr std::size_t operand_elements(std::size_t s) { return 3 * s * s + s; }
-
-/// The operands of a size-s layer in storage type t, as slices of one buffer of the shared inputs (uniform in
-/// [-1, 1), fixed seed; bench_util.hpp): X = [0, s²), W = [s², 2s²), dY = [2s², 3s²), b = [3s², 3s² + s).
-/// Generated once per (storage type, size) and kept.
-struct Operands {
-  const void* x;
-  const void* w;
-  const void* dy;
-  const void* b;
-};
-
-Operands operands(DType t, std::size_t s) {
-  const std::size_t e = dtype_size(t);
-  const auto* base = static_cast<const unsigned char*>(input_buffer(t, operand_elements(s) * e));
-  return {base, base + s * s * e, base + 2 * s * s * e, base + 3 * s * s * e};
-}
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
@@ -151,12 +131,12 @@ std::string dense_description() {
       "M = N = K; dense_fwd (identity, with bias) at {}; dense_bwd (dx, dw, db) at {}; isa ref kernels at {} "
       "only; flops_per_second counts 2MNK (fwd) or 4MNK (bwd) per call; operands X, W, dY, b are consecutive "
       "slices of the inputs",
-      size_list(kFwdSizes), size_list(kBwdSizes), size_list(kRefSizes));
+      size_list(kDenseFwdSizes), size_list(kBwdSizes), size_list(kRefSizes));
 }
 
 void register_dense_benchmarks() {
   for (const Kernel& k : kernels()) {
-    if (k.op == Op::dense_fwd && k.dense != nullptr) register_op(k, "dense_fwd", kFwdSizes, run_dense_fwd);
+    if (k.op == Op::dense_fwd && k.dense != nullptr) register_op(k, "dense_fwd", kDenseFwdSizes, run_dense_fwd);
   }
   for (const Kernel& k : kernels()) {
     if (k.op == Op::dense_bwd && k.dense_bwd != nullptr) register_op(k, "dense_bwd", kBwdSizes, run_dense_bwd);

@@ -35,10 +35,6 @@
 namespace halfmap::bench {
 namespace {
 
-/// Columns of every softmax and xent row: a classifier's or a vocabulary shard's width, a multiple of every ISA's
-/// vector width, and small enough that a row stays in L1 between the kernel's passes over it.
-constexpr std::size_t kCols = 1024;
-
 constexpr bool times_as_nn(const Kernel& k) {
   switch (k.op) {
     case Op::mse: return k.loss != nullptr;
@@ -69,19 +65,19 @@ void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
     elements = n;
     bytes = 2 * n * esize;
   } else {
-    const std::size_t rows = level.bytes / (kCols * esize);
-    elements = rows * kCols;
+    const std::size_t rows = level.bytes / (kNnCols * esize);
+    elements = rows * kNnCols;
     bytes = elements * esize;
     if (k.op == Op::xent) {
-      const std::int32_t* labels = label_buffer(rows, static_cast<std::int32_t>(kCols));
-      const XentArgs args{rows, kCols, in, labels, 1.0f, nullptr, output_buffer()};
+      const std::int32_t* labels = label_buffer(rows, static_cast<std::int32_t>(kNnCols));
+      const XentArgs args{rows, kNnCols, in, labels, 1.0f, nullptr, output_buffer()};
       for (auto _ : state) {
         float loss = k.xent(args);
         benchmark::DoNotOptimize(loss);
       }
       bytes += rows * sizeof(std::int32_t);
     } else {
-      const SoftmaxArgs args{rows, kCols, in, output_buffer()};
+      const SoftmaxArgs args{rows, kNnCols, in, output_buffer()};
       for (auto _ : state) {
         k.softmax(args);
         benchmark::ClobberMemory();
@@ -104,7 +100,7 @@ std::string nn_description() {
       "of the level's bytes, written to a separate buffer; xent: the same logits, labels uniform in [0, {0}), "
       "dlogits written, probs null; bytes_per_second counts bytes read (xent: logits and labels); isa ref "
       "softmax, softmax_naive and xent kernels at l1 and l2 only (seconds per DRAM call)",
-      kCols);
+      kNnCols);
 }
 
 void register_nn_benchmarks() {

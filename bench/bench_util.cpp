@@ -85,6 +85,13 @@ const void* input_buffer(DType t, std::size_t bytes) {
 
 const void* input_buffer(DType t, const Level& level) { return input_buffer(t, level.bytes); }
 
+Operands operands(DType t, std::size_t s) {
+  const std::size_t e = dtype_size(t);
+  // X, W and dY (s² each), then b (s).
+  const auto* base = static_cast<const unsigned char*>(input_buffer(t, (3 * s * s + s) * e));
+  return {base, base + s * s * e, base + 2 * s * s * e, base + 3 * s * s * e};
+}
+
 void* output_buffer() {
   static const std::unique_ptr<void, FreeDeleter> buffer = [] {
     const std::size_t bytes = kLevels.back().bytes;

@@ -59,6 +59,26 @@ const void* input_buffer(DType t, const Level& level);
 /// level buffers (the dense sizes add under 30 MiB per storage type).
 const void* input_buffer(DType t, std::size_t bytes);
 
+/// The sizes (M = N = K) of dense_fwd/<kernel>/<size>, halfmap's kernels and the peer libraries' alike.
+inline constexpr std::size_t kDenseFwdSizes[] = {64, 128, 256, 512, 1024};
+
+/// Columns of every softmax and xent row (bench_nn.cpp, and the peers' softmax): a classifier's or a vocabulary
+/// shard's width, a multiple of every ISA's vector width, and small enough that a row stays in L1 between the
+/// kernel's passes over it.
+inline constexpr std::size_t kNnCols = 1024;
+
+/// The operands of a size-s dense layer (M = N = K = s) in storage type t, as slices of one buffer of the shared
+/// inputs: X = [0, s²), W = [s², 2s²), dY = [2s², 3s²), b = [3s², 3s² + s), all row-major. Generated once per
+/// (storage type, size) and kept. The dense benchmarks and the peer libraries' (bench_peers.cpp) read these, so
+/// both time the same values.
+struct Operands {
+  const void* x;
+  const void* w;
+  const void* dy;
+  const void* b;
+};
+Operands operands(DType t, std::size_t s);
+
 /// A writable buffer of the largest level's bytes (256 MiB), zeroed so that every page is touched, 2 MiB aligned
 /// like the inputs, allocated on first request and kept: the outputs of the softmax and xent benchmarks. A
 /// benchmark at a smaller level writes a prefix of it. Its contents are garbage to every reader.
@@ -112,6 +132,14 @@ std::string nn_description();
 /// Registers <op>/<kernel>/<level> for every kernel of ops mse, softmax, softmax_naive and xent in the registry
 /// (bench_nn.cpp).
 void register_nn_benchmarks();
+
+/// The peer libraries built into this binary and missing from it, their versions and threading, and the result
+/// of each peer's correctness and floating-point-environment checks, for the benchmark context
+/// (bench_peers.cpp). The checks run here, once, before any benchmark.
+void add_peer_context();
+/// Registers dense_fwd/<lib>_<dtype>__peer/<size> and softmax/<lib>_<dtype>__peer/<level> for every peer
+/// library built in (bench_peers.cpp).
+void register_peer_benchmarks();
 
 /// Registers roof/read/<level>, roof/copy/dram and roof/fma/<isa> (bench_roof.cpp).
 void register_roof_benchmarks();

@@ -5,13 +5,15 @@
 //
 // Benchmarks: reduce/<kernel>/<level> (bench_reduce.cpp), dense_fwd/<kernel>/<size> and
 // dense_bwd/<kernel>/<size> (bench_dense.cpp), mse/, softmax/, softmax_naive/ and xent/<kernel>/<level>
-// (bench_nn.cpp), and the roofs roof/read/<level>, roof/copy/dram and roof/fma/<isa> (bench_roof.cpp). Before
-// any of them, the roofs the kernels are compared with (read at each level, the FMA peak of each enabled ISA) are
-// measured once, --halfmap_roof_time seconds each (default 0.25; 0: not measured, no roof_fraction counters), and
+// (bench_nn.cpp), the peer libraries on the same shapes and inputs, dense_fwd/<lib>_<dtype>__peer/<size> and
+// softmax/<lib>_f32__peer/<level> (bench_peers.cpp), and the roofs roof/read/<level>, roof/copy/dram and
+// roof/fma/<isa> (bench_roof.cpp). Before any of them, the roofs the kernels are compared with (read at each
+// level, the FMA peak of each enabled ISA) are measured once, --halfmap_roof_time seconds each (default 0.25; 0: not measured, no roof_fraction counters), and
 // written to the context; each kernel benchmark reports its rate / its roof as the counter roof_fraction. Unless
 // --benchmark_min_time is given, each benchmark runs for at least 0.1 s (not the library's 0.5 s), so that the
 // suites (every reduction kernel at 3 sizes, every dense kernel at 2 to 5) stay within minutes. The
-// floating-point environment is only read, never changed: flush-to-zero and denormals-are-zero stay off.
+// floating-point environment is only read, never changed: flush-to-zero and denormals-are-zero stay off (a peer
+// library that changed it would be put back, and the context would say so: bench_peers.cpp).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -88,6 +90,7 @@ void add_context(std::string_view min_time) {
   AddCustomContext("bench_inputs", std::string(halfmap::bench::kInputDescription));
   AddCustomContext("bench_dense", halfmap::bench::dense_description());
   AddCustomContext("bench_nn", halfmap::bench::nn_description());
+  halfmap::bench::add_peer_context();  // also checks every peer once, before any benchmark
   // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)
   AddCustomContext("bench_min_time", std::string(min_time.substr(min_time.find('=') + 1)));
 }
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
   halfmap::bench::register_dense_benchmarks();
   halfmap::bench::register_nn_benchmarks();
   halfmap::bench::register_roof_benchmarks();
+  halfmap::bench::register_peer_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -96,7 +96,7 @@ PY
 }
 
 step_setup() {
-  bash tools/setup.sh
+  bash tools/setup.sh --peers  # the peer libraries too: step_bench times them next to halfmap
 }
 
 step_build() {

@@ -2,13 +2,27 @@
 # Installs the Debian 12 packages that halfmap's build, tests and main job need, and only those that are
 # missing: a second run installs nothing and needs no network. Runs apt as root directly, otherwise with sudo.
 # Adds the arm64 architecture for the cross build's libraries (the `arm64` preset).
+#
+#   bash tools/setup.sh [--peers]
+#
+# --peers also installs the libraries halfmap_bench compares against (bench/bench_peers.cpp: OpenBLAS, oneDNN,
+# XNNPACK with pthreadpool, Eigen), native only: the build finds each that is present and skips the others.
 set -euo pipefail
+
+with_peers=0
+for arg in "$@"; do
+  case $arg in
+    --peers) with_peers=1 ;;
+    *) echo "setup.sh: unknown option '$arg' (the only one is --peers)" >&2; exit 2 ;;
+  esac
+done
 
 native_packages=(
   cmake g++ ninja-build pkg-config git python3 python3-matplotlib binutils
   libxsimd-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+peer_packages=(libopenblas-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libeigen3-dev)
 # The cross build (on a host that is not arm64): Debian's cross compiler, qemu to run its tests, and the arm64
 # libraries it links (multiarch, /usr/lib/aarch64-linux-gnu). libgmock-dev is listed because GTest's CMake
 # config references the gmock libraries.
@@ -56,6 +70,7 @@ if [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-ar
 fi
 
 wanted=("${native_packages[@]}")
+[ "$with_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
 [ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
 missing=()
 for p in "${wanted[@]}"; do

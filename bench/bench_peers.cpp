@@ -1,0 +1,345 @@
+// The libraries users pick instead of halfmap, timed on halfmap's own shapes and inputs:
+//
+//   dense_fwd/<lib>_<dtype>__peer/<size>  Y = X·W + b at the sizes of dense_fwd (kDenseFwdSizes), on the same
+//                                         operands as halfmap's dense kernels of that storage type (operands());
+//   softmax/<lib>_f32__peer/<level>       rows × kNnCols f32 at each level, from the same input buffer into
+//                                         output_buffer(), as halfmap's f32 softmax benchmark.
+//
+// with the counters of the halfmap benchmarks they compare with (flops_per_second and size; bytes_per_second,
+// elements_per_second and n). What each library's call does, what is timed, and how it is held to one thread is
+// at the top of bench/peers/<lib>.cpp and in the context (peer_<lib>). Each library is optional: CMake compiles
+// its file only when it finds it (HALFMAP_PEER_<LIB>=1), and the context lists peers_built and peers_missing.
+//
+// Before any benchmark, every peer is checked once (add_peer_context):
+//   * its result at size 64 against halfmap's f32_dense_fwd__ref on the f32 operands (softmax: f32_softmax__ref
+//     at l1): max|y - y_ref| / max(1, max|y_ref|) within the peer's tolerance (1e-3 for f32, 1e-1 for fp16 and
+//     bf16, whose inputs are rounded), else every benchmark of that peer skips with the error, so a misused API
+//     never gets a speed published;
+//   * the floating-point modes (MXCSR / FPCR, not MXCSR's sticky exception flags) before and after creating and
+//     running it. A peer that left flushing on would silently change every later benchmark: they would be
+//     restored, and the context would say so (none of Debian 12's four does);
+//   * dense peers: whether they keep subnormals: a 16×16 layer of x = 2^-130 (f32, bf16) or 2^-20 (fp16),
+//     w = 1/2, b = 0, whose exact result 8x is subnormal. A library can flush inside its calls and leave MXCSR
+//     as it found it (xnn_run_operator passes PTHREADPOOL_FLAG_DISABLE_DENORMALS: pthreadpool sets FTZ and DAZ
+//     for the call, even without a pool, and restores them after), and vdpbf16ps (oneDNN's bf16 matmul) flushes
+//     whatever MXCSR says; this probe sees both (context peers_subnormals_flushed).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "bench_util.hpp"
+#include "halfmap/fp_env.hpp"
+#include "halfmap/half.hpp"
+#include "peers/peers.hpp"
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
+namespace halfmap::bench {
+namespace {
+
+/// Puts back a floating-point control register a peer changed.
+void restore_fp_env(unsigned long raw) {
+#if defined(__x86_64__)
+  _mm_setcsr(static_cast<unsigned>(raw));
+#elif defined(__aarch64__)
+  asm volatile("msr fpcr, %0" : : "r"(raw));
+#endif
+}
+
+/// The modes of a floating-point control register. x86 MXCSR bits 0-5 are sticky exception flags, not modes:
+/// any library's arithmetic may set them (a subnormal operand sets DE), and halfmap never reads them.
+unsigned long fp_modes(unsigned long raw) {
+#if defined(__x86_64__)
+  return raw & ~0x3Ful;
+#else
+  return raw;
+#endif
+}
+
+/// Records a change of the floating-point modes since `before` into `note` and undoes it.
+void guard_fp_env(const FpEnv& before, std::string_view when, std::string& note) {
+  const FpEnv after = read_fp_env();
+  if (fp_modes(after.raw) == fp_modes(before.raw)) return;
+  note += fmt::format("{}changed {} -> {} {} (restored)", note.empty() ? "" : "; ", before.describe(),
+                      after.describe(), when);
+  restore_fp_env(before.raw);
+}
+
+struct PeerState {
+  std::vector<peers::Library> libs;
+  std::vector<std::string> missing;                    // "onednn (install libdnnl-dev)"
+  std::map<std::string, std::string> skip;             // "<op>/<name>" -> why every benchmark of it skips
+  std::vector<std::pair<std::string, std::string>> checks;  // context: "peer_check/<op>/<name>" -> result
+  std::vector<std::string> fp_env_changed, subnormals_flushed;
+};
+
+/// Stores v, rounded to storage type t, into the n elements at p.
+void fill(DType t, void* p, std::size_t n, float v) {
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (t) {
+      case DType::f32: static_cast<float*>(p)[i] = v; break;
+      case DType::f16: static_cast<f16*>(p)[i] = to_f16(v); break;
+      case DType::bf16: static_cast<bf16*>(p)[i] = to_bf16(v); break;
+    }
+  }
+}
+
+/// The subnormal probe (see the top of this file): "kept", "flushed to zero" or what came out instead.
+std::string subnormal_probe(const peers::DensePeer& p, const FpEnv& env, std::string& fp_note) {
+  constexpr std::size_t s = 16;
+  const float x = p.source == DType::f16 ? 0x1p-20f : 0x1p-130f;
+  const float want = 8 * x;  // 16 products of x/2, exact
+  std::vector<unsigned char> xs(s * s * 4), ws(s * s * 4), bs(s * 4);  // room for any storage type
+  fill(p.source, xs.data(), s * s, x);
+  fill(p.source, ws.data(), s * s, 0.5f);
+  fill(p.source, bs.data(), s, 0.0f);
+  try {
+    auto run = p.make({s, xs.data(), ws.data(), bs.data()});
+    run->run();
+    guard_fp_env(env, "by the subnormal probe", fp_note);
+    std::vector<float> y(s * s);
+    run->output_f32(y.data());
+    if (std::all_of(y.begin(), y.end(), [&](float v) { return v == want; })) return "kept";
+    if (std::all_of(y.begin(), y.end(), [](float v) { return v == 0.0f; })) return "flushed to zero";
+    return fmt::format("y[0] = {:a}, want {:a}", y[0], want);
+  } catch (const peers::Unsupported& e) {
+    return fmt::format("not run ({})", e.what());
+  }
+}
+
+void check_dense(PeerState& st, const peers::DensePeer& p) {
+  constexpr std::size_t s = 64;
+  const std::string key = "dense_fwd/" + p.name;
+  const FpEnv env = read_fp_env();
+  std::string fp_note;
+  std::string result;
+  std::string detail;
+  try {
+    const Operands in = operands(p.source, s);
+    auto run = p.make({s, in.x, in.w, in.b});
+    guard_fp_env(env, "by creating it", fp_note);
+    run->run();
+    guard_fp_env(env, "by a call", fp_note);
+    detail = run->detail();
+
+    const Operands ref_in = operands(DType::f32, s);
+    std::vector<float> ref(s * s), y(s * s);
+    find_kernel("f32_dense_fwd__ref")->dense({s, s, s, ref_in.x, ref_in.w, ref_in.b, ref.data(), Act::identity});
+    run->output_f32(y.data());
+    double err = 0, scale = 1;
+    for (std::size_t i = 0; i < s * s; ++i) {
+      // NaN-safe: a NaN makes err NaN, which fails the check below.
+      err = std::max(err, std::fabs(double{y[i]} - double{ref[i]}));
+      if (std::isnan(y[i])) err = std::nan("");
+      scale = std::max(scale, std::fabs(double{ref[i]}));
+    }
+    const double rel = err / scale;
+    if (!(rel <= p.tolerance)) {
+      st.skip[key] = fmt::format("wrong result: max|y - y_ref| / max(1, max|y_ref|) = {:.3g} > {:.0e} against "
+                                 "f32_dense_fwd__ref at size {}",
+                                 rel, p.tolerance, s);
+      result = st.skip[key];
+    } else {
+      result = fmt::format("ok: max|y - y_ref| / max(1, max|y_ref|) = {:.2g} at size {} (tolerance {:.0e})", rel,
+                           s, p.tolerance);
+    }
+  } catch (const peers::Unsupported& e) {
+    st.skip[key] = e.what();
+    st.checks.emplace_back("peer_check/" + key, fmt::format("skipped: {}", e.what()));
+    return;
+  }
+  const std::string probe = subnormal_probe(p, env, fp_note);
+  if (probe != "kept" && !probe.starts_with("not run")) st.subnormals_flushed.push_back(key);
+  if (!fp_note.empty()) st.fp_env_changed.push_back(key);
+  st.checks.emplace_back(
+      "peer_check/" + key,
+      fmt::format("{}{}; fp env: {}; subnormal result: {}", result, detail.empty() ? "" : "; implementation " + detail,
+                  fp_note.empty() ? "unchanged" : fp_note, probe));
+}
+
+void check_softmax(PeerState& st, const peers::SoftmaxPeer& p) {
+  const std::string key = "softmax/" + p.name;
+  const Level& level = kLevels.front();
+  const std::size_t rows = level.bytes / (kNnCols * sizeof(float));
+  const auto* x = static_cast<const float*>(input_buffer(DType::f32, level));
+  std::vector<float> y(rows * kNnCols), ref(rows * kNnCols);
+  const FpEnv env = read_fp_env();
+  std::string fp_note;
+  try {
+    auto run = p.make(rows, kNnCols, x, y.data());
+    guard_fp_env(env, "by creating it", fp_note);
+    run->run();
+    guard_fp_env(env, "by a call", fp_note);
+  } catch (const peers::Unsupported& e) {
+    st.skip[key] = e.what();
+    st.checks.emplace_back("peer_check/" + key, fmt::format("skipped: {}", e.what()));
+    return;
+  }
+  find_kernel("f32_softmax__ref")->softmax({rows, kNnCols, x, ref.data()});
+  double rel = 0;  // every ref value is positive: inputs in [-1, 1) give probabilities near 1/kNnCols
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double e = std::fabs(double{y[i]} - double{ref[i]}) / double{ref[i]};
+    rel = std::isnan(e) ? e : std::max(rel, e);
+  }
+  constexpr double kTolerance = 1e-3;
+  std::string result;
+  if (!(rel <= kTolerance)) {
+    st.skip[key] = fmt::format("wrong result: max|y - y_ref| / y_ref = {:.3g} > {:.0e} against f32_softmax__ref at {}",
+                               rel, kTolerance, level.name);
+    result = st.skip[key];
+  } else {
+    result = fmt::format("ok: max|y - y_ref| / y_ref = {:.2g} at {} (tolerance {:.0e})", rel, level.name, kTolerance);
+  }
+  if (!fp_note.empty()) st.fp_env_changed.push_back(key);
+  st.checks.emplace_back("peer_check/" + key,
+                         fmt::format("{}; fp env: {}", result, fp_note.empty() ? "unchanged" : fp_note));
+}
+
+PeerState make_state() {
+  PeerState st;
+#if HALFMAP_PEER_OPENBLAS
+  st.libs.push_back(peers::openblas_library());
+#else
+  st.missing.emplace_back("openblas (install libopenblas-dev)");
+#endif
+#if HALFMAP_PEER_ONEDNN
+  st.libs.push_back(peers::onednn_library());
+#else
+  st.missing.emplace_back("onednn (install libdnnl-dev)");
+#endif
+#if HALFMAP_PEER_XNNPACK
+  st.libs.push_back(peers::xnnpack_library());
+#else
+  st.missing.emplace_back("xnnpack (install libxnnpack-dev libpthreadpool-dev)");
+#endif
+#if HALFMAP_PEER_EIGEN
+#if defined(__x86_64__)
+  // peers/eigen.cpp is compiled for AVX-512 (see there): not a single instruction of it may run without it.
+  const bool eigen_runs = isa_supported(Isa::avx512);
+#else
+  const bool eigen_runs = true;
+#endif
+  if (eigen_runs) {
+    st.libs.push_back(peers::eigen_library());
+  } else {
+    st.missing.emplace_back("eigen (built for AVX-512, which this CPU lacks)");
+  }
+#else
+  st.missing.emplace_back("eigen (install libeigen3-dev)");
+#endif
+  for (const peers::Library& lib : st.libs) {
+    for (const peers::DensePeer& p : lib.dense) check_dense(st, p);
+    for (const peers::SoftmaxPeer& p : lib.softmax) check_softmax(st, p);
+  }
+  return st;
+}
+
+PeerState& peer_state() {
+  static PeerState st = make_state();
+  return st;
+}
+
+void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s) {
+  if (const auto it = peer_state().skip.find("dense_fwd/" + p.name); it != peer_state().skip.end()) {
+    state.SkipWithError(it->second.c_str());  // copied by the library
+    return;
+  }
+  const Operands in = operands(p.source, s);
+  std::unique_ptr<peers::DenseRun> run;
+  try {
+    run = p.make({s, in.x, in.w, in.b});  // conversions and library objects: untimed
+  } catch (const peers::Unsupported& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const FpEnv env = read_fp_env();
+  run->run();  // untimed, as halfmap's first call: buffers grow here
+  for (auto _ : state) {
+    run->run();
+    benchmark::ClobberMemory();
+  }
+  std::string unused;
+  guard_fp_env(env, "", unused);  // the check saw no change; should a larger size differ, later runs stay clean
+  const auto n = static_cast<double>(s);
+  state.counters["flops_per_second"] = benchmark::Counter(2 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["size"] = benchmark::Counter(n);
+}
+
+void run_softmax(benchmark::State& state, const peers::SoftmaxPeer& p, const Level& level) {
+  if (const auto it = peer_state().skip.find("softmax/" + p.name); it != peer_state().skip.end()) {
+    state.SkipWithError(it->second.c_str());
+    return;
+  }
+  const std::size_t rows = level.bytes / (kNnCols * sizeof(float));
+  const auto* x = static_cast<const float*>(input_buffer(DType::f32, level));
+  std::unique_ptr<peers::SoftmaxRun> run;
+  try {
+    run = p.make(rows, kNnCols, x, static_cast<float*>(output_buffer()));
+  } catch (const peers::Unsupported& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  const FpEnv env = read_fp_env();
+  for (auto _ : state) {
+    run->run();
+    benchmark::ClobberMemory();
+  }
+  std::string unused;
+  guard_fp_env(env, "", unused);
+  const std::size_t elements = rows * kNnCols;
+  state.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(elements * sizeof(float)),
+                                                          benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["elements_per_second"] =
+      benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["n"] = benchmark::Counter(static_cast<double>(elements));
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view none) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? std::string(none) : out;
+}
+
+}  // namespace
+
+void add_peer_context() {
+  using benchmark::AddCustomContext;
+  const PeerState& st = peer_state();
+  std::vector<std::string> built;
+  for (const peers::Library& lib : st.libs) built.push_back(lib.name);
+  AddCustomContext("peers_built", join(built, "none"));
+  AddCustomContext("peers_missing", join(st.missing, "none"));
+  for (const peers::Library& lib : st.libs) AddCustomContext("peer_" + lib.name, lib.context);
+  for (const auto& [key, value] : st.checks) AddCustomContext(key, value);
+  AddCustomContext("peers_fp_env_changed",
+                   join(st.fp_env_changed, "none (same modes before and after every peer call checked)"));
+  AddCustomContext("peers_subnormals_flushed", join(st.subnormals_flushed, "none"));
+}
+
+void register_peer_benchmarks() {
+  for (const peers::Library& lib : peer_state().libs) {
+    for (const peers::DensePeer& p : lib.dense) {
+      for (const std::size_t s : kDenseFwdSizes) {
+        const std::string name = fmt::format("dense_fwd/{}/{}", p.name, s);
+        benchmark::RegisterBenchmark(name.c_str(), [&p, s](benchmark::State& state) { run_dense(state, p, s); });
+      }
+    }
+    for (const peers::SoftmaxPeer& p : lib.softmax) {
+      for (const Level& level : kLevels) {
+        const std::string name = fmt::format("softmax/{}/{}", p.name, level.name);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&p, &level](benchmark::State& state) { run_softmax(state, p, level); });
+      }
+    }
+  }
+}
+
+}  // namespace halfmap::bench

@@ -1,0 +1,139 @@
+// oneDNN peers of dense_fwd: one matmul primitive with bias, Y = X·W + b, every tensor plain row-major
+// (format tag ab, as halfmap stores them, so any packing oneDNN does is inside the timed execute, as halfmap's
+// is), on halfmap's operands used in place (same bits: IEEE f32, bf16, fp16). Timed per call: execute() and
+// stream.wait(); the primitive is created once, untimed.
+//
+//   onednn_f32__peer   f32 X, W, b, Y.
+//   onednn_bf16__peer  bf16 X, W, b and bf16 Y (f32 accumulation inside), like halfmap's bf16_f32acc kernels.
+//                      Its AVX512-BF16 kernels flush subnormals whatever MXCSR says (vdpbf16ps treats subnormal
+//                      inputs as zero, and f32-to-bf16 conversion flushes subnormal results), as the probe in
+//                      bench_peers.cpp shows; MXCSR is left unchanged.
+//   onednn_f16__peer   fp16 X, W, b, Y. oneDNN 2.6 implements f16 matmul only with AVX512-FP16 (or AMX-FP16):
+//                      without it, creating the primitive descriptor fails with "unimplemented" and the benchmark
+//                      skips with that reason.
+//
+// Threads: Debian's libdnnl is built with the OpenMP runtime (DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP, libgomp).
+// omp_set_num_threads(1) is called when the library is set up, before oneDNN's first use, on the thread that
+// runs every benchmark: oneDNN sizes its parallel regions by that thread's omp_get_max_threads().
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "halfmap/half.hpp"
+#include "peers.hpp"
+
+namespace halfmap::bench::peers {
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+class MatmulRun final : public DenseRun {
+ public:
+  MatmulRun(const DenseProblem& p, dt type, std::string_view unsupported)
+      : s_(p.s), type_(type), stream_(engine()) {
+    const auto s = static_cast<dnnl::memory::dim>(p.s);
+    const dnnl::memory::desc x_md({s, s}, type, tag::ab), w_md({s, s}, type, tag::ab),
+        b_md({1, s}, type, tag::ab), y_md({s, s}, type, tag::ab);
+    try {
+      pd_ = dnnl::matmul::primitive_desc(dnnl::matmul::desc(x_md, w_md, b_md, y_md), engine());
+    } catch (const dnnl::error& e) {
+      if (e.status == dnnl_unimplemented) throw Unsupported(std::string(unsupported));
+      throw Unsupported(fmt::format("oneDNN: {}", e.what()));
+    }
+    prim_ = dnnl::matmul(pd_);
+    // oneDNN only reads src, weights and bias: the const_casts never lead to a write.
+    x_ = dnnl::memory(x_md, engine(), const_cast<void*>(p.x));
+    w_ = dnnl::memory(w_md, engine(), const_cast<void*>(p.w));
+    b_ = dnnl::memory(b_md, engine(), const_cast<void*>(p.b));
+    y_ = dnnl::memory(y_md, engine());  // owned by oneDNN
+  }
+  void run() override {
+    prim_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_WEIGHTS, w_}, {DNNL_ARG_BIAS, b_}, {DNNL_ARG_DST, y_}});
+    stream_.wait();
+  }
+  void output_f32(float* y) const override {
+    const void* h = y_.get_data_handle();
+    for (std::size_t i = 0; i < s_ * s_; ++i) {
+      switch (type_) {
+        case dt::bf16: y[i] = to_f32(static_cast<const bf16*>(h)[i]); break;
+        case dt::f16: y[i] = to_f32(static_cast<const f16*>(h)[i]); break;
+        default: y[i] = static_cast<const float*>(h)[i]; break;
+      }
+    }
+  }
+  std::string detail() const override { return pd_.impl_info_str(); }
+
+ private:
+  std::size_t s_;
+  dt type_;
+  dnnl::stream stream_;
+  dnnl::matmul::primitive_desc pd_;
+  dnnl::matmul prim_;
+  dnnl::memory x_, w_, b_, y_;
+};
+
+std::unique_ptr<DenseRun> make_f32(const DenseProblem& p) {
+  return std::make_unique<MatmulRun>(p, dt::f32, "unsupported: oneDNN 2.6 has no f32 matmul on this CPU");
+}
+std::unique_ptr<DenseRun> make_bf16(const DenseProblem& p) {
+  return std::make_unique<MatmulRun>(p, dt::bf16, "unsupported: oneDNN 2.6 has no bf16 matmul on this CPU");
+}
+std::unique_ptr<DenseRun> make_f16(const DenseProblem& p) {
+  return std::make_unique<MatmulRun>(p, dt::f16, "unsupported: oneDNN 2.6 has no f16 matmul on this CPU");
+}
+
+std::string_view runtime_name(unsigned r) {
+  switch (r) {
+    case DNNL_RUNTIME_SEQ: return "sequential";
+    case DNNL_RUNTIME_OMP: return "OpenMP";
+    case DNNL_RUNTIME_TBB: return "TBB";
+    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
+    default: return "other";
+  }
+}
+
+std::string dnnl_isa_name(dnnl_cpu_isa_t isa) {
+  static const std::unordered_map<int, std::string_view> names = {
+      {dnnl_cpu_isa_sse41, "sse41"},
+      {dnnl_cpu_isa_avx, "avx"},
+      {dnnl_cpu_isa_avx2, "avx2"},
+      {dnnl_cpu_isa_avx2_vnni, "avx2_vnni"},
+      {dnnl_cpu_isa_avx512_core, "avx512_core"},
+      {dnnl_cpu_isa_avx512_core_vnni, "avx512_core_vnni"},
+      {dnnl_cpu_isa_avx512_core_bf16, "avx512_core_bf16"},
+      {dnnl_cpu_isa_avx512_core_amx, "avx512_core_amx"},
+  };
+  const auto it = names.find(static_cast<int>(isa));
+  return it != names.end() ? std::string(it->second) : fmt::format("0x{:x}", static_cast<int>(isa));
+}
+
+}  // namespace
+
+Library onednn_library() {
+  omp_set_num_threads(1);
+  const dnnl_version_t* v = dnnl_version();
+  return {
+      "onednn",
+      fmt::format("oneDNN {}.{}.{} (git {}), CPU runtime {}; 1 thread: omp_set_num_threads(1) before first use "
+                  "(omp_get_max_threads() = {}); max ISA {}; matmul with bias, plain row-major tensors, "
+                  "bf16 peer writes bf16",
+                  v->major, v->minor, v->patch, v->hash, runtime_name(v->cpu_runtime), omp_get_max_threads(),
+                  dnnl_isa_name(dnnl_get_effective_cpu_isa())),
+      {{"onednn_f32__peer", DType::f32, 1e-3, make_f32},
+       {"onednn_bf16__peer", DType::bf16, 1e-1, make_bf16},
+       {"onednn_f16__peer", DType::f16, 1e-1, make_f16}},
+      {},
+  };
+}
+
+}  // namespace halfmap::bench::peers

@@ -1,0 +1,76 @@
+// The interface between bench_peers.cpp (registration, checks, context) and the per-library files
+// bench/peers/<lib>.cpp, each compiled only when CMake found its library (HALFMAP_PEER_<LIB>=1).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "halfmap/registry.hpp"
+
+namespace halfmap::bench::peers {
+
+/// Thrown by a peer's `make` when its library cannot run the case on this machine; the message, a sentence that
+/// starts with "unsupported:" or names the library, becomes the benchmark's SkipWithError text.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// halfmap's operands of one square dense layer (bench_util.hpp's operands(), M = N = K = s, row-major) in the
+/// storage type the peer reads (DensePeer::source); the peer converts them to its own types once, in `make`.
+struct DenseProblem {
+  std::size_t s;
+  const void* x;  // s×s
+  const void* w;  // s×s, K×N as halfmap stores it
+  const void* b;  // s
+};
+
+/// A prepared Y = X·W + b: library objects created and operands converted; run() is what the benchmark times.
+class DenseRun {
+ public:
+  virtual ~DenseRun() = default;
+  virtual void run() = 0;
+  /// The last run's Y (s×s, row-major) widened to f32: the correctness check reads it.
+  virtual void output_f32(float* y) const = 0;
+  /// The implementation the library chose, when it says (oneDNN's impl_info_str), for the context.
+  virtual std::string detail() const { return {}; }
+};
+
+struct DensePeer {
+  std::string name;  // the kernel part of the benchmark name: <lib>_<dtype>__peer
+  DType source;      // which of halfmap's operand sets it starts from
+  double tolerance;  // bound on max|y - y_ref| / max(1, max|y_ref|) against f32_dense_fwd__ref at size 64
+  std::unique_ptr<DenseRun> (*make)(const DenseProblem&);  // throws Unsupported
+};
+
+/// A prepared row-wise softmax of rows × cols f32 from x into y.
+class SoftmaxRun {
+ public:
+  virtual ~SoftmaxRun() = default;
+  virtual void run() = 0;
+};
+
+struct SoftmaxPeer {
+  std::string name;  // <lib>_f32__peer
+  std::unique_ptr<SoftmaxRun> (*make)(std::size_t rows, std::size_t cols, const float* x, float* y);
+};
+
+/// One library: what the context says about it (version, threading, what is timed) and its benchmarks.
+struct Library {
+  std::string name;     // openblas, onednn, xnnpack, eigen
+  std::string context;  // version and threading, in words
+  std::vector<DensePeer> dense;
+  std::vector<SoftmaxPeer> softmax;
+};
+
+// Each is defined in bench/peers/<lib>.cpp, only when that library was found; called once, before any benchmark
+// (they pin the library to one thread).
+Library openblas_library();
+Library onednn_library();
+Library xnnpack_library();
+Library eigen_library();
+
+}  // namespace halfmap::bench::peers
