@@ -181,7 +181,7 @@ TEST(NpySerialize, RoundsToTheDtypeAndRefusesWhatAnIntegerCannotHold) {
   expect_same(a.values[2], 0.0, "2^-25 ties to even zero");
   expect_same(a.values[3], 0x1p-24, "1.5 * 2^-25 -> the smallest subnormal");
   for (auto [value, descr] : {std::pair{128.0, "|i1"}, {-129.0, "|i1"}, {0.5, "<i4"}, {-1.0, "<u8"},
-                              {0x1p64, "<u8"}, {0x1p63, "<i8"}, {kNaN, "<i2"}, {2.0, "|b1"}}) {
+                              {0x1p65, "<u8"}, {0x1p64, "<i8"}, {-0x1p64, "<i8"}, {kNaN, "<i2"}, {2.0, "|b1"}}) {
     EXPECT_THROW(serialize(std::vector<double>{value}, 1, 1, 1, descr), Error) << value << " as " << descr;
   }
   EXPECT_THROW(serialize(std::vector<double>{1.0}, 1, 1, 1, "<c8"), Error);
@@ -223,6 +223,11 @@ TEST(NpyParse, WideIntegersRoundToNearestEven) {
   expect_same(i.values[2], 0x1p53, "2^53 + 1");
   const Array u = parse(npy_file(dict_of("<u8", "(1,)"), le64(~0ull)));
   expect_same(u.values[0], 0x1p64, "UINT64_MAX");
+  // serialize takes those two doubles back as the extremes, so that it accepts whatever parse returns (found by
+  // the fuzzer: tests/fuzz/corpus/npy/regression_u8_near_max.npy).
+  EXPECT_EQ(Bytes(serialize(u.values, 1, 1, 1, "<u8")).back(), 0xFF);
+  const Bytes imax = serialize(i.values, 3, 1, 1, "<i8");
+  EXPECT_EQ(Bytes(imax.end() - 24, imax.end() - 16), le64(0x7FFFFFFFFFFFFFFFull));
   // Any non-zero byte of a bool is true, as NumPy reads it.
   const Array b = parse(npy_file(dict_of("|b1", "(3,)"), Bytes{0, 1, 0xFF}));
   EXPECT_EQ(b.values, (std::vector<double>{0, 1, 1}));

@@ -17,6 +17,8 @@ bash tools/setup.sh && bash tools/setup.sh --fuzz
 
 out=build/fuzz
 mkdir -p "$out/corpus"
+# Inputs a previous run left are evidence of that run only (copy one into the seed corpus to keep it).
+rm -f "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-*
 cp -n tests/fuzz/corpus/npy/* "$out/corpus/"
 echo "fuzz.sh: building $out/npy_fuzz"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

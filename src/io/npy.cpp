@@ -384,13 +384,18 @@ std::uint64_t encode_element(double v, const Dtype& dt, const std::string& descr
       if (dt.size == 2) return to_f16(v).bits;
       if (dt.size == 4) return std::bit_cast<std::uint32_t>(static_cast<float>(v));
       return std::bit_cast<std::uint64_t>(v);
+    // parse rounds INT64_MAX and UINT64_MAX (and the integers next to them) up to 2^63 and 2^64, which no
+    // 64-bit integer holds: those two doubles are written as the extremes, so that serialize accepts every value
+    // parse returns (the fuzz harness checks that round trip).
     case Kind::Int: {
       const double lim = std::ldexp(1.0, bits - 1);
+      if (bits == 64 && v == lim) return std::uint64_t{0x7FFFFFFFFFFFFFFF};
       if (!(v == std::trunc(v) && v >= -lim && v < lim)) return refuse();
       const std::uint64_t mask = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
       return std::uint64_t(std::int64_t(v)) & mask;
     }
     case Kind::UInt:
+      if (bits == 64 && v == 0x1p64) return ~std::uint64_t{0};
       if (!(v == std::trunc(v) && v >= 0 && v < std::ldexp(1.0, bits))) return refuse();
       return std::uint64_t(v);
     case Kind::Bool:
