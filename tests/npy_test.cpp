@@ -275,7 +275,8 @@ TEST(NpyLoad, ReadsTheFilesNumPyWrote) {
     // make_corpus.py writes arange(6) (bool: arange(6) % 2), as 2 x 3 or as 6.
     const bool is_bool = a.descr == "|b1";
     ASSERT_EQ(a.values.size(), 6u);
-    EXPECT_EQ(a.ndim == 2 ? a.cols : 1, a.ndim == 2 ? 3u : 1u);
+    EXPECT_EQ(a.rows, a.ndim == 2 ? 2u : 6u);
+    EXPECT_EQ(a.cols, a.ndim == 2 ? 3u : 1u);
     for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(a.values[i], is_bool ? double(i % 2) : double(i)) << i;
   }
   EXPECT_GE(good, 12);  // one file per dtype at least
@@ -355,6 +356,10 @@ TEST(NpyErrors, EmptyZeroDAndThreeDArrays) {
             "x.npy: the array is 0-D (shape ()); halfmap reads 1-D and 2-D arrays.");
   EXPECT_EQ(error_of(npy_file(dict_of("<f8", "(2, 3, 4)"), Bytes(192, 0))),
             "x.npy: the array is 3-D (shape (2, 3, 4)); halfmap reads 1-D and 2-D arrays.");
+  std::string many = "(";
+  for (int i = 0; i < 5000; ++i) many += "1, ";
+  EXPECT_EQ(error_of(npy_file(dict_of("<f8", many + ")"), Bytes(8, 0), 2)),
+            "x.npy: the array is 5000-D (shape (1, 1, 1, 1, ...)); halfmap reads 1-D and 2-D arrays.");
 }
 
 TEST(NpyErrors, MalformedHeaders) {

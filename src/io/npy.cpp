@@ -104,10 +104,13 @@ Dtype decode_descr(const std::string& descr, const std::string& name) {
   return dt;
 }
 
-/// "(3,)", "(2, 3)", "()": the shape as Python prints it, for messages.
+/// "(3,)", "(2, 3)", "()": the shape as Python prints it, for messages; past 4 dimensions "(1, 2, 3, 4, ...)",
+/// so that a hostile header cannot make the sentence huge.
 std::string shape_text(const std::vector<std::size_t>& shape) {
   std::string s = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < std::min<std::size_t>(shape.size(), 4); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() > 4) s += ", ...";
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
