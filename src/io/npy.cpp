@@ -87,7 +87,7 @@ Dtype decode_descr(const std::string& descr, const std::string& name) {
   }
   if (kind == '?' && s.empty()) s = "1";  // '?' is NumPy's one-character code for bool
   if (s.empty() || s.size() > 2 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return unsupported("no size in bytes");
+    return unsupported("no valid size in bytes");
   dt.size = std::size_t(s[0] - '0');
   if (s.size() == 2) dt.size = dt.size * 10 + std::size_t(s[1] - '0');
   if (kind == 'f') {
@@ -98,7 +98,7 @@ Dtype decode_descr(const std::string& descr, const std::string& name) {
       return unsupported("an integer of neither 1, 2, 4 nor 8 bytes");
     dt.kind = kind == 'i' ? Kind::Int : Kind::UInt;
   } else {  // 'b1' is NumPy's descr of bool
-    if (dt.size != 1) return unsupported("a bool of more than 1 byte");
+    if (dt.size != 1) return unsupported("a bool of other than 1 byte");
     dt.kind = Kind::Bool;
   }
   return dt;
