@@ -3,23 +3,16 @@
 # missing: a second run installs nothing and needs no network. Runs apt as root directly, otherwise with sudo.
 # Adds the arm64 architecture for the cross build's libraries (the `arm64` preset).
 #
-#   bash tools/setup.sh [--peers]
-#
-# --peers also installs the libraries halfmap_bench compares against (bench/bench_peers.cpp: OpenBLAS, oneDNN,
-# XNNPACK with pthreadpool, Eigen), native only: the build finds each that is present and skips the others.
+#   bash tools/setup.sh          what the build, the tests and the main job need
+#   bash tools/setup.sh --peers  that, and the libraries halfmap_bench compares against (bench/bench_peers.cpp:
+#                                OpenBLAS, oneDNN, XNNPACK with pthreadpool, Eigen), native only: the build finds
+#                                each that is present and skips the others (tools/main.sh asks for them)
+#   bash tools/setup.sh --fuzz   only what tools/fuzz.sh needs besides: clang and its libFuzzer/sanitizer runtimes
 set -euo pipefail
-
-with_peers=0
-for arg in "$@"; do
-  case $arg in
-    --peers) with_peers=1 ;;
-    *) echo "setup.sh: unknown option '$arg' (the only one is --peers)" >&2; exit 2 ;;
-  esac
-done
 
 native_packages=(
   cmake g++ ninja-build pkg-config git python3 python3-matplotlib binutils
-  libxsimd-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libxsimd-dev libxtensor-dev xtl-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 peer_packages=(libopenblas-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libeigen3-dev)
@@ -29,8 +22,19 @@ peer_packages=(libopenblas-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev lib
 cross_packages=(g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64 libgmock-dev:arm64 libfmt-dev:arm64
                 libbenchmark-dev:arm64)
 
+fuzz_packages=(clang libclang-rt-14-dev)
+
 export DEBIAN_FRONTEND=noninteractive
 native_arch=$(dpkg --print-architecture)
+fuzz=0
+with_peers=0
+for arg in "$@"; do
+  case $arg in
+    --fuzz) fuzz=1 ;;
+    --peers) with_peers=1 ;;
+    *) echo "setup.sh: unknown option '$arg' (the options are --peers and --fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 if [ "$(id -u)" -eq 0 ]; then
   as_root=()
@@ -64,14 +68,18 @@ quiet() {
   rm -f "$log"
 }
 
-if [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
+if [ "$fuzz" -eq 0 ] && [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
   echo "setup.sh: adding the arm64 architecture (dpkg --add-architecture arm64)"
   quiet dpkg --add-architecture arm64
 fi
 
-wanted=("${native_packages[@]}")
-[ "$with_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
-[ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
+if [ "$fuzz" -eq 1 ]; then
+  wanted=("${fuzz_packages[@]}")
+else
+  wanted=("${native_packages[@]}")
+  [ "$with_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
+  [ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
+fi
 missing=()
 for p in "${wanted[@]}"; do
   installed "$p" || missing+=("$p")

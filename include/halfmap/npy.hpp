@@ -1,8 +1,8 @@
 // Reading (and, for tests and examples, writing) NumPy .npy files: the input format of `halfmap diagnose`.
 //
-// What is accepted: format versions 1.0, 2.0 and 3.0; dtypes f2, f4, f8 and signed/unsigned integers of 1, 2, 4
-// and 8 bytes ('b', 'i', 'u' kinds, '?' bool), each little- or big-endian ('<', '>', '|', '=' as NumPy writes
-// them); C or Fortran order; 1-D or 2-D shapes. Everything else (object arrays, structured dtypes, complex,
+// What is accepted: format versions 1.0, 2.0 and 3.0; dtypes f2, f4, f8, signed ('i') and unsigned ('u')
+// integers of 1, 2, 4 and 8 bytes and bool ('b1' as NumPy writes it, or '?'), each little- or big-endian ('<',
+// '>'; '|' and '=' mean this machine's order, as in NumPy); C or Fortran order; 1-D or 2-D shapes. Everything else (object arrays, structured dtypes, complex,
 // 0-D or 3-D+ shapes, a pickle) is rejected with one sentence. Values are converted exactly to double (fp16,
 // fp32, fp64 and integers of up to 53 bits; larger integers round to nearest), row-major.
 //
@@ -50,7 +50,9 @@ Array load(const std::string& path, std::size_t max_data_bytes = kDefaultMaxData
 
 /// Writes `values` (row-major, rows × cols; ndim 1 requires cols == 1) as a version 1.0 .npy file of dtype
 /// `descr` (any dtype `parse` accepts), in C order or, if `fortran_order`, Fortran order. Values are rounded to
-/// the dtype (round to nearest even for floats; integers must be representable). For tests and examples.
+/// the dtype (round to nearest even for floats; integers must be representable, except that 2^63 and 2^64, what
+/// parse makes of INT64_MAX and UINT64_MAX, are written as those: serialize accepts every value parse returns).
+/// For tests and examples.
 /// Throws Error on a bad descr or a write failure.
 std::vector<unsigned char> serialize(std::span<const double> values, std::size_t rows, std::size_t cols, int ndim,
                                      const std::string& descr, bool fortran_order = false);
