@@ -2,11 +2,14 @@
 # Installs the Debian 12 packages that halfmap's build, tests and main job need, and only those that are
 # missing: a second run installs nothing and needs no network. Runs apt as root directly, otherwise with sudo.
 # Adds the arm64 architecture for the cross build's libraries (the `arm64` preset).
+#
+#   bash tools/setup.sh          what the build, the tests and the main job need
+#   bash tools/setup.sh --fuzz   only what tools/fuzz.sh needs besides: clang and its libFuzzer/sanitizer runtimes
 set -euo pipefail
 
 native_packages=(
   cmake g++ ninja-build pkg-config git python3 python3-matplotlib binutils
-  libxsimd-dev libfmt-dev libcli11-dev nlohmann-json3-dev
+  libxsimd-dev libxtensor-dev xtl-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # The cross build (on a host that is not arm64): Debian's cross compiler, qemu to run its tests, and the arm64
@@ -15,8 +18,16 @@ native_packages=(
 cross_packages=(g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64 libgmock-dev:arm64 libfmt-dev:arm64
                 libbenchmark-dev:arm64)
 
+fuzz_packages=(clang libclang-rt-14-dev)
+
 export DEBIAN_FRONTEND=noninteractive
 native_arch=$(dpkg --print-architecture)
+fuzz=0
+case "${1:-}" in
+  "") ;;
+  --fuzz) fuzz=1 ;;
+  *) echo "setup.sh: unknown option '$1' (the only option is --fuzz)" >&2; exit 2 ;;
+esac
 
 if [ "$(id -u)" -eq 0 ]; then
   as_root=()
@@ -50,13 +61,17 @@ quiet() {
   rm -f "$log"
 }
 
-if [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
+if [ "$fuzz" -eq 0 ] && [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
   echo "setup.sh: adding the arm64 architecture (dpkg --add-architecture arm64)"
   quiet dpkg --add-architecture arm64
 fi
 
-wanted=("${native_packages[@]}")
-[ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
+if [ "$fuzz" -eq 1 ]; then
+  wanted=("${fuzz_packages[@]}")
+else
+  wanted=("${native_packages[@]}")
+  [ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
+fi
 missing=()
 for p in "${wanted[@]}"; do
   installed "$p" || missing+=("$p")
