@@ -66,7 +66,8 @@
 //      forward = {path, mode, isa, storage, keras_like, loss, finite, first_nonfinite: null |
 //                 {stage, row, column, value}}
 //    "optimization": {underflow_share, paths: [{path, mode, isa, storage, keras_like, at: [grads at 2^0, 2^15,
-//      2^16], window: {S_min_log2 (null), S_max_log2 (null), empty, keras_inside, pytorch_inside},
+//      2^16], window: {S_min_log2 (null), S_max_log2 (null; 40: finite over the whole search), empty,
+//      keras_inside, pytorch_inside},
 //      simulations: [{framework, initial_scale, growth_interval, steps, skipped, final_scale, final_loss,
 //                     runs: [{scale, first_step, last_step}...]}]}]},
 //      grads = {scale, count, reference_nonzero, nonfinite, zero, subnormal, underflow_share, subnormal_share}

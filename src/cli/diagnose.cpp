@@ -78,6 +78,18 @@ Command add_diagnose_command(CLI::App& parent) {
       "Which boundary (data, compute, optimization) your data crosses first when a small dense network trains on "
       "it in fp16/bf16, and the smallest fix. Features and labels are .npy files (numpy.save). Exit 0 for a "
       "completed diagnosis whatever the verdict, 2 for bad input.");
+  sub->footer(
+      "Model: Dense(hidden, ReLU) -> Dense(1), squared loss, Glorot-uniform weights from --seed, run with halfmap's "
+      "kernels in f32 (the baseline) and on every fp16/bf16 path this CPU has (f16_f32acc is Keras "
+      "mixed_float16's: fp16 storage, f32 accumulation). Report: data (per column: NaN/inf and the first row, "
+      "range, p01/p99, what fp16 and bf16 storage overflow, flush or make subnormal), compute (is each forward "
+      "finite; the first stage and element that is not), optimization (gradient underflow and overflow at loss "
+      "scales 1, 2^15, 2^16; the window over 2^0..2^40: S_min the smallest scale with at most --underflow-share of "
+      "the gradients that are non-zero in f32 flushed to zero, S_max the last scale before a non-finite gradient; "
+      "dynamic loss scaling simulated with Keras's and PyTorch's defaults). Verdict, first match: non-finite data "
+      "(named by column and row); the f32 baseline fails; data overflows or flushes in fp16/bf16 storage; a "
+      "low-precision forward is non-finite (compute); gradients underflow at scale 1 or overflow at 2^15/2^16, or "
+      "the window is empty (optimization); ok.");
   auto a = std::make_shared<DiagnoseArgs>();
   sub->add_option("--features", a->features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
   sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1))")->required();

@@ -122,7 +122,11 @@ std::string compute_text(const Report& r) {
   return s;
 }
 
-std::string window_cell(const std::optional<int>& k) { return k ? fmt::format("2^{}", *k) : "none"; }
+/// A window end; S_max at the end of the search means "finite up to there at least".
+std::string window_cell(const std::optional<int>& k) {
+  if (!k) return "none";
+  return *k == kWindowMaxLog2 ? fmt::format(">=2^{}", *k) : fmt::format("2^{}", *k);
+}
 
 std::string trajectory(const std::vector<ScaleRun>& runs) {
   auto one = [](const ScaleRun& x) {

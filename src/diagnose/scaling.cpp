@@ -82,7 +82,7 @@ Simulation simulate(Runner& r, Runner& eval, const Weights& start, const Options
       good = 0;
       continue;
     }
-    // Unscale in f32 (the frameworks unscale f32 copies of the gradients), then plain SGD on the f32 masters.
+    // Unscale (exact: the scale is a power of two) and round to f32, then plain SGD on the f32 master weights.
     std::size_t i = 0;
     for (std::vector<float>* p : {&w.w1, &w.b1, &w.w2, &w.b2}) {
       for (float& v : *p) v -= lr * float(g.values[i++] / scale);

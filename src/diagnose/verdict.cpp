@@ -136,7 +136,7 @@ std::string window_text(const LossWindow& w) {
     return fmt::format("empty (S_min {}, S_max {})", w.S_min_log2 ? fmt::format("2^{}", *w.S_min_log2) : "none",
                        w.S_max_log2 ? fmt::format("2^{}", *w.S_max_log2) : "none");
   }
-  return fmt::format("[2^{}, 2^{}]", *w.S_min_log2, *w.S_max_log2);
+  return fmt::format("[2^{}, {}2^{}]", *w.S_min_log2, *w.S_max_log2 == kWindowMaxLog2 ? ">=" : "", *w.S_max_log2);
 }
 
 std::optional<Verdict> optimization(const Report& r) {
