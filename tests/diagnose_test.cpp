@@ -325,7 +325,8 @@ TEST(Diagnose, ColumnStatistics) {
   z.rows = 100;
   z.cols = 1;
   z.values = w;
-  const ColumnStats& t = run(z, z, small()).data.features[0];
+  const Report zr = run(z, z, small());
+  const ColumnStats& t = zr.data.features[0];
   EXPECT_NEAR(t.p01, 1.99, 1e-12);
   EXPECT_NEAR(t.p99, 99.01, 1e-12);
   EXPECT_DOUBLE_EQ(t.mean, 50.5);
