@@ -153,13 +153,19 @@ std::optional<Verdict> optimization(const Report& r) {
   }
   for (const GradStats* g : {&o->at_keras, &o->at_pytorch}) {
     if (g->nonfinite > 0) {
-      what += fmt::format("{}{} gradient values are non-finite at loss scale {}", what.empty() ? "" : "; ",
-                          g->nonfinite, scale_text(g->scale));
+      what += fmt::format("{}{} gradient value{} non-finite at loss scale {}", what.empty() ? "" : "; ",
+                          g->nonfinite, g->nonfinite == 1 ? " is" : "s are", scale_text(g->scale));
     }
   }
   if (what.empty()) what = "no loss scale gives finite gradients without underflow";
-  v.reason = fmt::format("on {}, {}; the loss-scale window is {}{}.", path_label(o->path), what,
-                         window_text(o->window), others.empty() ? "" : fmt::format(" (also crossed on {})", others));
+  std::string sims;
+  for (const Simulation& m : o->simulations) {
+    sims += fmt::format("{}{} skipped {} of {} steps (final scale {})", sims.empty() ? "" : ", ", m.framework,
+                        m.skipped, m.steps, scale_text(m.final_scale));
+  }
+  v.reason = fmt::format("on {}, {}; the loss-scale window is {}{}. Dynamic loss scaling: {}.", path_label(o->path),
+                         what, window_text(o->window),
+                         others.empty() ? "" : fmt::format(" (also crossed on {})", others), sims);
   const LossWindow& w = o->window;
   if (w.empty) {
     v.fix = "no loss scale works on this path: normalise the data (so that gradients are of order 1) or keep this "
