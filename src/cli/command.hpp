@@ -31,6 +31,8 @@ Command add_info_command(CLI::App& parent);
 Command add_sweep_command(CLI::App& parent);
 Command add_merge_command(CLI::App& parent);
 Command add_compare_command(CLI::App& parent);
+/// Adds `halfmap diagnose` (src/cli/diagnose.cpp).
+Command add_diagnose_command(CLI::App& parent);
 
 /// Writes `text` to stdout in one piece and flushes. Returns kExitOk, or prints one sentence to stderr and
 /// returns kExitFailure if stdout could not take it (closed pipe, full disk).

@@ -23,6 +23,7 @@ constexpr AddCommand kCommands[] = {
     halfmap::cli::add_sweep_command,
     halfmap::cli::add_merge_command,
     halfmap::cli::add_compare_command,
+    halfmap::cli::add_diagnose_command,
 };
 
 std::string version_line() {

@@ -19,6 +19,7 @@
 
 #include "halfmap/half.hpp"
 #include "sweep/detmath.hpp"
+#include "sweep/storage.hpp"
 
 namespace halfmap::sweep {
 
@@ -268,39 +269,6 @@ std::string validate(const Options& o) {
 // ---- storage -----------------------------------------------------------------------------------------------------
 
 namespace {
-
-double min_normal(DType t) { return t == DType::f16 ? 0x1p-14 : 0x1p-126; }
-
-/// Stores v (an exact double) into element i of a buffer of type t, rounding once; returns the stored value.
-inline double store(DType t, void* buf, std::size_t i, double v) {
-  switch (t) {
-    case DType::f32: {
-      const float f = float(v);  // the hardware conversion rounds once, to nearest even
-      static_cast<float*>(buf)[i] = f;
-      return f;
-    }
-    case DType::f16: {
-      const f16 h = to_f16(v);  // half.hpp rounds f64 once
-      static_cast<f16*>(buf)[i] = h;
-      return to_f64(h);
-    }
-    case DType::bf16: {
-      const bf16 b = det::to_bf16_exact(v);
-      static_cast<bf16*>(buf)[i] = b;
-      return double(to_f32(b));
-    }
-  }
-  return 0;
-}
-
-inline double load(DType t, const void* buf, std::size_t i) {
-  switch (t) {
-    case DType::f32: return static_cast<const float*>(buf)[i];
-    case DType::f16: return to_f64(static_cast<const f16*>(buf)[i]);
-    case DType::bf16: return double(to_f32(static_cast<const bf16*>(buf)[i]));
-  }
-  return 0;
-}
 
 /// A tensor in the kernel's storage type, with its stored values widened (exactly) to f64 for the oracles.
 struct Tensor {

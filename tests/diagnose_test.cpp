@@ -1,0 +1,338 @@
+// `halfmap diagnose` as a library (include/halfmap/diagnose.hpp): the five cases of issue 6 give their verdicts on
+// every path this CPU has, each section holds the evidence the verdict names, and bad options and inputs are one
+// sentence. The CLI (text, --json, exit codes) is tested by tests/diagnose_cli.cmake.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "diagnose_cases.hpp"
+#include "halfmap/diagnose.hpp"
+
+namespace halfmap::diagnose {
+namespace {
+
+using test::diagnose_case;
+using test::DiagnoseCase;
+
+npy::Array features_of(const DiagnoseCase& c) {
+  npy::Array a;
+  a.values = c.features;
+  a.rows = c.rows;
+  a.cols = c.cols;
+  a.ndim = 2;
+  a.descr = "<f8";
+  return a;
+}
+
+npy::Array labels_of(const DiagnoseCase& c) {
+  npy::Array a;
+  a.values = c.labels;
+  a.rows = c.rows;
+  a.cols = 1;
+  a.ndim = 1;
+  a.descr = "<f8";
+  return a;
+}
+
+Options small() {
+  Options o;
+  o.steps = 40;  // enough for the trajectory; keeps the suite fast under qemu
+  return o;
+}
+
+Report run_case(std::string_view name, const Options& o = small()) {
+  const DiagnoseCase c = diagnose_case(name);
+  return run(features_of(c), labels_of(c), o);
+}
+
+const OptimizationReport& keras_path(const Report& r) {
+  for (const OptimizationReport& o : r.optimization) {
+    if (o.path.keras_like) return o;
+  }
+  throw std::runtime_error("no Keras-like path");
+}
+
+TEST(Diagnose, PathsCoverEveryLowPrecisionMode) {
+  const Report r = run_case("clean");
+  ASSERT_FALSE(r.compute.empty());
+  EXPECT_EQ(r.baseline.path.mode, Mode::f32);
+  int keras = 0;
+  bool f16acc = false, f16 = false, bf16 = false;
+  for (const ForwardReport& f : r.compute) {
+    keras += f.path.keras_like ? 1 : 0;
+    f16acc = f16acc || f.path.mode == Mode::f16_f32acc;
+    f16 = f16 || f.path.mode == Mode::f16;
+    bf16 = bf16 || f.path.mode == Mode::bf16_f32acc;
+  }
+  EXPECT_EQ(keras, 1);
+  EXPECT_TRUE(f16acc);  // the ref paths are always there
+  EXPECT_TRUE(f16);
+  EXPECT_TRUE(bf16);
+  ASSERT_EQ(r.optimization.size(), r.compute.size());
+}
+
+TEST(Diagnose, CleanIsOk) {
+  const Report r = run_case("clean");
+  EXPECT_EQ(r.verdict.boundary, Boundary::ok) << r.verdict.reason;
+  EXPECT_TRUE(r.baseline.finite());
+  for (const ForwardReport& f : r.compute) EXPECT_TRUE(f.finite()) << f.path.name;
+  for (const OptimizationReport& o : r.optimization) {
+    EXPECT_EQ(o.at_1.nonfinite, 0u) << o.path.name;
+    EXPECT_EQ(o.at_1.zero, 0u) << o.path.name;
+    EXPECT_EQ(o.at_pytorch.nonfinite, 0u) << o.path.name;
+    EXPECT_TRUE(o.window.keras_inside && o.window.pytorch_inside) << o.path.name;
+    for (const Simulation& s : o.simulations) {
+      EXPECT_EQ(s.skipped, 0u) << o.path.name << " " << s.framework;
+      EXPECT_EQ(s.final_scale, s.initial_scale);
+      ASSERT_EQ(s.runs.size(), 1u);
+      EXPECT_EQ(s.runs[0].last_step, 40u);
+    }
+  }
+  // Training lowers the loss: the simulation really updates the f32 master weights.
+  const Simulation& s = keras_path(r).simulations[0];
+  EXPECT_LT(s.final_loss, r.baseline.loss);
+}
+
+TEST(Diagnose, NanIsDataWithItsIndex) {
+  const Report r = run_case("nan");
+  EXPECT_EQ(r.verdict.boundary, Boundary::data);
+  const ColumnStats& c = r.data.features[test::kNanColumn];
+  EXPECT_EQ(c.nan, 1u);
+  ASSERT_TRUE(c.first_nonfinite_row.has_value());
+  EXPECT_EQ(*c.first_nonfinite_row, test::kNanRow);
+  EXPECT_NE(r.verdict.reason.find("x2"), std::string::npos) << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("row 17"), std::string::npos) << r.verdict.reason;
+  // The baseline fails too: the data check comes first because it names the cause.
+  EXPECT_FALSE(r.baseline.finite());
+  // Statistics are over the finite values.
+  EXPECT_EQ(c.count, 64u);
+  EXPECT_TRUE(std::isfinite(c.mean));
+}
+
+TEST(Diagnose, LargeOverflowsFp16Storage) {
+  const Report r = run_case("large");
+  EXPECT_EQ(r.verdict.boundary, Boundary::data) << r.verdict.reason;
+  std::size_t overflow = 0;
+  for (const ColumnStats& c : r.data.features) {
+    overflow += c.f16.overflow;
+    EXPECT_EQ(c.bf16.overflow, 0u);  // bf16 has f32's range
+    EXPECT_GT(c.abs_max, 65504.0);
+  }
+  EXPECT_GT(overflow, 0u);
+  EXPECT_TRUE(r.baseline.finite());
+  // The fix states the statistics to normalise with.
+  EXPECT_NE(r.verdict.fix.find("mean"), std::string::npos);
+  EXPECT_NE(r.verdict.fix.find("std"), std::string::npos);
+}
+
+TEST(Diagnose, SquaredErrorOverflowIsCompute) {
+  const Report r = run_case("compute");
+  EXPECT_EQ(r.verdict.boundary, Boundary::compute) << r.verdict.reason;
+  for (const ColumnStats& c : r.data.features) EXPECT_EQ(c.f16.overflow, 0u);
+  EXPECT_EQ(r.data.labels.f16.overflow, 0u);
+  EXPECT_TRUE(r.baseline.finite());
+  EXPECT_GT(r.baseline.loss, 65504.0);
+  for (const ForwardReport& f : r.compute) {
+    if (f.path.storage == DType::f16) {
+      ASSERT_FALSE(f.finite()) << f.path.name;
+      EXPECT_EQ(f.first_nonfinite->stage, "loss") << f.path.name;
+    } else {
+      EXPECT_TRUE(f.finite()) << f.path.name;  // bf16: 9e4 is far inside its range
+    }
+  }
+  EXPECT_NE(r.verdict.fix.find("float32"), std::string::npos);
+}
+
+TEST(Diagnose, TinyGradientsAreOptimizationWithAWindow) {
+  const Report r = run_case("optimization");
+  EXPECT_EQ(r.verdict.boundary, Boundary::optimization) << r.verdict.reason;
+  for (const ColumnStats& c : r.data.features) {
+    EXPECT_EQ(c.f16.flushed, 0u);
+    EXPECT_EQ(c.f16.subnormal, 0u);
+  }
+  for (const ForwardReport& f : r.compute) EXPECT_TRUE(f.finite()) << f.path.name;
+  for (const OptimizationReport& o : r.optimization) {
+    if (o.path.storage != DType::f16) continue;
+    EXPECT_GT(o.at_1.underflow_share(), 0.5) << o.path.name;
+    EXPECT_EQ(o.at_keras.nonfinite, 0u) << o.path.name;
+    EXPECT_LE(o.at_keras.underflow_share(), r.options.underflow_share) << o.path.name;
+    ASSERT_FALSE(o.window.empty) << o.path.name;
+    EXPECT_GT(*o.window.S_min_log2, 0) << o.path.name;
+    EXPECT_LE(*o.window.S_min_log2, 15) << o.path.name;
+    EXPECT_GE(*o.window.S_max_log2, 16) << o.path.name;
+    EXPECT_TRUE(o.window.keras_inside) << o.path.name;
+  }
+  EXPECT_NE(r.verdict.reason.find("window is [2^"), std::string::npos) << r.verdict.reason;
+}
+
+TEST(Diagnose, BaselineFailureWithFiniteData) {
+  // Values of 1e20 fit f32 storage but their squared error (1e40) does not: the f32 baseline itself fails.
+  DiagnoseCase c = diagnose_case("clean");
+  for (double& y : c.labels) y = 1e20;
+  const Report r = run(features_of(c), labels_of(c), small());
+  EXPECT_EQ(r.verdict.boundary, Boundary::baseline) << r.verdict.reason;
+  EXPECT_EQ(r.verdict.fix, "the f32 baseline itself fails: fix the data or the loss first.");
+}
+
+TEST(Diagnose, SimulationBacksOffOnOverflow) {
+  // Labels of 100 with features of order 1: the gradients at 2^15 and 2^16 overflow fp16, so the dynamic scaler
+  // skips steps and halves until it is inside the window, then trains.
+  DiagnoseCase c = diagnose_case("clean");
+  for (double& y : c.labels) y += 100.0;
+  Options o = small();
+  o.growth_interval = 5;
+  const Report r = run(features_of(c), labels_of(c), o);
+  const OptimizationReport& k = keras_path(r);
+  EXPECT_GT(k.at_keras.nonfinite, 0u);
+  for (const Simulation& s : k.simulations) {
+    EXPECT_GT(s.skipped, 0u) << s.framework;
+    ASSERT_GE(s.runs.size(), 2u) << s.framework;
+    EXPECT_EQ(s.runs[0].scale, s.initial_scale);
+    EXPECT_EQ(s.runs[1].scale, s.initial_scale / 2);
+    // A skipped step leaves the weights as they were, so the first steps are skipped one after another.
+    std::size_t steps = 0;
+    for (const ScaleRun& x : s.runs) steps += x.last_step - x.first_step + 1;
+    EXPECT_EQ(steps, 40u);
+  }
+}
+
+TEST(Diagnose, JsonHasTheSectionsInOrder) {
+  const Report r = run_case("optimization");
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(render_json(r));
+  std::vector<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"halfmap_diagnose", "options", "data", "compute", "optimization",
+                                             "verdict"}));
+  EXPECT_EQ(j["verdict"]["boundary"], "optimization");
+  EXPECT_EQ(j["data"]["features"].size(), 4u);
+  EXPECT_EQ(j["compute"]["paths"].size(), r.compute.size());
+  const auto& p = j["optimization"]["paths"][0];
+  EXPECT_TRUE(p["window"]["S_min_log2"].is_number());
+  EXPECT_EQ(p["simulations"].size(), 2u);
+}
+
+TEST(Diagnose, TextIsInReportOrderAndFits100Columns) {
+  for (std::string_view name : test::kDiagnoseCases) {
+    const Report r = run_case(name);
+    const std::string t = render_text(r);
+    const auto data = t.find("== data ==");
+    const auto compute = t.find("== compute");
+    const auto opt = t.find("== optimization");
+    const auto verdict = t.find("== verdict: " + std::string(boundary_name(r.verdict.boundary)));
+    ASSERT_NE(verdict, std::string::npos) << name;
+    EXPECT_LT(data, compute);
+    EXPECT_LT(compute, opt);
+    EXPECT_LT(opt, verdict);
+    std::size_t start = 0;
+    while (start < t.size()) {
+      const std::size_t end = t.find('\n', start);
+      // The trajectory column may run long for an oscillating scale; these cases have at most two runs.
+      EXPECT_LE(end - start, 100u) << name << ": " << t.substr(start, end - start);
+      start = end + 1;
+    }
+  }
+}
+
+TEST(Diagnose, BadOptionsAreOneSentence) {
+  Options o;
+  o.hidden = 0;
+  EXPECT_NE(validate(o), "");
+  o = Options{};
+  o.hidden = kMaxHidden + 1;
+  EXPECT_NE(validate(o), "");
+  o = Options{};
+  o.steps = 0;
+  EXPECT_NE(validate(o), "");
+  o = Options{};
+  o.lr = std::nan("");
+  EXPECT_NE(validate(o), "");
+  o = Options{};
+  o.underflow_share = 1;
+  EXPECT_NE(validate(o), "");
+  o = Options{};
+  o.growth_interval = 0;
+  EXPECT_NE(validate(o), "");
+  EXPECT_EQ(validate(Options{}), "");
+}
+
+TEST(Diagnose, BadInputsAreOneSentence) {
+  const DiagnoseCase c = diagnose_case("clean");
+  const npy::Array x = features_of(c);
+  npy::Array y = labels_of(c);
+  EXPECT_EQ(check_inputs(x, y, Options{}), "");
+  npy::Array short_y = y;
+  short_y.values.pop_back();
+  short_y.rows = 63;
+  EXPECT_NE(check_inputs(x, short_y, Options{}).find("63"), std::string::npos);
+  npy::Array wide_y = x;  // 4 columns
+  EXPECT_NE(check_inputs(x, wide_y, Options{}).find("4 columns"), std::string::npos);
+  npy::Array empty;
+  EXPECT_NE(check_inputs(empty, y, Options{}), "");
+  EXPECT_NE(check_inputs(x, empty, Options{}), "");
+  Options big;
+  big.hidden = kMaxHidden;
+  npy::Array tall;
+  tall.rows = kMaxWork / kMaxHidden + 1;
+  tall.cols = 1;
+  tall.values.assign(tall.rows, 0.0);
+  npy::Array tall_y = tall;
+  EXPECT_NE(check_inputs(tall, tall_y, big), "");
+  EXPECT_THROW(run(x, short_y, Options{}), std::invalid_argument);
+}
+
+TEST(Diagnose, OneDimensionalFeaturesAreOneColumn) {
+  const DiagnoseCase c = diagnose_case("clean");
+  npy::Array x;
+  x.rows = c.rows;
+  x.cols = 1;
+  x.ndim = 1;
+  for (std::size_t r = 0; r < c.rows; ++r) x.values.push_back(c.features[r * c.cols]);
+  const Report r = run(x, labels_of(c), small());
+  ASSERT_EQ(r.data.features.size(), 1u);
+  EXPECT_EQ(r.data.features[0].name, "x0");
+}
+
+TEST(Diagnose, ColumnStatistics) {
+  // 1..100: numpy.percentile(x, 1) = 1.99, (x, 99) = 99.01; mean 50.5; population std sqrt((100^2 - 1) / 12).
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  v.push_back(std::numeric_limits<double>::infinity());
+  v.push_back(70000.0);   // overflows fp16, not bf16
+  v.push_back(1e-9);      // flushes in fp16 (below 2^-25), subnormal nowhere
+  v.push_back(1e-6);      // subnormal in fp16
+  npy::Array x;
+  x.rows = v.size();
+  x.cols = 1;
+  x.values = v;
+  npy::Array y = x;
+  const Report full = run(x, y, small());
+  const ColumnStats& s = full.data.features[0];
+  EXPECT_EQ(s.inf, 1u);
+  EXPECT_EQ(*s.first_nonfinite_row, 100u);
+  EXPECT_EQ(s.f16.overflow, 1u);
+  EXPECT_EQ(s.bf16.overflow, 0u);
+  EXPECT_EQ(s.f16.flushed, 1u);
+  EXPECT_EQ(s.f16.subnormal, 1u);
+  EXPECT_EQ(s.max, 70000.0);
+  EXPECT_EQ(s.min, 1e-9);
+  EXPECT_EQ(full.verdict.boundary, Boundary::data);
+  std::vector<double> w;
+  for (int i = 1; i <= 100; ++i) w.push_back(i);
+  npy::Array z;
+  z.rows = 100;
+  z.cols = 1;
+  z.values = w;
+  const Report zr = run(z, z, small());
+  const ColumnStats& t = zr.data.features[0];
+  EXPECT_NEAR(t.p01, 1.99, 1e-12);
+  EXPECT_NEAR(t.p99, 99.01, 1e-12);
+  EXPECT_DOUBLE_EQ(t.mean, 50.5);
+  EXPECT_NEAR(t.std, std::sqrt((100.0 * 100.0 - 1.0) / 12.0), 1e-12);
+  EXPECT_FALSE(t.near_zero_spread);
+}
+
+}  // namespace
+}  // namespace halfmap::diagnose
