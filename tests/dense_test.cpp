@@ -204,20 +204,19 @@ void fill_random(Matrix& m, test::Rng& rng) {
 
 // ---- tiles and shapes ------------------------------------------------------------------------------------------
 
-/// The blocking of each kernel, as in src/kernels/<isa>/dense_<isa>.cpp (kMr, kNr, kKc, kMc; kNc is 4096
-/// everywhere; avx512bf16 packs k in pairs, which the odd and even K of shapes_for() cover). The ref kernels are
-/// plain loops without a tile: small numbers give them a spread of shapes.
+/// The blocking of each kernel, as in src/kernels/<isa>/dense_<isa>.cpp (kMr, kNr, kKc, kMc, kNc; avx512bf16
+/// packs k in pairs, which the odd and even K of shapes_for() cover). The ref kernels are plain loops without a
+/// tile: small numbers give them a spread of shapes.
 struct Tiling {
-  std::size_t mr, nr, kc, mc;
+  std::size_t mr, nr, kc, mc, nc = 4096;
 };
-constexpr std::size_t kNc = 4096;
 
 Tiling tiling_of(const Kernel& k) {
   switch (k.isa) {
     case Isa::ref: return {4, 8, 32, 64};
     case Isa::avx2: return k.mode == Mode::f16 ? Tiling{4, 16, 256, 128} : Tiling{6, 16, 256, 120};
-    case Isa::avx512: return k.mode == Mode::f16 ? Tiling{8, 32, 256, 128} : Tiling{12, 32, 256, 120};
-    case Isa::avx512bf16: return {8, 32, 512, 128};
+    case Isa::avx512: return k.mode == Mode::f16 ? Tiling{8, 32, 256, 128} : Tiling{6, 64, 1024, 72, 2048};
+    case Isa::avx512bf16: return {8, 32, 1024, 128, 2048};
     case Isa::avx512fp16: return {8, 64, 256, 128};
     case Isa::neon: return {8, 8, 256, 128};
     case Isa::neonfp16: return {8, 16, 256, 128};
@@ -263,7 +262,7 @@ std::vector<Shape> shapes_for(const Tiling& t) {
     add(t.mr + 1, d, 3);
   }
   add(t.mc + 1, t.nr + 1, 3);
-  add(t.mr + 1, kNc + 1, 2);
+  add(t.mr + 1, t.nc + 1, 2);
   add(130, 97, 300);
   return {s.begin(), s.end()};
 }

@@ -15,13 +15,15 @@
 //   kernel(size_t groups, const Packed* a, const Packed* b, Acc* c, size_t ldc, bool accumulate)
 //       c[i*ldc + j] (+)= Σ over `groups` packed k-groups of a(i,·)·b(·,j), for the whole kMr × kNr tile; the
 //       k order is the packing order, one k-group after the other.
-//   store_out(const float* src, Storage* dst, size_t count)  (f32-accumulating modes) round f32 to storage
+//   store_out(const float* src, Storage* dst, size_t count)  (f32-accumulating modes) round f32 to storage;
+//       called once per row of each finished micro-tile (count <= kNr), so it should be vectorised
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "halfmap/registry.hpp"
@@ -48,28 +50,59 @@ void widen_to_f32(DType t, const void* src, float* dst, std::size_t n);
 void narrow_from_f32(DType t, const float* src, void* dst, std::size_t n);
 
 /// Packs rows [r0, r0 + rows) × k-range [p0, p0 + kc) of `src` (a rows × k operand) into micro-panels of
-/// `mr` rows: for each panel, for each k-group q, mr × kKPack values; rows and k beyond the operand are zero.
-template <class T>
+/// `MR` rows: for each panel, for each k-group q, MR × kKPack values; rows and k beyond the operand are zero.
+/// `line` is scratch. The storage -> compute conversion runs on contiguous runs of `src` into `line`, then a
+/// scatter with compile-time strides reorders them: no division per element and no separate zeroing pass (the
+/// padding is written once, as zeros, by the scatter).
+template <class T, std::size_t MR>
 void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows, std::size_t p0, std::size_t kc,
-                 std::size_t mr, typename T::Packed* dst, std::vector<typename T::Packed>& line) {
+                 typename T::Packed* dst, std::vector<typename T::Packed>& line) {
   using Packed = typename T::Packed;
   constexpr std::size_t KP = T::kKPack;
-  const std::size_t groups = (kc + KP - 1) / KP;
-  const std::size_t panels = (rows + mr - 1) / mr;
-  std::memset(static_cast<void*>(dst), 0, panels * mr * groups * KP * sizeof(Packed));
-  line.resize(std::max(kc, rows));
-  if (src.cs == 1) {  // rows are contiguous along k: convert one row at a time, then scatter
-    for (std::size_t r = 0; r < rows; ++r) {
-      T::convert(&src.at(r0 + r, p0), line.data(), kc);
-      Packed* panel = dst + (r / mr) * mr * groups * KP;
-      const std::size_t i = r % mr;
-      for (std::size_t p = 0; p < kc; ++p) panel[((p / KP) * mr + i) * KP + p % KP] = line[p];
+  const std::size_t groups = (kc + KP - 1) / KP, kcp = groups * KP;
+  const std::size_t panels = (rows + MR - 1) / MR;
+  if (src.cs == 1) {  // rows are contiguous along k: convert MR rows × kChunk k of a panel, then interleave them
+    constexpr std::size_t kChunk = 64;  // a multiple of KP; MR × kChunk values stay in L1
+    static_assert(kChunk % KP == 0);
+    line.resize(MR * kChunk);
+    for (std::size_t j = 0; j < panels; ++j) {
+      for (std::size_t p = 0; p < kcp; p += kChunk) {
+        const std::size_t width = std::min(kChunk, kcp - p), valid = p < kc ? std::min(width, kc - p) : 0;
+        for (std::size_t i = 0; i < MR; ++i) {
+          Packed* l = line.data() + i * kChunk;
+          std::size_t filled = 0;
+          if (j * MR + i < rows && valid > 0) {
+            T::convert(&src.at(r0 + j * MR + i, p0 + p), l, valid);
+            filled = valid;
+          }
+          std::fill(l + filled, l + width, Packed{});
+        }
+        Packed* d = dst + j * MR * kcp + p * MR;
+        for (std::size_t q = 0; q < width / KP; ++q) {
+          for (std::size_t i = 0; i < MR; ++i) {
+            for (std::size_t t = 0; t < KP; ++t) d[(q * MR + i) * KP + t] = line[i * kChunk + q * KP + t];
+          }
+        }
+      }
     }
-  } else {  // columns are contiguous along rows (a transposed operand): convert one k at a time
-    for (std::size_t p = 0; p < kc; ++p) {
-      T::convert(&src.at(r0, p0 + p), line.data(), rows);
-      for (std::size_t r = 0; r < rows; ++r) {
-        dst[(r / mr) * mr * groups * KP + ((p / KP) * mr + r % mr) * KP + p % KP] = line[r];
+  } else {  // columns are contiguous along rows (a transposed operand): convert the KP k values of a group
+    const std::size_t width = panels * MR;
+    line.resize(KP * width);
+    for (std::size_t q = 0; q < groups; ++q) {
+      for (std::size_t t = 0; t < KP; ++t) {
+        Packed* l = line.data() + t * width;
+        std::size_t filled = 0;
+        if (q * KP + t < kc) {
+          T::convert(&src.at(r0, p0 + q * KP + t), l, rows);
+          filled = rows;
+        }
+        std::fill(l + filled, l + width, Packed{});
+      }
+      for (std::size_t j = 0; j < panels; ++j) {
+        Packed* d = dst + j * MR * kcp + q * MR * KP;
+        for (std::size_t i = 0; i < MR; ++i) {
+          for (std::size_t t = 0; t < KP; ++t) d[i * KP + t] = line[t * width + j * MR + i];
+        }
       }
     }
   }
@@ -77,32 +110,46 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
 
 /// acc (m × n, row-major, ld = n) = A (m × k) · B (k × n), accumulated in T::Acc. A and B are strided views;
 /// one of the two strides of each must be 1.
-template <class T>
+///
+/// With a `finish` callable, the last k block of each micro-tile is computed into a local tile instead of
+/// `acc`, and finish(tile, NR, i0, j0, rows, cols) receives the finished values of rows [i0, i0 + rows) ×
+/// columns [j0, j0 + cols) (row stride NR) while they are in L1: the epilogue costs no pass over m × n, and
+/// `acc` is only touched when k spans more than one k block. Without it (nullptr), `acc` holds the result.
+template <class T, class Finish = std::nullptr_t>
 void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage> a, View<typename T::Storage> b,
-          typename T::Acc* acc) {
+          typename T::Acc* acc, Finish finish = nullptr) {
   using Packed = typename T::Packed;
   using Acc = typename T::Acc;
   constexpr std::size_t MR = T::kMr, NR = T::kNr, KP = T::kKPack;
+  constexpr bool kFinish = !std::is_same_v<Finish, std::nullptr_t>;
+  alignas(64) Acc tile[MR * NR];
   if (k == 0) {
-    std::fill(acc, acc + m * n, Acc{});
+    if constexpr (kFinish) {
+      std::fill(tile, tile + MR * NR, Acc{});
+      for (std::size_t i = 0; i < m; i += MR) {
+        for (std::size_t j = 0; j < n; j += NR) finish(tile, NR, i, j, std::min(MR, m - i), std::min(NR, n - j));
+      }
+    } else {
+      std::fill(acc, acc + m * n, Acc{});
+    }
     return;
   }
   // Transposing B makes its packing the same as A's: B's columns are the "rows" of its panels.
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
   thread_local std::vector<Packed> apack, bpack, line;
-  alignas(64) Acc tile[MR * NR];
   for (std::size_t jc = 0; jc < n; jc += T::kNc) {
     const std::size_t nc = std::min(T::kNc, n - jc);
     for (std::size_t pc = 0; pc < k; pc += T::kKc) {
       const std::size_t kc = std::min(T::kKc, k - pc);
       const std::size_t groups = (kc + KP - 1) / KP;
       bpack.resize(((nc + NR - 1) / NR) * NR * groups * KP);
-      pack_panels<T>(bt, jc, nc, pc, kc, NR, bpack.data(), line);
+      pack_panels<T, NR>(bt, jc, nc, pc, kc, bpack.data(), line);
       const bool accumulate = pc > 0;
+      const bool last = pc + kc == k;
       for (std::size_t ic = 0; ic < m; ic += T::kMc) {
         const std::size_t mc = std::min(T::kMc, m - ic);
         apack.resize(((mc + MR - 1) / MR) * MR * groups * KP);
-        pack_panels<T>(a, ic, mc, pc, kc, MR, apack.data(), line);
+        pack_panels<T, MR>(a, ic, mc, pc, kc, apack.data(), line);
         for (std::size_t jr = 0; jr < nc; jr += NR) {
           const std::size_t nr = std::min(NR, nc - jr);
           const Packed* bp = bpack.data() + (jr / NR) * NR * groups * KP;
@@ -110,15 +157,22 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
             const std::size_t mr = std::min(MR, mc - ir);
             const Packed* ap = apack.data() + (ir / MR) * MR * groups * KP;
             Acc* c = acc + (ic + ir) * n + jc + jr;
-            if (mr == MR && nr == NR) {
+            if (!(kFinish && last) && mr == MR && nr == NR) {
               T::kernel(groups, ap, bp, c, n, accumulate);
               continue;
             }
-            // Edge tile: compute the whole tile in a local buffer, keep only the valid part.
+            // Edge tile, or the last k block with a finisher: compute the whole tile in a local buffer, then
+            // keep only the valid part.
             if (accumulate) {
               for (std::size_t i = 0; i < mr; ++i) std::copy(c + i * n, c + i * n + nr, tile + i * NR);
             }
             T::kernel(groups, ap, bp, tile, NR, accumulate);
+            if constexpr (kFinish) {
+              if (last) {
+                finish(static_cast<const Acc*>(tile), NR, ic + ir, jc + jr, mr, nr);
+                continue;
+              }
+            }
             for (std::size_t i = 0; i < mr; ++i) std::copy(tile + i * NR, tile + i * NR + nr, c + i * n);
           }
         }
@@ -127,30 +181,20 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
   }
 }
 
-/// out (m × n) = act(acc + b) rounded to the storage type. f32-accumulating modes only.
+/// out rows [i0, i0 + rows) × columns [j0, j0 + cols) (ld = n) = act(tile + b) rounded to the storage type,
+/// from a tile with row stride ld. f32-accumulating modes only.
 template <class T>
-void f32acc_epilogue(const float* acc, std::size_t m, std::size_t n, const float* b, Act act,
-                     typename T::Storage* out) {
-  thread_local std::vector<float> row;
-  row.resize(n);
-  for (std::size_t i = 0; i < m; ++i) {
-    const float* a = acc + i * n;
-    for (std::size_t j = 0; j < n; ++j) {
-      float v = b != nullptr ? a[j] + b[j] : a[j];  // no "+ 0": it would turn -0 into +0
+void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows,
+                       std::size_t cols, std::size_t n, const float* b, Act act, typename T::Storage* out) {
+  alignas(64) float row[T::kNr];
+  for (std::size_t i = 0; i < rows; ++i) {
+    const float* t = tile + i * ld;
+    for (std::size_t j = 0; j < cols; ++j) {
+      float v = b != nullptr ? t[j] + b[j0 + j] : t[j];  // no "+ 0": it would turn -0 into +0
       if (act == Act::relu) v = v < 0.0f ? 0.0f : v;
       row[j] = v;
     }
-    T::store_out(row.data(), out + i * n, n);
-  }
-}
-
-/// acc -> storage for the backward outputs (no bias, no activation).
-template <class T>
-void store_acc(const typename T::Acc* acc, std::size_t m, std::size_t n, typename T::Storage* out) {
-  if constexpr (T::kMode == Mode::f16) {
-    std::memcpy(out, acc, m * n * sizeof(std::uint16_t));
-  } else {
-    f32acc_epilogue<T>(acc, m, n, nullptr, Act::identity, out);
+    T::store_out(row, out + (i0 + i) * n + j0, cols);
   }
 }
 
@@ -161,8 +205,8 @@ void dense_fwd(const DenseArgs& d) {
   acc.resize(d.m * d.n);
   const View<S> x{static_cast<const S*>(d.x), std::ptrdiff_t(d.k), 1};
   const View<S> w{static_cast<const S*>(d.w), std::ptrdiff_t(d.n), 1};
-  gemm<T>(d.m, d.n, d.k, x, w, acc.data());
   if constexpr (T::kMode == Mode::f16) {
+    gemm<T>(d.m, d.n, d.k, x, w, acc.data());
     f16_dense_epilogue(acc.data(), d.m, d.n, static_cast<const std::uint16_t*>(d.b), d.act,
                        static_cast<std::uint16_t*>(d.y));
   } else {
@@ -172,7 +216,31 @@ void dense_fwd(const DenseArgs& d) {
       widen_to_f32(T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16,
                    d.b, bias.data(), d.n);
     }
-    f32acc_epilogue<T>(acc.data(), d.m, d.n, d.b != nullptr ? bias.data() : nullptr, d.act, static_cast<S*>(d.y));
+    const float* b = d.b != nullptr ? bias.data() : nullptr;
+    const std::size_t n = d.n;
+    const Act act = d.act;
+    S* y = static_cast<S*>(d.y);
+    gemm<T>(d.m, d.n, d.k, x, w, acc.data(),
+            [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows,
+                std::size_t cols) { f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, b, act, y); });
+  }
+}
+
+/// C (m × n) = A · B, rounded to the storage type: through the f32 epilogue of each finished tile
+/// (f32-accumulating modes), or through the fp16 accumulator copied out (f16 modes).
+template <class T>
+void gemm_store(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage> a,
+                View<typename T::Storage> b, std::vector<typename T::Acc>& acc, typename T::Storage* out) {
+  acc.resize(m * n);
+  if constexpr (T::kMode == Mode::f16) {
+    gemm<T>(m, n, k, a, b, acc.data());
+    std::memcpy(out, acc.data(), m * n * sizeof(std::uint16_t));
+  } else {
+    gemm<T>(m, n, k, a, b, acc.data(),
+            [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows,
+                std::size_t cols) {
+              f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, nullptr, Act::identity, out);
+            });
   }
 }
 
@@ -185,14 +253,10 @@ void dense_bwd(const DenseBwdArgs& d) {
   const auto* dy = static_cast<const S*>(d.dy);
   const std::ptrdiff_t m = std::ptrdiff_t(d.m), n = std::ptrdiff_t(d.n), k = std::ptrdiff_t(d.k);
   if (d.dx != nullptr) {  // dX (m×k) = dY (m×n) · Wᵀ (n×k)
-    acc.resize(d.m * d.k);
-    gemm<T>(d.m, d.k, d.n, View<S>{dy, n, 1}, View<S>{w, 1, n}, acc.data());
-    store_acc<T>(acc.data(), d.m, d.k, static_cast<S*>(d.dx));
+    gemm_store<T>(d.m, d.k, d.n, View<S>{dy, n, 1}, View<S>{w, 1, n}, acc, static_cast<S*>(d.dx));
   }
   if (d.dw != nullptr) {  // dW (k×n) = Xᵀ (k×m) · dY (m×n)
-    acc.resize(d.k * d.n);
-    gemm<T>(d.k, d.n, d.m, View<S>{x, 1, k}, View<S>{dy, n, 1}, acc.data());
-    store_acc<T>(acc.data(), d.k, d.n, static_cast<S*>(d.dw));
+    gemm_store<T>(d.k, d.n, d.m, View<S>{x, 1, k}, View<S>{dy, n, 1}, acc, static_cast<S*>(d.dw));
   }
   (void)m;
   if (d.db != nullptr) {
