@@ -32,7 +32,10 @@ std::uint64_t read(const unsigned char* p, std::size_t bytes) {
     }
   }
   for (int a = 1; a < 8; ++a) acc[0] = _mm256_add_epi64(acc[0], acc[a]);
-  return static_cast<std::uint64_t>(_mm256_extract_epi64(acc[0], 0) + _mm256_extract_epi64(acc[0], 3));
+  // Lanes summed as unsigned (a signed 64-bit sum may overflow: undefined behaviour; these sums wrap by design).
+  alignas(32) std::uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[0]);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
 }  // namespace

@@ -29,7 +29,13 @@ std::uint64_t read(const unsigned char* p, std::size_t bytes) {
     for (int a = 0; a < 8; ++a) acc[a] = _mm512_add_epi64(acc[a], _mm512_loadu_si512(p + i + 64 * a));
   }
   for (int a = 1; a < 8; ++a) acc[0] = _mm512_add_epi64(acc[0], acc[a]);
-  return static_cast<std::uint64_t>(_mm512_reduce_add_epi64(acc[0]));
+  // Lanes summed as unsigned: _mm512_reduce_add_epi64 adds signed 64-bit integers, whose overflow is undefined
+  // behaviour (UBSan stops on it) while these sums wrap by design.
+  alignas(64) std::uint64_t lanes[8];
+  _mm512_store_si512(lanes, acc[0]);
+  std::uint64_t total = 0;
+  for (std::uint64_t v : lanes) total += v;
+  return total;
 }
 
 }  // namespace
