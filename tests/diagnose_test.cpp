@@ -146,6 +146,31 @@ TEST(Diagnose, SquaredErrorOverflowIsCompute) {
   EXPECT_NE(r.verdict.fix.find("float32"), std::string::npos);
 }
 
+TEST(Diagnose, AccumulatedSquaredErrorOverflowIsNamedAndNotKeras) {
+  // Labels shifted by 40: every squared error (about 1600) fits fp16, but their sum over 64 rows (about 1e5) does
+  // not. The paths that accumulate in fp16 (mode f16) overflow at the loss; f16_f32acc (Keras mixed_float16's)
+  // sums in f32 and stays finite, and the verdict says so.
+  DiagnoseCase c = diagnose_case("clean");
+  for (double& y : c.labels) y += 40.0;
+  const Report r = run(features_of(c), labels_of(c), small());
+  EXPECT_EQ(r.verdict.boundary, Boundary::compute) << r.verdict.reason;
+  bool any_f16 = false;
+  for (const ForwardReport& f : r.compute) {
+    if (f.path.mode == Mode::f16) {
+      any_f16 = true;
+      ASSERT_FALSE(f.finite()) << f.path.name;
+      EXPECT_EQ(f.first_nonfinite->stage, "loss") << f.path.name;
+      EXPECT_TRUE(f.first_nonfinite->accumulated) << f.path.name;
+      EXPECT_GT(f.first_nonfinite->row, 0u) << f.path.name;  // the running sum passes 65504 part-way
+    } else {
+      EXPECT_TRUE(f.finite()) << f.path.name;
+    }
+  }
+  if (!any_f16) GTEST_SKIP() << "no fp16-arithmetic path on this CPU";
+  EXPECT_NE(r.verdict.reason.find("running sum"), std::string::npos) << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("Keras mixed_float16's path"), std::string::npos) << r.verdict.reason;
+}
+
 TEST(Diagnose, TinyGradientsAreOptimizationWithAWindow) {
   const Report r = run_case("optimization");
   EXPECT_EQ(r.verdict.boundary, Boundary::optimization) << r.verdict.reason;

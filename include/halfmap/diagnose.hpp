@@ -64,7 +64,7 @@
 //                near_zero_spread, f16: {overflow, flushed, subnormal}, bf16: {...}}   (null for undefined stats)
 //    "compute": {baseline: forward, paths: [forward...]},
 //      forward = {path, mode, isa, storage, keras_like, loss, finite, first_nonfinite: null |
-//                 {stage, row, column, value}}
+//                 {stage, row, column, value, accumulated}}
 //    "optimization": {underflow_share, paths: [{path, mode, isa, storage, keras_like, at: [grads at 2^0, 2^15,
 //      2^16], window: {S_min_log2 (null), S_max_log2 (null; 40: finite over the whole search), empty,
 //      keras_inside, pytorch_inside},
@@ -149,6 +149,9 @@ struct NonFinite {
   std::string stage;  // dense_1, dense_2, loss
   std::size_t row = 0, column = 0;
   double value = 0;
+  /// loss only: no single squared error overflows the storage type, the running sum of them does; `row` is then
+  /// the row at which the sum (in f64) first exceeds the storage type's largest finite value.
+  bool accumulated = false;
 };
 
 struct ForwardReport {

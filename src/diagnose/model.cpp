@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -155,16 +156,21 @@ ForwardReport Runner::forward(std::size_t row0, std::size_t m) {
     }
   }
   if (!std::isfinite(r.loss)) {
-    // The loss is one number: point at the first row whose squared error cannot be stored, the usual culprit.
-    std::size_t row = row0;
-    for (std::size_t i = 0; i < m; ++i) {
+    // The loss is one number: point at the first row whose squared error cannot be stored, the usual culprit;
+    // failing that, at the row where the running sum of squared errors passes the largest finite value (a path
+    // that accumulates in the storage type overflows there even though every term fits).
+    const double limit = max_finite(p_.info.storage);
+    std::optional<std::size_t> single, running;
+    double sum = 0;
+    for (std::size_t i = 0; i < m && !single; ++i) {
       const double e = pred_.get(i) - y_.get(row0 + i);
-      if (e * e > max_finite(p_.info.storage)) {
-        row = row0 + i;
-        break;
-      }
+      if (e * e > limit) single = row0 + i;
+      sum += e * e;
+      if (!running && sum > limit) running = row0 + i;
     }
-    r.first_nonfinite = NonFinite{"loss", row, 0, r.loss};
+    NonFinite n{"loss", single.value_or(running.value_or(row0)), 0, r.loss};
+    n.accumulated = !single.has_value();
+    r.first_nonfinite = n;
   }
   return r;
 }

@@ -105,8 +105,13 @@ std::string data_text(const Report& r) {
 std::string forward_row(const ForwardReport& f, std::string_view label) {
   std::string first = "-";
   if (const auto& n = f.first_nonfinite) {
-    first = n->stage == "loss" ? fmt::format("loss ({}), (p-y)^2 too large from row {}", num(n->value), n->row)
-                               : fmt::format("{} row {} col {} ({})", n->stage, n->row, n->column, num(n->value));
+    if (n->stage != "loss") {
+      first = fmt::format("{} row {} col {} ({})", n->stage, n->row, n->column, num(n->value));
+    } else if (n->accumulated) {
+      first = fmt::format("loss ({}), sum of (p-y)^2 too large from row {}", num(n->value), n->row);
+    } else {
+      first = fmt::format("loss ({}), (p-y)^2 too large from row {}", num(n->value), n->row);
+    }
   }
   return fmt::format("{:<{}}{:<9}{:>10}  {:<7}{}\n", label, kPathWidth, dtype_name(f.path.storage), num(f.loss),
                      f.finite() ? "yes" : "no", first);
@@ -237,7 +242,8 @@ Json jforward(const ForwardReport& f) {
   j["loss"] = jnum(f.loss);
   j["finite"] = f.finite();
   if (const auto& n = f.first_nonfinite) {
-    j["first_nonfinite"] = Json{{"stage", n->stage}, {"row", n->row}, {"column", n->column}, {"value", jnum(n->value)}};
+    j["first_nonfinite"] = Json{{"stage", n->stage}, {"row", n->row}, {"column", n->column},
+                                {"value", jnum(n->value)}, {"accumulated", n->accumulated}};
   } else {
     j["first_nonfinite"] = nullptr;
   }

@@ -51,6 +51,10 @@ std::optional<Verdict> nonfinite_data(const Report& r) {
 
 std::string nonfinite_text(const ForwardReport& f) {
   const NonFinite& n = *f.first_nonfinite;
+  if (n.stage == "loss" && n.accumulated) {
+    return fmt::format("the loss ({}; every squared error fits, their running sum passes the largest finite value "
+                       "at row {})", num(n.value), n.row);
+  }
   if (n.stage == "loss") return fmt::format("the loss ({}; first large squared error at row {})", num(n.value), n.row);
   return fmt::format("{} at row {}, column {} ({})", n.stage, n.row, n.column, num(n.value));
 }
@@ -88,16 +92,24 @@ std::optional<Verdict> storage_data(const Report& r) {
 }
 
 /// The path to name for a boundary: the Keras mixed_float16 one if it crosses, else the first that does.
+/// `others` lists the other paths that cross; `keras_clear` is set to a sentence when the Keras path exists and
+/// does not cross (the boundary is then one of halfmap's other paths, e.g. fp16 arithmetic, which a
+/// mixed_float16 user does not run: the reason must say so).
 template <class T, class Crossed>
-const T* pick(const std::vector<T>& items, Crossed crossed, std::string& others) {
+const T* pick(const std::vector<T>& items, Crossed crossed, std::string& others, std::string& keras_clear) {
   const T* chosen = nullptr;
+  const T* keras = nullptr;
   for (const T& t : items) {
+    if (t.path.keras_like) keras = &t;
     if (crossed(t) && t.path.keras_like) chosen = &t;
   }
   for (const T& t : items) {
     if (!crossed(t)) continue;
     if (chosen == nullptr) chosen = &t;
     if (&t != chosen) others += fmt::format("{}{}", others.empty() ? "" : ", ", t.path.name);
+  }
+  if (chosen != nullptr && keras != nullptr && !crossed(*keras)) {
+    keras_clear = fmt::format(" Keras mixed_float16's path ({}) does not cross it.", keras->path.name);
   }
   return chosen;
 }
@@ -108,12 +120,14 @@ std::string path_label(const PathInfo& p) {
 
 std::optional<Verdict> compute(const Report& r) {
   std::string others;
-  const ForwardReport* f = pick(r.compute, [](const ForwardReport& x) { return !x.finite(); }, others);
+  std::string keras_clear;
+  const ForwardReport* f =
+      pick(r.compute, [](const ForwardReport& x) { return !x.finite(); }, others, keras_clear);
   if (f == nullptr) return std::nullopt;
   Verdict v{Boundary::compute, "", ""};
-  v.reason = fmt::format("the forward is finite in f32 but not on {}: the first non-finite value is {}{}.",
+  v.reason = fmt::format("the forward is finite in f32 but not on {}: the first non-finite value is {}{}.{}",
                          path_label(f->path), nonfinite_text(*f),
-                         others.empty() ? "" : fmt::format("; also non-finite on {}", others));
+                         others.empty() ? "" : fmt::format("; also non-finite on {}", others), keras_clear);
   const std::string& stage = f->first_nonfinite->stage;
   if (stage == "loss") {
     v.fix = "keep the loss in float32: make the model's output float32 (Keras: a final "
@@ -142,8 +156,10 @@ std::string window_text(const LossWindow& w) {
 std::optional<Verdict> optimization(const Report& r) {
   const double share = r.options.underflow_share;
   std::string others;
+  std::string keras_clear;
   const OptimizationReport* o =
-      pick(r.optimization, [share](const OptimizationReport& x) { return optimization_crossed(x, share); }, others);
+      pick(r.optimization, [share](const OptimizationReport& x) { return optimization_crossed(x, share); }, others,
+           keras_clear);
   if (o == nullptr) return std::nullopt;
   Verdict v{Boundary::optimization, "", ""};
   std::string what;
@@ -163,9 +179,9 @@ std::optional<Verdict> optimization(const Report& r) {
     sims += fmt::format("{}{} skipped {} of {} steps (final scale {})", sims.empty() ? "" : ", ", m.framework,
                         m.skipped, m.steps, scale_text(m.final_scale));
   }
-  v.reason = fmt::format("on {}, {}; the loss-scale window is {}{}. Dynamic loss scaling: {}.", path_label(o->path),
-                         what, window_text(o->window),
-                         others.empty() ? "" : fmt::format(" (also crossed on {})", others), sims);
+  v.reason = fmt::format("on {}, {}; the loss-scale window is {}{}. Dynamic loss scaling: {}.{}",
+                         path_label(o->path), what, window_text(o->window),
+                         others.empty() ? "" : fmt::format(" (also crossed on {})", others), sims, keras_clear);
   const LossWindow& w = o->window;
   if (w.empty) {
     v.fix = "no loss scale works on this path: normalise the data (so that gradients are of order 1) or keep this "
