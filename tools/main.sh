@@ -167,9 +167,9 @@ step_sweep() {
   fi
   "$PY" tools/plot_maps.py "$csv" --out "$OUT"
   "$PY" tools/headline.py "$OUT/thresholds.json" --out "$OUT/headline.md"
-  local dirs=()
+  local dirs=("$OUT")  # this machine first (M1): the others are compared with the one that just ran
   for d in results/*/; do
-    [ -f "$d/thresholds.json" ] && dirs+=("${d%/}")
+    [ "${d%/}" != "$OUT" ] && [ -f "$d/thresholds.json" ] && dirs+=("${d%/}")
   done
   if [ ${#dirs[@]} -gt 1 ]; then
     "$HALFMAP" compare "${dirs[@]}" --out results/compare.md
