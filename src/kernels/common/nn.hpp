@@ -84,6 +84,20 @@ inline constexpr float kPoly[8] = {1.0f,           1.0f,           5.0000001201e
                                    4.1665795894e-2f, 8.3334519073e-3f, 1.3981999507e-3f, 1.9875691500e-4f};
 }  // namespace exp_consts
 
+/// exp_f32_generic without the clamp and the NaN pass, for x already in [kLo, kHi] (so not NaN): there both are
+/// the identity, so this returns the same bits as exp_f32_generic. Softmax rows whose range is checked once use it.
+template <class M>
+typename M::V exp_f32_inrange(typename M::V xc) {
+  namespace c = exp_consts;
+  using V = typename M::V;
+  const V n = M::sub(M::fma(xc, M::set1(c::kLog2e), M::set1(c::kRound)), M::set1(c::kRound));
+  V r = M::fma(n, M::set1(-c::kLn2Hi), xc);
+  r = M::fma(n, M::set1(c::kLn2Lo), r);
+  V p = M::set1(c::kPoly[7]);
+  for (int k = 6; k >= 0; --k) p = M::fma(p, r, M::set1(c::kPoly[k]));
+  return M::scale2n(p, n);
+}
+
 /// halfmap's exp on one register of M (see include/halfmap/math.hpp for the algorithm and its measured error).
 /// Every ISA and the scalar exp_f32 run exactly these operations in this order, so they agree bit for bit.
 template <class M>
@@ -91,12 +105,7 @@ typename M::V exp_f32_generic(typename M::V x) {
   namespace c = exp_consts;
   using V = typename M::V;
   const V xc = M::min(M::max(x, M::set1(c::kLo)), M::set1(c::kHi));  // a NaN is restored by nan_pass
-  const V n = M::sub(M::fma(xc, M::set1(c::kLog2e), M::set1(c::kRound)), M::set1(c::kRound));
-  V r = M::fma(n, M::set1(-c::kLn2Hi), xc);
-  r = M::fma(n, M::set1(c::kLn2Lo), r);
-  V p = M::set1(c::kPoly[7]);
-  for (int k = 6; k >= 0; --k) p = M::fma(p, r, M::set1(c::kPoly[k]));
-  return M::nan_pass(x, M::scale2n(p, n));
+  return M::nan_pass(x, exp_f32_inrange<M>(xc));
 }
 
 // ---- storage bit patterns and the exact row max ----------------------------------------------------------------
@@ -143,7 +152,43 @@ typename StorageBits<kStorage>::U row_max_bits(const Elem* x, std::size_t n) {
   return static_cast<U>(static_cast<S>(kmax ^ ((kmax >> kShift) & kMag)));
 }
 
+/// Bit patterns of max x and min x over n ≥ 1 elements, exact, and whether any element is NaN: row_max_bits with
+/// the min key in place of |bits| (a NaN's key lies above +inf's or, negative, below -inf's).
+template <DType kStorage>
+struct RowRange {
+  typename StorageBits<kStorage>::U max, min;
+  bool nan;
+};
+template <class Tag, DType kStorage, class Elem>
+RowRange<kStorage> row_range_bits(const Elem* x, std::size_t n) {
+  using B = StorageBits<kStorage>;
+  using U = typename B::U;
+  using S = std::make_signed_t<U>;
+  static_assert(sizeof(Elem) == sizeof(U));
+  constexpr int kShift = int(sizeof(U)) * 8 - 1;
+  constexpr S kMag = std::numeric_limits<S>::max();
+  auto key = [](S s) { return static_cast<S>(s ^ ((s >> kShift) & kMag)); };  // an involution
+  S kmax = std::numeric_limits<S>::min(), kmin = std::numeric_limits<S>::max();
+  for (std::size_t i = 0; i < n; ++i) {
+    const S k = key(static_cast<S>(std::bit_cast<U>(x[i])));
+    kmax = k > kmax ? k : kmax;
+    kmin = k < kmin ? k : kmin;
+  }
+  const bool nan = kmax > key(static_cast<S>(B::kAbsInf)) || kmin < key(static_cast<S>(B::kAbsInf | (U(1) << kShift)));
+  return {static_cast<U>(key(kmax)), static_cast<U>(key(kmin)), nan};
+}
+
 // ---- f32-accumulating modes ----------------------------------------------------------------------------------
+
+/// e/s as q' = q + (e - q·s)·y with q = e·y and y = 1/s correctly rounded (neg_s = -s), two fused multiply-adds:
+/// the correctly rounded quotient, the bits of a division, when y is 1/s rounded, e, s, e/s and 1/s are normal
+/// and e/s is at least 2^-118 (Markstein's theorem: the remainder e - q·s is then exact and q within one ulp).
+/// softmax_row_f32acc checks those bounds per row; nn_test checks the identity against division.
+template <class M>
+typename M::V quotient_by_reciprocal(typename M::V e, typename M::V y, typename M::V neg_s) {
+  const typename M::V q = M::mul(e, y);
+  return M::fma(M::fma(q, neg_s, e), y, q);
+}
 
 template <class M>
 float hsum(const typename M::V (&acc)[4]) {
@@ -156,33 +201,72 @@ float hsum(const typename M::V (&acc)[4]) {
 
 /// One softmax row in f32: e_j = exp(x_j - m) (or exp(x_j)), s = Σ e_j in any order, y_j = store(e_j / s).
 /// `e` is scratch for cols rounded up to a whole block of 4·kW floats. y may equal x.
+///
+/// Fast rows. One pass over the row finds max and min (and NaN). When every t_j (x_j - m, or x_j) is known to lie
+/// in [kRowLo, kExpHi] the exp needs no clamp or NaN pass (exp_f32_inrange: the same bits), every e_j ≥ e^-40 >
+/// 2^-58, and the division becomes a multiply by y = 1/s (one true division per row) corrected by one remainder
+/// step (quotient_by_reciprocal): with s ≤ 2^60 checked, every quotient is at least 2^-118, so the result has
+/// the bits of e/s, for one multiply and two fused multiply-adds per vector instead of a division.
+/// Other rows (NaN, infinities, |t| beyond the bounds, subnormal quotients possible) take the general path.
 template <class S, bool kStable>
 void softmax_row_f32acc(const typename S::Elem* x, typename S::Elem* y, std::size_t cols, float* e) {
   using M = typename S::M;
   using V = typename M::V;
   using Elem = typename S::Elem;
   constexpr std::size_t W = M::kW, R = 4, L = W * R;
-  V mv = M::set1(0.0f);
-  if constexpr (kStable) mv = M::set1(widen_bits(S::kStorage, row_max_bits<S, S::kStorage>(x, cols)));
+  constexpr float kRowLo = -40.0f, kExpHi = 88.0f, kSumHi = 0x1p60f;
+  const auto range = row_range_bits<S, S::kStorage>(x, cols);
+  const float xmax = widen_bits(S::kStorage, range.max), xmin = widen_bits(S::kStorage, range.min);
+  float m = 0.0f;
+  bool fast;
+  if constexpr (kStable) {
+    // fl(xmin - m) ≤ fl(x_j - m) ≤ 0 by the monotony of rounding; a NaN, -inf or +inf fails the test.
+    m = range.nan ? std::numeric_limits<float>::quiet_NaN() : xmax;
+    fast = !range.nan && xmin - m >= kRowLo && m - m == 0.0f;
+  } else {
+    fast = !range.nan && xmin >= kRowLo && xmax <= kExpHi;
+  }
+  const V mv = M::set1(m);
   V acc[R] = {M::set1(0.0f), M::set1(0.0f), M::set1(0.0f), M::set1(0.0f)};
-  auto block = [&](const Elem* xp, float* ep) {
+  auto block = [&](const Elem* xp, float* ep, auto inrange) {
     for (std::size_t r = 0; r < R; ++r) {
       V t = S::load(xp + r * W);
       if constexpr (kStable) t = M::sub(t, mv);
-      const V ev = exp_f32_generic<M>(t);
+      V ev;
+      if constexpr (decltype(inrange)::value) {
+        ev = exp_f32_inrange<M>(t);
+      } else {
+        ev = exp_f32_generic<M>(t);
+      }
       M::store(ep + r * W, ev);
       acc[r] = M::add(acc[r], ev);
     }
   };
   std::size_t j = 0;
-  for (; j + L <= cols; j += L) block(x + j, e + j);
-  if (j < cols) {
+  if (fast) {
+    for (; j + L <= cols; j += L) block(x + j, e + j, std::true_type{});
+  } else {
+    for (; j + L <= cols; j += L) block(x + j, e + j, std::false_type{});
+  }
+  if (j < cols) {  // the -inf padding is out of range: the general exp
     Elem xb[L];
     std::fill(xb, xb + L, S::kNegInf);
     std::memcpy(xb, x + j, (cols - j) * sizeof(Elem));
-    block(xb, e + j);
+    block(xb, e + j, std::false_type{});
   }
-  const V sv = M::set1(hsum<M>(acc));
+  const float s = hsum<M>(acc);
+  const V sv = M::set1(s);
+  if (fast && s <= kSumHi) {
+    const V rv = M::set1(1.0f / s), nsv = M::set1(-s);
+    auto quot = [&](V ev) { return quotient_by_reciprocal<M>(ev, rv, nsv); };
+    for (j = 0; j + W <= cols; j += W) S::store(y + j, quot(M::load(e + j)));
+    if (j < cols) {
+      Elem yb[W];
+      S::store(yb, quot(M::load(e + j)));  // e's padding (+0) gives +0, not stored
+      std::memcpy(y + j, yb, (cols - j) * sizeof(Elem));
+    }
+    return;
+  }
   for (j = 0; j + W <= cols; j += W) S::store(y + j, M::div(M::load(e + j), sv));
   if (j < cols) {
     Elem yb[W];
