@@ -59,7 +59,12 @@ using test::store_bits;
 using test::load_exact;
 using test::round_to;
 
-using test::AlignedBuffer;
+using test::guard_bits;
+using test::hex_bits;
+using test::inf_bits;
+using test::nan_bits;
+using test::sign_bit;
+using test::unwritten_bits;
 
 constexpr double kU = 0x1p-24;
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -68,107 +73,40 @@ bool fp16_accumulating(const Kernel& k) { return k.mode == Mode::f16 || k.mode =
 
 // ---- storage ---------------------------------------------------------------------------------------------------
 
-std::string hex_bits(DType t, std::uint32_t b) { return t == DType::f32 ? test::hex32(b) : test::hex16(std::uint16_t(b)); }
-
-std::uint32_t nan_bits(DType t) { return t == DType::f32 ? 0x7FC00000u : t == DType::f16 ? 0x7E00u : 0x7FC0u; }
-std::uint32_t inf_bits(DType t) { return t == DType::f32 ? 0x7F800000u : t == DType::f16 ? 0x7C00u : 0x7F80u; }
-std::uint32_t sign_bit(DType t) { return t == DType::f32 ? 0x80000000u : 0x8000u; }
-/// Guard pattern around outputs, and the pattern an output starts as: NaNs with payloads no arithmetic makes.
-std::uint32_t guard_bits(DType t) { return t == DType::f32 ? 0x7FA5A5A5u : t == DType::f16 ? 0x7D5Au : 0x7FA5u; }
-std::uint32_t unwritten_bits(DType t) { return t == DType::f32 ? 0xFFB3B3B3u : t == DType::f16 ? 0xFD33u : 0xFFB3u; }
-
-/// A rows × cols row-major matrix in a 64-byte aligned buffer, starting kGuard + offset elements in. Every element
-/// outside the matrix holds `outside`: NaN for inputs (a kernel that uses one produces NaN), a guard pattern for
-/// outputs (a kernel that writes one is caught by guards_intact()).
-class Matrix {
+/// A rows × cols row-major matrix, a GuardedArray (test_util.hpp) of kGuard elements each side: every element
+/// outside the matrix holds `outside`, NaN for inputs, a guard pattern for outputs.
+class Matrix : public test::GuardedArray {
  public:
   static constexpr std::size_t kGuard = 64;
 
   Matrix(DType t, std::size_t rows, std::size_t cols, std::size_t offset, std::uint32_t outside)
-      : t_(t), rows_(rows), cols_(cols), start_(kGuard + offset), esize_(dtype_size(t)),
-        total_(kGuard + offset + rows * cols + kGuard), outside_(outside), buf_(total_ * esize_) {
-    for (std::size_t i = 0; i < total_; ++i) put_raw(i, outside);
-  }
+      : GuardedArray(t, rows * cols, kGuard, offset, outside), rows_(rows), cols_(cols) {}
 
-  DType type() const { return t_; }
   std::size_t rows() const { return rows_; }
   std::size_t cols() const { return cols_; }
-  std::size_t size() const { return rows_ * cols_; }
 
-  void set(std::size_t r, std::size_t c, double v) { set_bits(r, c, store_bits(t_, v)); }
-  void set_bits(std::size_t r, std::size_t c, std::uint32_t bits) { put_raw(start_ + r * cols_ + c, bits); }
+  void set(std::size_t r, std::size_t c, double v) { GuardedArray::set(r * cols_ + c, v); }
+  void set_bits(std::size_t r, std::size_t c, std::uint32_t bits) { GuardedArray::set_bits(r * cols_ + c, bits); }
   void fill_bits(std::uint32_t bits) {
-    for (std::size_t i = 0; i < size(); ++i) put_raw(start_ + i, bits);
+    for (std::size_t i = 0; i < size(); ++i) GuardedArray::set_bits(i, bits);
   }
-  std::uint32_t bits(std::size_t r, std::size_t c) const { return get_raw(start_ + r * cols_ + c); }
-  std::uint32_t bits_at(std::size_t i) const { return get_raw(start_ + i); }
-  double value(std::size_t r, std::size_t c) const { return load_exact(t_, bits(r, c)); }
+  std::uint32_t bits(std::size_t r, std::size_t c) const { return GuardedArray::bits(r * cols_ + c); }
+  std::uint32_t bits_at(std::size_t i) const { return GuardedArray::bits(i); }
+  double value(std::size_t r, std::size_t c) const { return load_exact(type(), bits(r, c)); }
   /// Every element's exact value, row-major (decoding once keeps the f64 oracle cheap).
   std::vector<double> values() const {
     std::vector<double> v(size());
-    for (std::size_t i = 0; i < size(); ++i) v[i] = load_exact(t_, bits_at(i));
+    for (std::size_t i = 0; i < size(); ++i) v[i] = load_exact(type(), bits_at(i));
     return v;
   }
   double max_abs() const {
     double m = 0;
-    for (std::size_t i = 0; i < size(); ++i) m = std::max(m, std::fabs(load_exact(t_, bits_at(i))));
+    for (std::size_t i = 0; i < size(); ++i) m = std::max(m, std::fabs(load_exact(type(), bits_at(i))));
     return m;
   }
 
-  const void* data() const { return const_cast<AlignedBuffer&>(buf_).data() + start_ * esize_; }
-  void* data() { return buf_.data() + start_ * esize_; }
-
-  /// The elements as fp16 (storage f16 only), contiguous, for the model.
-  std::vector<f16> as_f16() const {
-    std::vector<f16> v(size());
-    for (std::size_t i = 0; i < size(); ++i) v[i] = f16{std::uint16_t(bits_at(i))};
-    return v;
-  }
-  std::vector<std::byte> snapshot() const {
-    auto& b = const_cast<AlignedBuffer&>(buf_);
-    return {b.data(), b.data() + b.size()};
-  }
-  bool unchanged_since(const std::vector<std::byte>& s) const {
-    return std::memcmp(s.data(), const_cast<AlignedBuffer&>(buf_).data(), s.size()) == 0;
-  }
-  /// "" if every element outside the matrix still holds its pattern, else where the first change is.
-  std::string guard_damage() const {
-    for (std::size_t i = 0; i < total_; ++i) {
-      if (i >= start_ && i < start_ + size()) continue;
-      if (get_raw(i) != outside_) {
-        const long rel = long(i) - long(start_);
-        return fmt::format("element {} relative to the start (extent {}) was overwritten with {}", rel, size(),
-                           hex_bits(t_, get_raw(i)));
-      }
-    }
-    return {};
-  }
-
  private:
-  void put_raw(std::size_t i, std::uint32_t bits) {
-    if (esize_ == 4) {
-      std::memcpy(buf_.data() + 4 * i, &bits, 4);
-    } else {
-      const auto b16 = std::uint16_t(bits);
-      std::memcpy(buf_.data() + 2 * i, &b16, 2);
-    }
-  }
-  std::uint32_t get_raw(std::size_t i) const {
-    auto& b = const_cast<AlignedBuffer&>(buf_);
-    if (esize_ == 4) {
-      std::uint32_t v;
-      std::memcpy(&v, b.data() + 4 * i, 4);
-      return v;
-    }
-    std::uint16_t v;
-    std::memcpy(&v, b.data() + 2 * i, 2);
-    return v;
-  }
-
-  DType t_;
-  std::size_t rows_, cols_, start_, esize_, total_;
-  std::uint32_t outside_;
-  AlignedBuffer buf_;
+  std::size_t rows_, cols_;
 };
 
 Matrix input_matrix(DType t, std::size_t rows, std::size_t cols, std::size_t offset) {

@@ -75,7 +75,10 @@ using test::store_bits;
 using test::load_exact;
 using test::round_to;
 
-using test::AlignedBuffer;
+using test::guard_bits;
+using test::hex_bits;
+using test::nan_bits;
+using test::unwritten_bits;
 
 constexpr double kU = 0x1p-24;
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -84,88 +87,20 @@ bool fp16_mode(const Kernel& k) { return k.mode == Mode::f16 || k.mode == Mode::
 
 // ---- storage ---------------------------------------------------------------------------------------------------
 
-std::string hex_bits(DType t, std::uint32_t b) {
-  return t == DType::f32 ? test::hex32(b) : test::hex16(std::uint16_t(b));
-}
-std::uint32_t nan_bits(DType t) { return t == DType::f32 ? 0x7FC00000u : t == DType::f16 ? 0x7E00u : 0x7FC0u; }
-std::uint32_t guard_bits(DType t) { return t == DType::f32 ? 0x7FA5A5A5u : t == DType::f16 ? 0x7D5Au : 0x7FA5u; }
-std::uint32_t unwritten_bits(DType t) { return t == DType::f32 ? 0xFFB3B3B3u : t == DType::f16 ? 0xFD33u : 0xFFB3u; }
-
-/// An array of n storage elements in a 64-byte aligned buffer, starting kGuard + offset elements in; every element
-/// outside it holds `outside` (NaN for inputs, a guard pattern for outputs).
-class Arr {
+/// An array of n storage elements with fenced surroundings (test_util.hpp); inputs are fenced with NaN, outputs
+/// with a guard pattern and start as unwritten_bits.
+class Arr : public test::GuardedArray {
  public:
   static constexpr std::size_t kGuard = 48;
 
   Arr(DType t, std::size_t n, std::size_t offset, std::uint32_t outside)
-      : t_(t), n_(n), start_(kGuard + offset), esize_(dtype_size(t)), total_(kGuard + offset + n + kGuard),
-        outside_(outside), buf_(total_ * esize_) {
-    for (std::size_t i = 0; i < total_; ++i) put_raw(i, outside);
-  }
+      : GuardedArray(t, n, kGuard, offset, outside) {}
   static Arr input(DType t, std::size_t n, std::size_t offset) { return Arr(t, n, offset, nan_bits(t)); }
   static Arr output(DType t, std::size_t n, std::size_t offset) {
     Arr a(t, n, offset, guard_bits(t));
     for (std::size_t i = 0; i < n; ++i) a.set_bits(i, unwritten_bits(t));
     return a;
   }
-
-  DType type() const { return t_; }
-  std::size_t size() const { return n_; }
-  void set(std::size_t i, double v) { set_bits(i, store_bits(t_, v)); }
-  void set_bits(std::size_t i, std::uint32_t b) { put_raw(start_ + i, b); }
-  std::uint32_t bits(std::size_t i) const { return get_raw(start_ + i); }
-  double value(std::size_t i) const { return load_exact(t_, bits(i)); }
-  const void* data() const { return const_cast<AlignedBuffer&>(buf_).data() + start_ * esize_; }
-  void* data() { return buf_.data() + start_ * esize_; }
-  std::vector<f16> as_f16() const {
-    std::vector<f16> v(n_);
-    for (std::size_t i = 0; i < n_; ++i) v[i] = f16{std::uint16_t(bits(i))};
-    return v;
-  }
-  std::vector<std::byte> snapshot() const {
-    auto& b = const_cast<AlignedBuffer&>(buf_);
-    return {b.data(), b.data() + b.size()};
-  }
-  bool unchanged_since(const std::vector<std::byte>& s) const {
-    return std::memcmp(s.data(), const_cast<AlignedBuffer&>(buf_).data(), s.size()) == 0;
-  }
-  /// "" if every element outside the array still holds its pattern, else where the first change is.
-  std::string guard_damage() const {
-    for (std::size_t i = 0; i < total_; ++i) {
-      if (i >= start_ && i < start_ + n_) continue;
-      if (get_raw(i) != outside_) {
-        return fmt::format("element {} relative to the start (extent {}) was overwritten with {}",
-                           long(i) - long(start_), n_, hex_bits(t_, get_raw(i)));
-      }
-    }
-    return {};
-  }
-
- private:
-  void put_raw(std::size_t i, std::uint32_t bits) {
-    if (esize_ == 4) {
-      std::memcpy(buf_.data() + 4 * i, &bits, 4);
-    } else {
-      const auto b16 = std::uint16_t(bits);
-      std::memcpy(buf_.data() + 2 * i, &b16, 2);
-    }
-  }
-  std::uint32_t get_raw(std::size_t i) const {
-    auto& b = const_cast<AlignedBuffer&>(buf_);
-    if (esize_ == 4) {
-      std::uint32_t v;
-      std::memcpy(&v, b.data() + 4 * i, 4);
-      return v;
-    }
-    std::uint16_t v;
-    std::memcpy(&v, b.data() + 2 * i, 2);
-    return v;
-  }
-
-  DType t_;
-  std::size_t n_, start_, esize_, total_;
-  std::uint32_t outside_;
-  AlignedBuffer buf_;
 };
 
 /// Compares every output element with the model's fp16 bits; reports the first few differences.

@@ -13,6 +13,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -226,5 +227,83 @@ inline double round_to(DType t, double v) {
   }
   return 0;
 }
+
+// ---- guarded arrays: kernel inputs and outputs with fenced surroundings ---------------------------------------
+
+inline std::string hex_bits(DType t, std::uint32_t b) { return t == DType::f32 ? hex32(b) : hex16(std::uint16_t(b)); }
+inline std::uint32_t nan_bits(DType t) { return t == DType::f32 ? 0x7FC00000u : t == DType::f16 ? 0x7E00u : 0x7FC0u; }
+inline std::uint32_t inf_bits(DType t) { return t == DType::f32 ? 0x7F800000u : t == DType::f16 ? 0x7C00u : 0x7F80u; }
+inline std::uint32_t sign_bit(DType t) { return t == DType::f32 ? 0x80000000u : 0x8000u; }
+/// Guard pattern around outputs, and the pattern an output starts as: NaNs with payloads no arithmetic makes.
+inline std::uint32_t guard_bits(DType t) { return t == DType::f32 ? 0x7FA5A5A5u : t == DType::f16 ? 0x7D5Au : 0x7FA5u; }
+inline std::uint32_t unwritten_bits(DType t) {
+  return t == DType::f32 ? 0xFFB3B3B3u : t == DType::f16 ? 0xFD33u : 0xFFB3u;
+}
+
+/// n storage elements in a 64-byte aligned buffer, starting guard + offset elements in (offset shifts the start off
+/// the alignment). Every element outside holds `outside`: NaN for inputs (a kernel that reads one produces NaN), a
+/// guard pattern for outputs (a kernel that writes one is reported by guard_damage()).
+class GuardedArray {
+ public:
+  GuardedArray(DType t, std::size_t n, std::size_t guard, std::size_t offset, std::uint32_t outside)
+      : t_(t), n_(n), start_(guard + offset), esize_(dtype_size(t)), total_(guard + offset + n + guard),
+        outside_(outside), buf_(total_ * esize_) {
+    for (std::size_t i = 0; i < total_; ++i) put_raw(i, outside);
+  }
+
+  DType type() const { return t_; }
+  std::size_t size() const { return n_; }
+  void set(std::size_t i, double v) { set_bits(i, store_bits(t_, v)); }
+  void set_bits(std::size_t i, std::uint32_t b) { put_raw(start_ + i, b); }
+  std::uint32_t bits(std::size_t i) const { return get_raw(start_ + i); }
+  double value(std::size_t i) const { return load_exact(t_, bits(i)); }
+  const void* data() const { return bytes() + start_ * esize_; }
+  void* data() { return buf_.data() + start_ * esize_; }
+  /// The elements as fp16 (storage f16 only), contiguous, for the model.
+  std::vector<f16> as_f16() const {
+    std::vector<f16> v(n_);
+    for (std::size_t i = 0; i < n_; ++i) v[i] = f16{std::uint16_t(bits(i))};
+    return v;
+  }
+  std::vector<std::byte> snapshot() const { return {bytes(), bytes() + buf_.size()}; }
+  bool unchanged_since(const std::vector<std::byte>& s) const { return std::memcmp(s.data(), bytes(), s.size()) == 0; }
+  /// "" if every element outside the array still holds its pattern, else where the first change is.
+  std::string guard_damage() const {
+    for (std::size_t i = 0; i < total_; ++i) {
+      if (i >= start_ && i < start_ + n_) continue;
+      if (get_raw(i) != outside_) {
+        return fmt::format("element {} relative to the start (extent {}) was overwritten with {}",
+                           long(i) - long(start_), n_, hex_bits(t_, get_raw(i)));
+      }
+    }
+    return {};
+  }
+
+ private:
+  const std::byte* bytes() const { return const_cast<AlignedBuffer&>(buf_).data(); }
+  void put_raw(std::size_t i, std::uint32_t bits) {
+    if (esize_ == 4) {
+      std::memcpy(buf_.data() + 4 * i, &bits, 4);
+    } else {
+      const auto b16 = std::uint16_t(bits);
+      std::memcpy(buf_.data() + 2 * i, &b16, 2);
+    }
+  }
+  std::uint32_t get_raw(std::size_t i) const {
+    if (esize_ == 4) {
+      std::uint32_t v;
+      std::memcpy(&v, bytes() + 4 * i, 4);
+      return v;
+    }
+    std::uint16_t v;
+    std::memcpy(&v, bytes() + 2 * i, 2);
+    return v;
+  }
+
+  DType t_;
+  std::size_t n_, start_, esize_, total_;
+  std::uint32_t outside_;
+  AlignedBuffer buf_;
+};
 
 }  // namespace halfmap::test
