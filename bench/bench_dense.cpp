@@ -17,6 +17,8 @@
 //   roof_fraction     flops_per_second / the FMA roof of the kernel's ISA and arithmetic measured at startup
 //                     (bench_roof.cpp: f32 FMA of the ISA for f32, f16_f32acc and the F16C-based f16 kernels,
 //                     vdpbf16ps for bf16_f32acc, the fp16 FMA for f16 on avx512fp16 and neonfp16); none for ref.
+// Label: the kernel's op, mode, isa, storage and roof=fma/<isa>, the roof roof_fraction divides by, or roof=none
+// for ref (label_kernel, compute_roof: bench_util.hpp).
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -73,6 +75,7 @@ void set_counters(benchmark::State& state, const Kernel& k, std::size_t s, doubl
 }
 
 void run_dense_fwd(benchmark::State& state, const Kernel& k, std::size_t s) {
+  label_kernel(state, k, compute_roof(k));
   // Decided per run, not at registration, so that the skip shows up in the output with its reason.
   if (const std::string reason = skip_reason(k); !reason.empty()) {
     state.SkipWithError(reason.c_str());  // copied by the library
@@ -91,6 +94,7 @@ void run_dense_fwd(benchmark::State& state, const Kernel& k, std::size_t s) {
 }
 
 void run_dense_bwd(benchmark::State& state, const Kernel& k, std::size_t s) {
+  label_kernel(state, k, compute_roof(k));
   if (const std::string reason = skip_reason(k); !reason.empty()) {
     state.SkipWithError(reason.c_str());
     return;

@@ -24,6 +24,7 @@
 //   roof_fraction        bytes_per_second / the read roof of the level measured at startup (bench_roof.cpp):
 //                        bytes written are not counted, so a kernel that writes as much as it reads (softmax,
 //                        xent) is bound well below 1.
+// Label: the kernel's op, mode, isa, storage and roof=read/<level> (label_kernel, bench_util.hpp).
 #include <cstdint>
 #include <string>
 
@@ -46,6 +47,7 @@ constexpr bool times_as_nn(const Kernel& k) {
 }
 
 void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
+  label_kernel(state, k, fmt::format("read/{}", level.name));
   // Decided per run, not at registration, so that the skip shows up in the output with its reason.
   if (const std::string reason = skip_reason(k); !reason.empty()) {
     state.SkipWithError(reason.c_str());  // copied by the library

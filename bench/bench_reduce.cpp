@@ -5,9 +5,11 @@
 //   elements_per_second  elements of x per second (a dot element is one x[i]*y[i] pair);
 //   n                    elements per input array, per call (not a rate);
 //   roof_fraction        bytes_per_second / the read roof of the level measured at startup (bench_roof.cpp).
+// Label: the kernel's op, mode, isa, storage and roof=read/<level> (label_kernel, bench_util.hpp).
 #include <string>
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include "bench_util.hpp"
 
@@ -15,6 +17,7 @@ namespace halfmap::bench {
 namespace {
 
 void run_reduce(benchmark::State& state, const Kernel& k, const Level& level) {
+  label_kernel(state, k, fmt::format("read/{}", level.name));
   // Decided per run, not at registration, so that the skip shows up in the output with its reason.
   if (const std::string reason = skip_reason(k); !reason.empty()) {
     state.SkipWithError(reason.c_str());  // copied by the library

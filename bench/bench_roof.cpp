@@ -254,6 +254,11 @@ void add_compute_roof_fraction(benchmark::State& state, const Kernel& k, double 
       benchmark::Counter(flops_per_call / roof, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+std::string compute_roof(const Kernel& k) {
+  const auto isa = compute_roof_isa(k);
+  return isa ? fmt::format("fma/{}", isa_name(*isa)) : std::string("none");
+}
+
 void register_roof_benchmarks() {
   for (const Level& level : kLevels) {
     benchmark::RegisterBenchmark(fmt::format("roof/read/{}", level.name).c_str(),

@@ -6,6 +6,7 @@
 #include <new>
 #include <utility>
 
+#include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
 #include "halfmap/half.hpp"
@@ -117,5 +118,10 @@ const std::int32_t* label_buffer(std::size_t count, std::int32_t cols) {
 }
 
 std::string skip_reason(const Kernel& k) { return isa_skip_reason(k.isa); }
+
+void label_kernel(benchmark::State& state, const Kernel& k, std::string_view roof) {
+  state.SetLabel(fmt::format("op={} mode={} isa={} storage={} roof={}", op_name(k.op), mode_name(k.mode),
+                             isa_name(k.isa), dtype_name(k.storage), roof));
+}
 
 }  // namespace halfmap::bench

@@ -108,10 +108,20 @@ void add_memory_roof_fraction(benchmark::State& state, const Level& level, doubl
 /// Adds the counter roof_fraction = (flops per second) / the FMA roof of the ISA and arithmetic of dense kernel
 /// `k` (bench_roof.cpp, compute_roof_isa), if measured; none for isa ref.
 void add_compute_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call);
+/// The roof dense kernel `k` is compared with, named like its benchmark without the "roof/": "fma/<isa>" (the FMA
+/// of its ISA and arithmetic, bench_roof.cpp), or "none" for isa ref.
+std::string compute_roof(const Kernel& k);
+
+/// Labels a kernel benchmark with the kernel's registry facts and its roof, as key=value words:
+/// "op=<op> mode=<mode> isa=<isa> storage=<storage> roof=<roof>", roof as in compute_roof() or "read/<level>"
+/// for the memory-bound kernels. tools/bench_report.py reads them from here (or from `halfmap info --json`)
+/// rather than from the kernel's name, and the roof rule stays in this program only. Call it before any
+/// SkipWithError, so that a skipped benchmark is labelled too.
+void label_kernel(benchmark::State& state, const Kernel& k, std::string_view roof);
 
 /// True for the kernels bench_reduce.cpp times: ops sum, sumsq, maxabs and dot, which carry a ReduceFn. (Named
-/// apart from halfmap::is_reduction, which newer registry headers declare, so that argument-dependent lookup
-/// never finds two candidates.)
+/// apart from halfmap::is_reduction in registry.hpp, so that argument-dependent lookup never finds two
+/// candidates.)
 constexpr bool times_as_reduction(const Kernel& k) {
   return (k.op == Op::sum || k.op == Op::sumsq || k.op == Op::maxabs || k.op == Op::dot) && k.reduce != nullptr;
 }

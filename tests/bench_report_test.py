@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""tools/bench_report.py on a small synthetic benchmark JSON (tests/data/bench_report_fixture.json): peers present,
+"""tools/bench_report.py (and its modules, tools/benchreport/) on a small synthetic benchmark JSON
+(tests/data/bench_report_fixture.json, labelled as halfmap_bench labels its kernel benchmarks): peers present,
 skipped ("unsupported: ...") and, with them removed, not built. Checks that bench.md lists every target of the issue
-with a result, and that the command writes the file. Standard library only, no charts: run by CTest."""
+with a result, that the kernels' facts read from `halfmap info --json` give the same report as the labels, and
+that the command writes the file. Standard library only, no charts: run by CTest."""
 
 import copy
 import json
@@ -13,6 +15,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import bench_report  # noqa: E402
+from benchreport import results as bench_results  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "data", "bench_report_fixture.json")
 TARGETS = ("f32 dense ≥ 0.85× the best f32 peer", "f16_f32acc dense ≥ 0.9× halfmap's f32 dense",
@@ -24,6 +27,23 @@ TARGETS = ("f32 dense ≥ 0.85× the best f32 peer", "f16_f32acc dense ≥ 0.9×
 def load():
     with open(FIXTURE, encoding="utf-8") as f:
         return json.load(f)
+
+
+def without_labels(data):
+    for b in data["benchmarks"]:
+        b.pop("label", None)
+    return data
+
+
+def info_from_labels(data):
+    """The "kernels" list `halfmap info --json` would print for the fixture's kernels, from their labels."""
+    kernels = {}
+    for b in data["benchmarks"]:
+        facts = bench_results.parse_label(b.get("label"))
+        if facts:
+            name = b["name"].split("/")[1]
+            kernels[name] = {"name": name, **{f: facts[f] for f in ("op", "mode", "isa", "storage")}}
+    return {"kernels": list(kernels.values())}
 
 
 def target_lines(text):
@@ -66,6 +86,56 @@ class WithPeers(unittest.TestCase):
         self.assertIn("`roof/fma/avx512fp16`: ISA avx512fp16 not supported", self.text)
         self.assertIn("| `f32_dense_fwd__avx512` | fma avx512 | 0.81 | 0.78 |", self.text)
         self.assertIn("mystery", self.text)  # an unreadable name is reported, not fatal
+
+    def test_targets_name_the_machine(self):
+        self.assertIn("The speeds the project tracks (measured on fixture, single core;", self.text)
+        text = bench_report.render(load(), {}, "", "bench.json")
+        self.assertIn("(measured on AMD EPYC (fixture), single core;", text)  # the CPU model without --machine
+
+
+class KernelFacts(unittest.TestCase):
+    """What a kernel is comes from info.json or the labels, never from its name."""
+
+    def test_info_json_gives_the_labels_report(self):
+        # info.json has no roofs: apart avx2's from avx512's, so that the counters tell which one a kernel used.
+        data = load()
+        data["context"]["roof_fma_avx2_flops_per_second"] = "1.1e11"
+        labelled = bench_report.render(copy.deepcopy(data), {}, "fixture", "bench.json")
+        info = info_from_labels(data)
+        self.assertEqual(bench_report.render(without_labels(data), info, "fixture", "bench.json"), labelled)
+
+    def test_label_parsing(self):
+        label = "op=dense_fwd mode=f16 isa=avx512fp16 storage=f16 roof=fma/avx512fp16"
+        self.assertEqual(bench_results.parse_label(label),
+                         {"op": "dense_fwd", "mode": "f16", "isa": "avx512fp16", "storage": "f16",
+                          "roof": "fma/avx512fp16"})
+        self.assertEqual(bench_results.parse_label("a free text label"), {})
+
+    def test_roof_from_the_label_not_the_isa(self):
+        # The label's roof is the one shown, whatever the kernel's ISA: the rule is halfmap_bench's.
+        data = load()
+        for b in data["benchmarks"]:
+            if b["name"].startswith("dense_fwd/bf16_f32acc_dense_fwd__avx512bf16/"):
+                b["label"] = b["label"].replace("roof=fma/avx512bf16", "roof=fma/avx2")
+        text = bench_report.render(data, {}, "fixture", "bench.json")
+        self.assertIn("| `bf16_f32acc_dense_fwd__avx512bf16` | fma avx2 |", text)
+
+    def test_unlabelled_roof_from_the_counters(self):
+        # A JSON older than the labels: the roof is the startup roof that flops_per_second / roof_fraction equals,
+        # when exactly one does (the fixture's avx2 and avx512 roofs are equal until avx2's is moved away).
+        data = without_labels(load())
+        info = info_from_labels(load())
+        text = bench_report.render(copy.deepcopy(data), info, "fixture", "bench.json")
+        self.assertIn("| `f32_dense_fwd__avx512` | - | 0.81 | 0.78 |", text)
+        self.assertIn("| `bf16_f32acc_dense_fwd__avx512bf16` | fma avx512bf16 |", text)
+        data["context"]["roof_fma_avx2_flops_per_second"] = "1.1e11"
+        text = bench_report.render(data, info, "fixture", "bench.json")
+        self.assertIn("| `f32_dense_fwd__avx512` | fma avx512 | 0.81 | 0.78 |", text)
+
+    def test_undescribed_kernels_are_reported(self):
+        text = bench_report.render(without_labels(load()), {}, "fixture", "bench.json")
+        self.assertIn("Kernels that neither `halfmap info --json` nor a benchmark label describes", text)
+        self.assertIn("f32_sum__avx512", text.rsplit("\n\n", 1)[1])
 
 
 class WithoutPeers(unittest.TestCase):

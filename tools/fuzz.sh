@@ -6,8 +6,9 @@
 #   bash tools/fuzz.sh [SECONDS]
 #
 # Builds with clang++ (Debian's clang and libclang-rt-14-dev, installed by tools/setup.sh --fuzz) into
-# build/fuzz/, outside CMake: the harness needs only src/io/npy.cpp and header-only libraries. The run's log is
-# build/fuzz/fuzz.log, the grown corpus build/fuzz/corpus/, crash inputs build/fuzz/crash-*. A crash input
+# build/fuzz/, outside CMake: the harness needs only src/io/npy*.cpp (the sources of CMake's halfmap_npy) and
+# header-only libraries. The run's log is build/fuzz/fuzz.log, the grown corpus build/fuzz/corpus/, crash inputs
+# build/fuzz/crash-*. A crash input
 # belongs in tests/fuzz/corpus/npy/ (as a regression, replayed by ctest's npy_fuzz_replay) once its bug is fixed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,7 +24,7 @@ cp -n tests/fuzz/corpus/npy/* "$out/corpus/"
 echo "fuzz.sh: building $out/npy_fuzz"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -fno-omit-frame-pointer -ffp-contract=off -Iinclude \
-  tests/fuzz/npy_fuzz.cpp src/io/npy.cpp -o "$out/npy_fuzz"
+  tests/fuzz/npy_fuzz.cpp src/io/npy.cpp src/io/npy_header.cpp src/io/npy_dtype.cpp -o "$out/npy_fuzz"
 
 echo "fuzz.sh: fuzzing for ${seconds}s (log: $out/fuzz.log)"
 rc=0

@@ -15,11 +15,12 @@
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
 #   headline.md      per op, every path's thresholds side by side and its window at s = 1, by tools/headline.py
 # and results/compare.md (`halfmap compare`) when several machines' sweeps are in results/.
-# <machine> is a slug of the CPU architecture and model (e.g. x86-64-amd-epyc-zen4), so reruns on one machine
-# replace its results and other machines' results stay beside them. Every file is written to a temporary name
-# and renamed when complete: an interrupted run leaves the previous results intact.
+# <machine> is a slug of the CPU architecture, model and microarchitecture (tools/machine_slug.py, e.g.
+# x86-64-amd-epyc-zen4), so reruns on one machine replace its results and other machines' results stay beside
+# them. Every file is written to a temporary name and renamed when complete: an interrupted run leaves the previous
+# results intact.
 #
-# The job is a list of steps (main at the bottom); each later stage (the sweep) is one more step function.
+# The job is a list of steps, one function each, run in order by main at the bottom.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -33,7 +34,8 @@ OUT=""      # results/$MACHINE
 
 say() { echo "main.sh: $*"; }
 
-# Debian's python3 (with python3-matplotlib from tools/setup.sh), even when another python3 comes first in PATH.
+# Debian's python3 (with python3-matplotlib from tools/setup.sh), even when another python3 comes first in PATH;
+# every Python tool below runs with it.
 PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 
@@ -56,45 +58,6 @@ publish() {
   mv -f "$1" "$2"
 }
 
-# The results/ folder name of this machine, from `halfmap info --json` (cpu.arch + cpu.model). On AMD the Zen
-# generation is appended (from /proc/cpuinfo's family and model), since virtual machines often report a bare
-# "AMD EPYC". Stable: the same machine always gets the same name.
-machine_slug() {
-  python3 - "$1" <<'PY'
-import json, re, sys
-info = json.load(open(sys.argv[1]))
-cpu = info.get("cpu", {})
-arch = cpu.get("arch") or info.get("fp_env", {}).get("arch") or "unknown-arch"
-model = cpu.get("model") or ""
-m = model.lower()
-m = re.sub(r"\((r|tm)\)", " ", m)
-m = re.sub(r"@.*$", " ", m)                              # "@ 2.40GHz"
-m = re.sub(r"\b(\d+-core|processor|cpu|with radeon.*)\b", " ", m)
-m = re.sub(r"\b(implementer|part)\b", " ", m)           # arm64: "arm64 (implementer 0x41, part 0xd0c)"
-words = [w for w in re.split(r"[^a-z0-9.]+", m) if w and w != "?"]
-if words and words[0] == arch.lower():
-    words = words[1:]
-vendor, family, mnum = "", None, None
-try:
-    for line in open("/proc/cpuinfo"):
-        key, _, value = line.partition(":")
-        key, value = key.strip(), value.strip()
-        if key == "vendor_id" and not vendor: vendor = value
-        elif key == "cpu family" and family is None: family = int(value)
-        elif key == "model" and mnum is None and value.isdigit(): mnum = int(value)
-except OSError:
-    pass
-if vendor == "AuthenticAMD" and family is not None and mnum is not None:
-    zen = None
-    if family == 0x17: zen = "zen" if mnum < 0x30 else "zen2"
-    elif family == 0x19: zen = "zen4" if (0x10 <= mnum <= 0x1F or 0x60 <= mnum <= 0x7F or 0xA0 <= mnum <= 0xAF) else "zen3"
-    elif family == 0x1A: zen = "zen5"
-    if zen and zen not in words: words.append(zen)
-slug = "-".join([arch.lower()] + (words or ["unknown"]))
-print(re.sub(r"[^a-z0-9]+", "-", slug).strip("-"))
-PY
-}
-
 step_setup() {
   bash tools/setup.sh --peers  # the peer libraries too: step_bench times them next to halfmap
 }
@@ -111,7 +74,7 @@ step_info() {
   local tmp
   tmp=$(temp_for results/info.json)
   "$HALFMAP" info --json >"$tmp"
-  MACHINE=$(machine_slug "$tmp")
+  MACHINE=$("$PY" tools/machine_slug.py "$tmp")  # from the model string and /proc/cpuinfo
   OUT=results/$MACHINE
   mkdir -p "$OUT"
   publish "$tmp" "$OUT/info.json"

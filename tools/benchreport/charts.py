@@ -1,0 +1,173 @@
+"""The charts of bench.md (matplotlib, imported only here): bench_reductions.png and bench_nn.png, the memory-bound
+kernels' GB/s at l1, l2 and dram with the read roof of each level; bench_dense.png, the dense kernels' GFLOP/s
+from 64 to 1024 with the FMA roofs and the peers. Colour by arithmetic (mode), marker by ISA; `__ref` left out."""
+
+import os
+import tempfile
+
+from .markdown import LEVELS, size_key
+from .results import DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, peer_label, suite_of
+from .roofs import Roofs
+
+MODE_COLOURS = {"f32": "tab:blue", "f16_f32acc": "tab:green", "f16": "tab:orange", "bf16_f32acc": "tab:purple"}
+ISA_MARKERS = {"avx2": "s", "avx512": "o", "avx512bf16": "D", "avx512fp16": "^", "neon": "s", "neonfp16": "^"}
+PEER_COLOURS = {"openblas": "tab:brown", "onednn": "tab:red", "xnnpack": "tab:pink", "eigen": "tab:olive"}
+DTYPE_MARKERS = {"f32": "x", "f16": "+", "bf16": "*"}
+
+
+def style(results, kernel):
+    """Line style of a kernel in the charts: colour by arithmetic (mode), marker by ISA, avx2 and neon dashed;
+    peers dotted, coloured by library, marker by storage type."""
+    if is_peer(kernel):
+        lib = peer_label(kernel).rsplit("_", 1)[0]
+        return {"color": PEER_COLOURS.get(lib, "tab:gray"), "marker": DTYPE_MARKERS.get(results.storage(kernel), "x"),
+                "ls": ":", "label": peer_label(kernel) + " (peer)", "markersize": 9}
+    facts = results.facts(kernel)
+    return {"color": MODE_COLOURS.get(facts.mode, "tab:gray"), "marker": ISA_MARKERS.get(facts.isa, "o"),
+            "ls": "--" if facts.isa in ("avx2", "neon") else "-", "label": f"{facts.mode} {facts.isa}"}
+
+
+def shown(results, kernel, op):
+    """Kernels drawn in op's panel: its own non-ref kernels and the peers of its suite."""
+    facts = results.facts(kernel)
+    return is_peer(kernel) or (facts.op == op and facts.isa != "ref")
+
+
+class Charts:
+    """Draws into `directory`; written = [(file name, title)]."""
+
+    def __init__(self, data, info, directory):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
+
+        self.plt, self.directory, self.written = plt, directory, []
+        self.plain = FuncFormatter(lambda v, _: f"{v:g}")
+        context = data.get("context", {}) or {}
+        self.results = Results(data.get("benchmarks", []) or [], info)
+        self.roofs = Roofs(context, self.results)
+
+    def save(self, fig, name, title):
+        path = os.path.join(self.directory, name)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=self.directory)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, dpi=110, bbox_inches="tight")
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        finally:
+            self.plt.close(fig)
+        self.written.append((name, title))
+
+    @staticmethod
+    def legend(fig, axes, **where):
+        handles = {}
+        for ax in axes.flat:
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+        if handles:
+            fig.legend(handles.values(), handles.keys(), fontsize=8, **where)
+
+    def memory_panel(self, ax, op, suite):
+        results, xs = self.results, list(range(len(LEVELS)))
+        roof = [(x, self.roofs.read.get(lv)) for x, lv in zip(xs, LEVELS) if self.roofs.read.get(lv)]
+        if roof:
+            ax.plot(*zip(*[(x, r / 1e9) for x, r in roof]), color="k", ls="--", lw=2.2, marker="_",
+                    markersize=18, label="read roof")
+        for k in results.kernels.get(suite, []):
+            if not shown(results, k, op):
+                continue
+            pts = [(x, results.value(suite, k, lv, "bytes_per_second")) for x, lv in zip(xs, LEVELS)]
+            pts = [(x, v / 1e9) for x, v in pts if v]
+            if pts:
+                ax.plot(*zip(*pts), **style(results, k))
+        ax.set_title(op)
+        ax.set_xticks(xs, list(LEVELS))
+        ax.set_xlim(-0.2, len(LEVELS) - 0.8)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(self.plain)
+        ax.yaxis.set_minor_formatter(self.plain)
+        ax.tick_params(axis="y", which="both", labelsize=8)
+        ax.set_ylabel("GB/s read (log)")
+        ax.grid(True, which="both", alpha=0.3)
+
+    def memory_chart(self, ops, name, title):
+        panels = [(op, suite_of(op)) for op in ops]
+        panels = [(op, suite) for op, suite in panels
+                  if any(shown(self.results, k, op) for k in self.results.kernels.get(suite, []))]
+        if not panels:
+            return
+        cols = 2
+        rows = (len(panels) + cols - 1) // cols
+        fig, axes = self.plt.subplots(rows, cols, figsize=(13, 4.2 * rows), squeeze=False)
+        for ax, (op, suite) in zip(axes.flat, panels):
+            self.memory_panel(ax, op, suite)
+        for ax in list(axes.flat)[len(panels):]:
+            ax.axis("off")
+        self.legend(fig, axes, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        fig.suptitle(f"{title}: GB/s read at each size level, single core, with the read roof; colour: arithmetic, "
+                     f"marker: ISA; `__ref` left out")
+        fig.tight_layout()
+        self.save(fig, name, title)
+
+    def fma_lines(self):
+        """[([isa, ...], roof)], fastest first; roofs within 3 % of each other share one line and label (avx2 and
+        avx512 on Zen 4)."""
+        lines = []
+        for isa, roof in sorted(self.roofs.fma.items(), key=lambda x: -x[1]):
+            if lines and abs(lines[-1][1] - roof) < 0.03 * roof:
+                lines[-1][0].append(isa)
+            else:
+                lines.append(([isa], roof))
+        return lines
+
+    def dense_panel(self, ax, op, lines):
+        results = self.results
+        sizes = [s for s in sorted(results.args.get(op, []), key=size_key) if str(s).isdigit()]
+        for isas, roof in lines:
+            ax.axhline(roof / 1e9, color="k", lw=1.2, ls="--", alpha=0.6)
+            ax.text(1.0, roof / 1e9, " fma " + ", ".join(isas), transform=ax.get_yaxis_transform(),
+                    va="center", fontsize=8)
+        for k in results.kernels.get(op, []):
+            if not shown(results, k, op):
+                continue
+            pts = [(int(s), results.value(op, k, s, "flops_per_second")) for s in sizes]
+            pts = [(s, v / 1e9) for s, v in pts if v]
+            if pts:
+                ax.plot(*zip(*pts), **style(results, k))
+        ax.set_xscale("log", base=2)
+        if sizes:
+            ax.set_xticks([int(s) for s in sizes], sizes)
+            ax.minorticks_off()
+        ax.set_xlabel("M = N = K")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title(op)
+        ax.grid(True, alpha=0.3)
+
+    def dense_chart(self):
+        panels = [op for op in DENSE_OPS if any(shown(self.results, k, op) for k in self.results.kernels.get(op, []))]
+        if not panels:
+            return
+        lines = self.fma_lines()
+        fig, axes = self.plt.subplots(1, len(panels), figsize=(7 * len(panels) + 1, 5.5), squeeze=False)
+        for ax, op in zip(axes.flat, panels):
+            self.dense_panel(ax, op, lines)
+        self.legend(fig, axes, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4)
+        fig.suptitle("Dense layers: GFLOP/s by size, single core, with the FMA roofs (dashed black) and peers "
+                     "(dotted); colour: arithmetic, marker: ISA; `__ref` left out")
+        fig.tight_layout()
+        self.save(fig, "bench_dense.png", "Dense layers")
+
+
+def write_charts(data, info, directory):
+    """Writes the three PNGs into directory; returns [(file name, title)]. ImportError without matplotlib."""
+    charts = Charts(data, info, directory)
+    charts.memory_chart(REDUCE_OPS, "bench_reductions.png", "Reductions")
+    charts.memory_chart(NN_OPS, "bench_nn.png", "Losses, softmax and cross-entropy")
+    charts.dense_chart()
+    return charts.written

@@ -1,0 +1,79 @@
+"""The peer libraries of one suite (dense_fwd/<lib>_<dtype>__peer/<size>, softmax/<lib>_<dtype>__peer/<level>):
+each present, skipped (with its message) or not built, and the fastest of a storage type."""
+
+from .results import PEER_SUFFIX, is_peer, peer_label
+
+PEERS_HINT = "peer not built: install with tools/setup.sh --peers"
+# The peers the benchmarks may hold (the naming contract: <lib>_<dtype>__peer), per suite.
+EXPECTED_PEERS = {
+    "dense_fwd": ("openblas_f32", "onednn_f32", "xnnpack_f32", "eigen_f32", "openblas_bf16", "onednn_bf16",
+                  "xnnpack_f16", "eigen_f16", "onednn_f16"),
+    "softmax": ("xnnpack_f32",),
+}
+
+
+class Peers:
+    """The peers of one suite: status per expected or present peer, and the best peer of a dtype family."""
+
+    def __init__(self, results, context, suite):
+        self.results, self.suite = results, suite
+        self.present = [k for k in results.kernels.get(suite, []) if is_peer(k)]
+        any_peer = any(is_peer(k) for ks in results.kernels.values() for k in ks)
+        built = str(context.get("peers_built", "")).strip().lower()
+        # Not built: no __peer benchmark anywhere in the run and nothing in the context saying otherwise.
+        self.not_built = not any_peer and built in ("", "0", "false", "no", "none", "off")
+
+    def status(self):
+        """[(peer, text)] for every expected or present peer."""
+        names = list(EXPECTED_PEERS.get(self.suite, ()))
+        names += [peer_label(k) for k in self.present if peer_label(k) not in names]
+        rows = []
+        for name in names:
+            kernel = name + PEER_SUFFIX
+            if self.not_built:
+                rows.append((name, PEERS_HINT))
+            elif (self.suite, kernel) in self.results.skipped:
+                rows.append((name, "skipped: " + self.results.skipped[(self.suite, kernel)]))
+            elif kernel in self.present:
+                rows.append((name, "measured"))
+            else:
+                rows.append((name, "not in this run"))
+        return rows
+
+    def status_lines(self):
+        return [f"- `{name}`: {text}" for name, text in self.status()]
+
+    def _of(self, family):
+        return [k for k in self.present if self.results.storage(k) == family]
+
+    def why_none(self, family):
+        """The long form of best()'s reason, for the targets table."""
+        if self.not_built:
+            return PEERS_HINT
+        skipped = [f"{peer_label(k)}: {self.results.skipped[(self.suite, k)]}" for k in self._of(family)
+                   if (self.suite, k) in self.results.skipped]
+        return ("peer skipped: " + "; ".join(skipped)) if skipped else f"no {family} peer in this run"
+
+    def why_missing(self, peer, arg):
+        """Why one named peer has no value at arg, for the targets table."""
+        return PEERS_HINT if self.not_built else "peer " + self.results.why_missing(self.suite, peer, arg)
+
+    def best(self, family, arg, counter):
+        """(value, peer name, None) of the fastest peer of dtype `family` at arg, or (None, None, why)."""
+        values = [(self.results.value(self.suite, k, arg, counter), k) for k in self._of(family)]
+        values = [(v, k) for v, k in values if v]
+        if values:
+            v, k = max(values)
+            return v, peer_label(k), None
+        if self.not_built:
+            return None, None, "peer not built"
+        if any((self.suite, k) in self.results.skipped for k in self._of(family)):
+            return None, None, "peer skipped"  # the message is in the list of peers under the table
+        return None, None, "no peer"
+
+    def ratio(self, kernel, arg, counter):
+        """A halfmap kernel's rate / the best peer of its storage type at arg: '0.87 (onednn_f32)', the reason
+        there is none, or '-' when the kernel has no value."""
+        value = self.results.value(self.suite, kernel, arg, counter)
+        base, name, why = self.best(self.results.storage(kernel), arg, counter)
+        return "-" if value is None else f"{value / base:.2f} ({name})" if base else why

@@ -1,0 +1,314 @@
+"""bench.md, in order: the run (machine, CPU, compiler, flags, load average, date, from the benchmark's context and,
+where missing there, `halfmap info --json`); the roofs; the project's performance targets, each with its measured
+ratio, met or missed and by how much; then per family (reductions; dense forward and backward; losses, softmax and
+cross-entropy) the tables kernel x size: throughput, fraction of the roof, and for the work that has peers (dense
+forward, f32 softmax) the ratio to the best peer doing the same work."""
+
+import statistics
+
+from .markdown import LEVELS, fmt_bytes, fmt_frac, fmt_rate, fmt_unit, level_key, size_key, table
+from .peers import EXPECTED_PEERS, PEERS_HINT, Peers
+from .results import NN_OPS, REDUCE_OPS, Results, is_peer, number
+from .roofs import FMA_WHAT, Roofs, roof_fraction, roof_name
+from .targets import target_rows
+
+
+def machine_name(machine, context, info):
+    """What the report calls the machine: the results/ folder name (--machine), else the CPU model."""
+    cpu = info.get("cpu", {}) if isinstance(info, dict) else {}
+    return machine or context.get("cpu_model") or cpu.get("model") or "this machine"
+
+
+def host(context):
+    parts = []
+    if context.get("num_cpus"):
+        mhz = context.get("mhz_per_cpu")
+        parts.append(f"{context['num_cpus']} CPUs" + (f", {mhz} MHz" if mhz else ""))
+    caches = []
+    for c in context.get("caches", []) or []:
+        if not isinstance(c, dict) or c.get("type") == "Instruction" or not c.get("size"):
+            continue
+        caches.append(f"L{c.get('level', '?')}{'d' if c.get('type') == 'Data' else ''} {fmt_bytes(int(c['size']))}")
+    if caches:
+        parts.append(", ".join(caches))
+    return "; ".join(parts) or "unknown"
+
+
+def load_average(context):
+    load = context.get("load_avg")
+    if isinstance(load, list) and load:
+        # A busy machine slows the benchmarks (the roofs too): worth knowing when reading them.
+        return " / ".join(f"{float(x):.2f}" for x in load[:3]) + " (1, 5, 15 min, at start)"
+    return "unknown"
+
+
+def cpu_share(benchmarks):
+    """Median of cpu_time / real_time over the timed runs: near 1 on an idle machine, lower when other processes
+    took the benchmark's CPU."""
+    shares = []
+    for b in benchmarks or []:
+        if not isinstance(b, dict) or b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        cpu, real = number(b.get("cpu_time")), number(b.get("real_time"))
+        if cpu and real:
+            shares.append(cpu / real)
+    return statistics.median(shares) if shares else None
+
+
+def pick(*values):
+    for v in values:
+        if v not in (None, ""):
+            return str(v)
+    return "unknown"
+
+
+def header_rows(context, info, machine, source, benchmarks):
+    build = info.get("build", {}) if isinstance(info, dict) else {}
+    cpu = info.get("cpu", {}) if isinstance(info, dict) else {}
+    flags = pick(context.get("halfmap_cxx_flags"), build.get("flags"))
+    rows = [
+        ("machine", pick(machine)),
+        ("CPU", pick(context.get("cpu_model"), cpu.get("model")) + (f" ({cpu['arch']})" if cpu.get("arch") else "")),
+        ("CPU features", pick(context.get("cpu_features"))),
+        ("ISA paths enabled", pick(context.get("isa_enabled"))),
+        ("HALFMAP_ISA", pick(context.get("halfmap_isa_cap"), "unset")),
+        ("compiler", pick(context.get("halfmap_compiler"), build.get("compiler"))),
+        ("flags", f"`{flags}` (the ISA files add their own -m flags; never -march=native)"),
+        ("git commit", pick(context.get("halfmap_git_commit"), build.get("git_commit"))),
+        ("date", pick(context.get("date"))),
+        ("load average", load_average(context)),
+        ("host", host(context)),
+        ("FP environment", pick(context.get("fp_env"))),
+        ("benchmark", f"Google Benchmark, at least {pick(context.get('bench_min_time'))} s per benchmark; rates per "
+                      f"second of the benchmark thread's CPU time"),
+    ]
+    share = cpu_share(benchmarks)
+    if share is not None:
+        rows.append(("CPU share", f"the benchmark thread ran {share:.0%} of the wall time (median over the "
+                                  f"benchmarks; about 100% on an idle machine)"))
+    peers = [(k, v) for k, v in sorted(context.items())
+             if k == "peers_built" or k.startswith("peer") or (k.endswith("_version") and k != "halfmap_version")]
+    rows += [(k, pick(v)) for k, v in peers]
+    rows += [("dense layers", pick(context.get("bench_dense"))), ("losses and softmax", pick(context.get("bench_nn"))),
+             ("inputs", pick(context.get("bench_inputs"))), ("source", f"`{source}`")]
+    return table(["", ""], rows, ["---", "---"])
+
+
+ROOF_FRACTION_TEXT = (
+    "**Roof fraction**, one definition for every table: a kernel's rate / the startup roof that bounds "
+    "it. Memory-bound kernels (reductions, losses, softmax, xent): bytes read per second / the read roof "
+    "of the same level (bytes written are not counted: softmax and xent write as many bytes as they read, "
+    "so memory alone keeps them well below 1 at dram). Dense kernels: GFLOP/s / the FMA roof of the "
+    "kernel's ISA and arithmetic: the f32 FMA of the ISA for f32, f16_f32acc and the f16 kernels of avx2 and avx512 "
+    "(F16C: they compute in f32 and round to fp16 per operation, so f32 FMA is their honest compute "
+    "roof); vdpbf16ps for bf16_f32acc on avx512bf16; the fp16 FMA for f16 on avx512fp16 and neonfp16. "
+    "Peers, whose ISA is unknown, against the best roof of their arithmetic on this machine. `__ref` "
+    "kernels have no FMA roof. FLOPs are counted the same way in roofs and kernels: an FMA is 2 per lane, "
+    "vdpbf16ps 4 per f32 lane (2 per bf16 product), as in 2·M·N·K.")
+
+
+def roof_table_rows(context, results, roofs):
+    rows = []
+    loads = context.get("roof_read_loads")
+    read_what = "the level's f32 input summed as 64-bit integers" + (f", {loads}" if loads else "")
+    for lv in sorted(set(LEVELS) | set(roofs.read), key=level_key):
+        start = context.get(f"roof_read_{lv}_bytes_per_second")
+        rows.append([f"read, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
+                     fmt_unit(results.value("roof", "read", lv, "bytes_per_second"), "GB/s"),
+                     read_what])
+    rows.append(["copy, dram", "-", fmt_unit(results.value("roof", "copy", "dram", "bytes_per_second"), "GB/s"),
+                 "memcpy of 256 MiB, bytes read + written (glibc may stream the stores)"])
+    fma_isas = [a for a in results.args.get("roof", []) if ("roof", "fma", a) in results.cells] + \
+        [i for i in roofs.fma if ("roof", "fma", i) not in results.cells]
+    for isa in dict.fromkeys(fma_isas):
+        start = context.get(f"roof_fma_{isa}_flops_per_second")
+        rows.append([f"fma, {isa}", fmt_unit(number(start), "GFLOP/s") if number(start) else "not measured",
+                     fmt_unit(results.value("roof", "fma", isa, "flops_per_second"), "GFLOP/s"),
+                     FMA_WHAT.get(isa, "")])
+    return rows
+
+
+def roofs_section(context, results, roofs):
+    out = ["", "## Roofs", ""]
+    out.append("What one core of this machine can read, copy and compute. \"startup\" is measured once before the "
+               "benchmarks (`halfmap_bench` puts it in the JSON context) and is what every roof fraction below "
+               "divides by; the `roof/*` benchmarks measure the same loops again during the run, as a check on how "
+               "steady the machine was.")
+    out.append("")
+    out += table(["roof", "startup", "benchmark", "what"], roof_table_rows(context, results, roofs),
+                 ["---", "---:", "---:", "---"])
+    skipped_roofs = [f"- `roof/{k}/{a}`: {msg}" for (suite, k, a), msg in results.skipped_at.items()
+                     if suite == "roof"]
+    if skipped_roofs:
+        out += ["", "Not measured here:"] + skipped_roofs
+    out += ["", ROOF_FRACTION_TEXT]
+    if roofs.any_from_benchmarks():
+        out += ["", "This JSON holds no startup roofs for some of the roofs above (an older `halfmap_bench`): "
+                "their fractions divide by the `roof/*` benchmark of the same run instead."]
+    if not roofs.read and not roofs.fma:
+        out += ["", "No roof was measured in this run: roof fractions are \"-\"."]
+    elif not roofs.fma:
+        out += ["", "No FMA roof was measured in this run: the dense kernels' roof fractions are \"-\"."]
+    return out
+
+
+def targets_section(context, results, roofs, where):
+    out = ["", "## Targets", ""]
+    out.append(f"The speeds the project tracks (measured on {where}, single core; ratios from this run). \"missed "
+               "by\": how far the ratio falls short of the target, absolute and as a share of it.")
+    out.append("")
+    trows = target_rows(results, roofs, context)
+    met = sum(r[-1] == "met" for r in trows)
+    missed = sum(r[-1].startswith("**missed**") for r in trows)
+    out += [f"{met} met, {missed} missed, {len(trows) - met - missed} not measured.", ""]
+    out += table(["target", "measured", "ratio", "needed", "result"], trows, ["---", "---", "---:", "---", "---"])
+    return out
+
+
+# ---- the family tables ------------------------------------------------------------------------------------------
+
+def not_run_lines(results, suite, kernels):
+    lines = [f"- `{k}`: {results.skipped[(suite, k)]}" for k in kernels if (suite, k) in results.skipped
+             and not is_peer(k) and not any(key[0] == suite and key[1] == k for key in results.cells)]
+    return (["", "Not run on this machine:"] + lines) if lines else []
+
+
+def memory_table(results, roofs, suite, kernels, peers=None):
+    """kernel x level: GB/s and roof fraction at each level; with `peers`, also the ratio of elements/s to the best
+    peer of the same dtype (the same work: peers count the same elements, not necessarily the same bytes)."""
+    if peers is not None and peers.not_built:
+        peers = None  # one sentence under the table says so, rather than a column of it
+    levels = sorted(results.args.get(suite, []), key=level_key)
+    head = ["kernel"]
+    for lv in levels:
+        head += [f"{lv} GB/s", f"{lv} roof"] + ([f"{lv} ÷ peer"] if peers else [])
+    rows = []
+    for k in kernels:
+        if not any((suite, k, lv) in results.cells for lv in levels):
+            continue
+        row = [f"`{k}`"]
+        for lv in levels:
+            frac, _ = roof_fraction(results, roofs, suite, k, lv)
+            row += [fmt_rate(results.value(suite, k, lv, "bytes_per_second")), fmt_frac(frac)]
+            if peers:
+                row.append("peer" if is_peer(k) else peers.ratio(k, lv, "elements_per_second"))
+        rows.append(row)
+    return table(head, rows)
+
+
+def dense_peer_lines(results, suite, ran, sizes, peers):
+    if peers is None:
+        return ["", "No peer library is benchmarked for this operation: no peer."]
+    if peers.not_built:
+        return ["", f"Ratio to the best peer: {PEERS_HINT}."]
+    out = ["", "GFLOP/s / the fastest peer of the same storage type at that size (f32 kernels vs f32 peers, "
+           "f16_f32acc and f16 vs f16 peers, bf16 vs bf16 peers); the peer in brackets:", ""]
+    rows = [[f"`{k}`"] + [peers.ratio(k, s, "flops_per_second") for s in sizes] for k in ran if not is_peer(k)]
+    out += table(["kernel"] + sizes, rows)
+    return out + ["", "Peers:", ""] + peers.status_lines()
+
+
+def dense_tables(results, roofs, suite, context):
+    sizes = sorted(results.args.get(suite, []), key=size_key)
+    kernels = results.kernels.get(suite, [])
+    ran = [k for k in kernels if any((suite, k, s) in results.cells for s in sizes)]
+    out = ["GFLOP/s at M = N = K =", ""]
+    out += table(["kernel"] + sizes, [[f"`{k}`"] + [fmt_rate(results.value(suite, k, s, "flops_per_second"))
+                                                     for s in sizes] for k in ran])
+    out += ["", "Fraction of the FMA roof of the kernel's ISA and arithmetic (peers: the best roof of their "
+            "arithmetic here):", ""]
+    out += table(["kernel", "roof"] + sizes,
+                 [[f"`{k}`", roof_name(results, roofs, suite, k)]
+                  + [fmt_frac(roof_fraction(results, roofs, suite, k, s)[0]) for s in sizes] for k in ran],
+                 ["---", "---"] + ["---:"] * len(sizes))
+    peers = Peers(results, context, suite) if suite in EXPECTED_PEERS else None
+    out += dense_peer_lines(results, suite, ran, sizes, peers)
+    return out + not_run_lines(results, suite, kernels)
+
+
+def reductions_section(results, roofs):
+    out = ["", "## Reductions", ""]
+    out.append("GB/s of input read, and its fraction of the read roof of the level. No peer library is benchmarked "
+               "for the reductions: no peer.")
+    found = False
+    for op in REDUCE_OPS:
+        kernels = results.of_op(op, isa_ref=True)
+        if not kernels:
+            continue
+        found = True
+        out += ["", f"### {op}", ""] + memory_table(results, roofs, "reduce", kernels)
+        out += not_run_lines(results, "reduce", kernels)
+    if not found:
+        out += ["", "No reduce/ benchmarks in this run."]
+    return out
+
+
+def dense_section(results, roofs, context):
+    out = ["", "## Dense layers", ""]
+    found = False
+    for op, what in (("dense_fwd", "Y = X·W + b"), ("dense_bwd", "dX = dY·Wᵀ, dW = Xᵀ·dY, db")):
+        if not results.kernels.get(op):
+            continue
+        found = True
+        out += [f"### {op}: {what}", ""] + dense_tables(results, roofs, op, context) + [""]
+    if not found:
+        out += ["No dense_fwd/ or dense_bwd/ benchmarks in this run.", ""]
+    return out
+
+
+def nn_section(results, roofs, context):
+    out = ["## Losses, softmax and cross-entropy", ""]
+    out.append("GB/s of input read (mse: p and y; softmax: x; xent: logits and labels), and its fraction of the "
+               "read roof of the level. softmax also compares elements per second with the fastest peer of the "
+               "same storage type (f32 with XNNPACK's f32 softmax); the other operations have no peer.")
+    found = False
+    for op in NN_OPS:
+        kernels = results.kernels.get(op, [])
+        if not kernels:
+            continue
+        found = True
+        peers = Peers(results, context, op) if op in EXPECTED_PEERS else None
+        out += ["", f"### {op}", ""] + memory_table(results, roofs, op, kernels, peers)
+        if peers and peers.not_built:
+            out += ["", f"Ratio to the best peer: {PEERS_HINT}."]
+        elif peers:
+            out += ["", "Peers:", ""] + peers.status_lines()
+        out += not_run_lines(results, op, kernels)
+    if not found:
+        out += ["", "No mse/, softmax/, softmax_naive/ or xent/ benchmarks in this run."]
+    return out
+
+
+INTRO = ("Generated by `bash tools/main.sh` (`halfmap_bench`, then `tools/bench_report.py`): every kernel of "
+         "halfmap's registry, the peer libraries where built, and the roofs of this core, from one run. "
+         "Higher is better. Memory-bound kernels run at three sizes (l1, l2, dram: the same bytes of input "
+         "per call for every kernel, GB/s counts bytes read); dense layers are square, M = N = K, "
+         "single-threaded, GFLOP/s counting 2·M·N·K per forward call and 4·M·N·K per backward call. "
+         "\"-\": not run there.")
+
+
+def render(data, info, machine, source, charts=()):
+    """bench.md as a string, from the benchmark JSON `data`, `halfmap info --json` (or {}), the results/ folder name
+    of the machine, the JSON's path as shown and the [(chart file, title)] written next to it."""
+    context = data.get("context", {}) or {}
+    benchmarks = data.get("benchmarks", []) or []
+    results = Results(benchmarks, info)
+    roofs = Roofs(context, results)
+    where = machine_name(machine, context, info)
+    out = [f"# Benchmarks on {where}", "", INTRO, "", "## Run", ""]
+    out += header_rows(context, info, machine, source, benchmarks)
+    out += roofs_section(context, results, roofs)
+    out += targets_section(context, results, roofs, where)
+    out += reductions_section(results, roofs)
+    out += dense_section(results, roofs, context)
+    out += nn_section(results, roofs, context)
+    if charts:
+        out += ["", "## Charts", ""]
+        for path, what in charts:
+            out += [f"![{what}]({path})", ""]
+    if results.unreadable:
+        out += ["", f"Benchmarks whose names could not be read (not in the tables): {', '.join(results.unreadable)}."]
+    if results.undescribed():
+        out += ["", "Kernels that neither `halfmap info --json` nor a benchmark label describes (not in the "
+                f"reduction tables, the targets or the charts): {', '.join(results.undescribed())}."]
+    return "\n".join(out).rstrip() + "\n"

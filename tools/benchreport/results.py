@@ -1,0 +1,159 @@
+"""Reads halfmap_bench's Google Benchmark JSON into Results: the counters of every benchmark, the skipped ones with
+their messages, and what each kernel is.
+
+Benchmark names are <suite>/<kernel>/<arg>: reduce/<kernel>/<level>, dense_fwd/<kernel>/<size>,
+<op>/<kernel>/<level> for mse, softmax, softmax_naive and xent, roof/<what>/<arg>, and the peer libraries'
+<suite>/<lib>_<dtype>__peer/<arg> (bench/bench_peers.cpp's naming contract). A kernel's facts (op, precision mode,
+ISA, storage type) come from `halfmap info --json` (its "kernels" list, the registry) and from the benchmark's
+label, which halfmap_bench writes as key=value words (bench_util.hpp, label_kernel): op=sum mode=f32 isa=avx512
+storage=f32 roof=read/l1. Only the label says which roof a kernel is compared with (roof=fma/avx512, roof=none):
+that rule lives in bench/bench_roof.cpp alone. Nothing is read from a kernel's name.
+
+The parsing is tolerant: an unreadable name, a missing counter or an unknown kernel is reported, never an error.
+"""
+
+import collections
+import re
+import statistics
+
+REDUCE_OPS = ("sum", "sumsq", "maxabs", "dot")
+NN_OPS = ("mse", "softmax", "softmax_naive", "xent")
+DENSE_OPS = ("dense_fwd", "dense_bwd")
+PEER_SUFFIX = "__peer"
+SKIP_NAME_PARTS = re.compile(r"^(min_time|min_warmup_time|repeats|iterations|threads|real_time|manual_time|"
+                             r"process_time):")
+
+# What a kernel is; None where neither info.json nor a label says. roof: the label's, e.g. "fma/avx512".
+Facts = collections.namedtuple("Facts", "op mode isa storage roof")
+UNKNOWN = Facts(None, None, None, None, None)
+
+
+def number(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_name(name):
+    """'dense_fwd/f32_dense_fwd__avx512/1024' -> ('dense_fwd', 'f32_dense_fwd__avx512', '1024'); None if it does not
+    have three parts. Drops the suffixes Google Benchmark may append (/min_time:..., /repeats:...)."""
+    parts = [p for p in str(name).split("/") if p and not SKIP_NAME_PARTS.match(p)]
+    if len(parts) < 3:
+        return None
+    arg = parts[2].split(":", 1)[1] if ":" in parts[2] else parts[2]
+    return parts[0], parts[1], arg
+
+
+def parse_label(label):
+    """'op=sum mode=f32 roof=read/l1' -> {'op': 'sum', 'mode': 'f32', 'roof': 'read/l1'}; words without '=' are
+    ignored (a label halfmap_bench did not write)."""
+    pairs = (word.split("=", 1) for word in str(label or "").split() if "=" in word)
+    return {key: value for key, value in pairs if key and value}
+
+
+def is_peer(kernel):
+    return kernel.endswith(PEER_SUFFIX)
+
+
+def peer_label(kernel):
+    return kernel[: -len(PEER_SUFFIX)] if is_peer(kernel) else kernel
+
+
+def suite_of(op):
+    """The benchmark suite an op's kernels are in: 'reduce' for the reductions, else the op itself."""
+    return "reduce" if op in REDUCE_OPS else op
+
+
+def info_facts(info):
+    """{kernel name: {op, mode, isa, storage}} from `halfmap info --json`."""
+    kernels = info.get("kernels", []) if isinstance(info, dict) else []
+    return {k["name"]: {f: k.get(f) for f in ("op", "mode", "isa", "storage") if k.get(f)}
+            for k in kernels if isinstance(k, dict) and k.get("name")}
+
+
+class Results:
+    """Every benchmark of the JSON: cells[(suite, kernel, arg)] = {counter: value} (the median aggregate if the run
+    had repetitions, else the median of the iterations), skipped[(suite, kernel)] = message, kernels[suite] =
+    [kernel, ...] in first-seen order (the registry's), args[suite] likewise, unreadable = [name, ...]; facts(kernel)
+    says what a kernel is (info.json first, then the label)."""
+
+    def __init__(self, benchmarks, info=None):
+        self.cells, self.skipped, self.kernels, self.args, self.unreadable = {}, {}, {}, {}, []
+        self.skipped_at = {}  # (suite, kernel, arg) -> message
+        self.labels = {}  # kernel -> parse_label of its first labelled benchmark
+        self.info = info_facts(info)
+        runs, medians = {}, {}
+        for b in benchmarks or []:
+            if isinstance(b, dict):
+                self._add(b, runs, medians)
+        for key in set(runs) | set(medians):
+            if key in medians:
+                self.cells[key] = medians[key]
+                continue
+            names = set().union(*(r.keys() for r in runs[key]))
+            self.cells[key] = {c: statistics.median([r[c] for r in runs[key] if r.get(c) is not None])
+                               for c in names if any(r.get(c) is not None for r in runs[key])}
+
+    def _add(self, b, runs, medians):
+        name = b.get("run_name") or b.get("name", "")
+        parsed = parse_name(name)
+        if parsed is None:
+            self.unreadable.append(str(name))
+            return
+        suite, kernel, arg = parsed
+        self.kernels.setdefault(suite, [])
+        if kernel not in self.kernels[suite]:
+            self.kernels[suite].append(kernel)
+        self.args.setdefault(suite, [])
+        if arg not in self.args[suite]:
+            self.args[suite].append(arg)
+        if b.get("label") and kernel not in self.labels:
+            self.labels[kernel] = parse_label(b["label"])
+        if b.get("error_occurred") or b.get("skipped"):
+            message = str(b.get("error_message") or b.get("skip_message") or "skipped")
+            self.skipped[(suite, kernel)] = self.skipped_at[(suite, kernel, arg)] = message
+            return
+        counters = {k: number(v) for k, v in b.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                medians[(suite, kernel, arg)] = counters
+            return
+        runs.setdefault((suite, kernel, arg), []).append(counters)
+
+    def value(self, suite, kernel, arg, counter):
+        return self.cells.get((suite, kernel, str(arg)), {}).get(counter)
+
+    def why_missing(self, suite, kernel, arg=None):
+        """Why suite/kernel/arg has no value: its skip message, 'not run at <arg>' or 'not in this run'."""
+        if (suite, kernel) in self.skipped:
+            return self.skipped[(suite, kernel)]
+        if kernel in self.kernels.get(suite, []):
+            return f"not run at {arg}" if arg is not None else "no result"
+        return "not in this run"
+
+    def facts(self, kernel):
+        """Facts of a halfmap kernel: info.json's registry entry, completed by the benchmark label; UNKNOWN for a
+        peer or a kernel neither describes."""
+        if is_peer(kernel):
+            return UNKNOWN
+        label = self.labels.get(kernel, {})
+        merged = {**label, **self.info.get(kernel, {})}
+        return Facts(*(merged.get(f) for f in Facts._fields))
+
+    def storage(self, kernel):
+        """The storage type that decides 'the same work': 'f32', 'f16' or 'bf16', of halfmap kernels (their facts)
+        and peers (<lib>_<dtype>__peer)."""
+        if is_peer(kernel):
+            return peer_label(kernel).rsplit("_", 1)[-1]
+        return self.facts(kernel).storage
+
+    def of_op(self, op, isa_ref=False):
+        """The halfmap kernels of `op` in its suite, in the run's order; without isa ref unless isa_ref."""
+        return [k for k in self.kernels.get(suite_of(op), []) if not is_peer(k) and self.facts(k).op == op
+                and (isa_ref or self.facts(k).isa != "ref")]
+
+    def undescribed(self):
+        """Kernels (not peers, not roofs) that neither info.json nor a label describes: left out of the tables."""
+        return [k for suite, ks in self.kernels.items() if suite != "roof" for k in ks
+                if not is_peer(k) and self.facts(k).op is None]

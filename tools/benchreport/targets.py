@@ -1,0 +1,125 @@
+"""The project's performance targets (issue list), each with its ratio in this run, met or missed and by how much:
+
+    1. f32 dense >= 0.85x the best f32 peer, at 1024³;
+    2. f16_f32acc dense >= 0.9x halfmap's f32 dense, ISA by ISA;
+    3. bf16_f32acc dense >= 0.9x oneDNN's bf16 matmul;
+    4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected;
+    5. the memory-bound kernels (reductions, mse, softmax) >= 0.85x the read roof at dram;
+    6. f32 softmax >= 1.0x XNNPACK's f32 softmax at each level.
+"""
+
+from .markdown import LEVELS, fmt_rate
+from .peers import PEER_SUFFIX, Peers
+from .results import REDUCE_OPS, is_peer, suite_of
+from .roofs import roof_fraction
+
+TARGET_SIZE = "1024"
+ROOF_TARGET = 0.85
+ROOF_TARGET_OPS = REDUCE_OPS + ("mse", "softmax")
+GFLOPS = "GFLOP/s"
+
+
+def judge(ratio, minimum, missing):
+    if missing:
+        return f"not measured: {missing}"
+    if ratio >= minimum:
+        return "met"
+    short = minimum - ratio
+    return f"**missed** by {short:.2f} ({short / minimum:.0%} short)"
+
+
+def best_halfmap(results, suite, mode, arg, counter, isa=None):
+    """(value, kernel) of the fastest non-ref halfmap kernel of `mode` (e.g. 'f32', 'f16_f32acc') in suite at arg,
+    optionally of one ISA; (None, why) if none has a value."""
+    found, why = [], "no such kernel in this run"
+    for k in results.kernels.get(suite, []):
+        facts = results.facts(k)
+        if is_peer(k) or facts.mode != mode or facts.isa == "ref" or (isa and facts.isa != isa):
+            continue
+        v = results.value(suite, k, arg, counter)
+        if v:
+            found.append((v, k))
+        else:
+            why = f"`{k}`: {results.why_missing(suite, k, arg)}"
+    return max(found) if found else (None, why)
+
+
+def of_mode(results, suite, mode):
+    """The non-ref halfmap kernels of `mode` in suite, in the run's order."""
+    return [k for k in results.kernels.get(suite, []) if not is_peer(k) and results.facts(k).mode == mode
+            and results.facts(k).isa != "ref"]
+
+
+class Rows(list):
+    """The rows [target, measured, ratio, needed, result] of the table."""
+
+    def add(self, what, value, base, base_what, minimum, missing, unit=GFLOPS):
+        ratio = None if missing else value / base
+        measured = "-" if missing else f"{fmt_rate(value)} / {fmt_rate(base)} {unit} ({base_what})"
+        self.append([what, measured, "-" if missing else f"{ratio:.3f}", f"≥ {minimum:g}",
+                     judge(ratio, minimum, missing)])
+
+
+def dense_targets(rows, results, peers):
+    """Targets 1 to 4: the dense forward kernels at TARGET_SIZE against peers and against halfmap's f32."""
+    fwd, s, flops = "dense_fwd", TARGET_SIZE, "flops_per_second"
+    value, kernel = best_halfmap(results, fwd, "f32", s, flops)
+    base, peer, _ = peers.best("f32", s, flops)
+    why = None if base else peers.why_none("f32")
+    rows.add(f"f32 dense ≥ 0.85× the best f32 peer, {s}³: " + (f"`{kernel}`" if value else "best f32 kernel"),
+             value, base, peer, 0.85, (None if value else kernel) or why)
+    for isa in [results.facts(k).isa for k in of_mode(results, fwd, "f16_f32acc")] or [None]:
+        value, kernel = best_halfmap(results, fwd, "f16_f32acc", s, flops, isa)
+        base, base_kernel = best_halfmap(results, fwd, "f32", s, flops, isa)
+        missing = (None if value else kernel) or (None if base else base_kernel)
+        rows.add(f"f16_f32acc dense ≥ 0.9× halfmap's f32 dense, {s}³" + (f", {isa}" if isa else ""), value, base,
+                 f"`{base_kernel}`" if base else "", 0.9, missing)
+    value, kernel = best_halfmap(results, fwd, "bf16_f32acc", s, flops)
+    onednn = "onednn_bf16" + PEER_SUFFIX
+    base = results.value(fwd, onednn, s, flops)
+    why = None if base else peers.why_missing(onednn, s)
+    rows.add(f"bf16_f32acc dense ≥ 0.9× oneDNN bf16 matmul, {s}³: "
+             + (f"`{kernel}`" if value else "bf16_f32acc kernel"),
+             value, base, "onednn_bf16", 0.9, (None if value else kernel) or why)
+    xnn = "xnnpack_f16" + PEER_SUFFIX
+    base = results.value(fwd, xnn, s, flops)
+    why = None if base else peers.why_missing(xnn, s)
+    for kernel in of_mode(results, fwd, "f16") or ["f16 dense kernel"]:
+        value = results.value(fwd, kernel, s, flops)
+        rows.add(f"f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, {s}³: `{kernel}`", value, base,
+                 "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why)
+
+
+def memory_targets(rows, results, roofs):
+    """Target 5: the memory-bound kernels at dram against the read roof."""
+    roof = roofs.read.get("dram")
+    for op in ROOF_TARGET_OPS:
+        suite = suite_of(op)
+        for kernel in results.of_op(op):
+            value = results.value(suite, kernel, "dram", "bytes_per_second")
+            frac, missing = roof_fraction(results, roofs, suite, kernel, "dram")
+            rows.append([f"{op} ≥ 0.85× the read roof at dram: `{kernel}`",
+                         "-" if missing else f"{fmt_rate(value)} / {fmt_rate(roof)} GB/s",
+                         "-" if missing else f"{frac:.3f}", f"≥ {ROOF_TARGET:g}", judge(frac, ROOF_TARGET, missing)])
+
+
+def softmax_targets(rows, results, peers):
+    """Target 6: f32 softmax against XNNPACK's f32 softmax, at each level."""
+    xnn = "xnnpack_f32" + PEER_SUFFIX
+    kernels = of_mode(results, "softmax", "f32")
+    for level in LEVELS:
+        base = results.value("softmax", xnn, level, "elements_per_second")
+        why = None if base else peers.why_missing(xnn, level)
+        for kernel in kernels or ["f32 softmax kernel"]:
+            value = results.value("softmax", kernel, level, "elements_per_second")
+            rows.add(f"f32 softmax ≥ 1.0× XNNPACK f32 softmax, {level}: `{kernel}`", value, base, "xnnpack_f32", 1.0,
+                     (None if value else results.why_missing("softmax", kernel, level)) or why, "Gelem/s")
+
+
+def target_rows(results, roofs, context):
+    """Rows [target, measured, ratio, needed, result] for every target the issue lists, from this run."""
+    rows = Rows()
+    dense_targets(rows, results, Peers(results, context, "dense_fwd"))
+    memory_targets(rows, results, roofs)
+    softmax_targets(rows, results, Peers(results, context, "softmax"))
+    return rows
