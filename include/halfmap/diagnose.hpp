@@ -3,7 +3,7 @@
 //
 // The seed model: Dense(hidden, ReLU) -> Dense(1), squared loss. W1 (d×hidden) and W2 (hidden×1) are
 // Glorot-uniform, U(-a, a) with a = sqrt(6/(fan_in + fan_out)), drawn with halfmap's xoshiro256** (the sweep's
-// PRNG, src/sweep/detmath.hpp) seeded by Options::seed; b1 = b2 = 0. It runs with halfmap's own kernels:
+// PRNG, halfmap/detmath.hpp) seeded by Options::seed; b1 = b2 = 0. It runs with halfmap's own kernels:
 // dense_fwd (Act::relu), dense_fwd (identity), mse; backward mse's dp at loss scale S, dense_bwd, the ReLU mask
 // (dH = 0 where H = 0), dense_bwd. Everything runs on one thread.
 //
@@ -86,9 +86,6 @@
 
 namespace halfmap::diagnose {
 
-inline constexpr double kKerasInitialScale = 32768.0;    // 2^15 (NUMERICS.md)
-inline constexpr double kPytorchInitialScale = 65536.0;  // 2^16
-inline constexpr std::size_t kDefaultGrowthInterval = 2000;
 inline constexpr int kWindowMaxLog2 = 40;  // the window is searched over S = 2^0 .. 2^40
 
 // Bounds of the options and the inputs (bad input beyond them: one sentence, exit 2).

@@ -186,7 +186,4 @@ std::string merge(const std::vector<std::string>& dirs, const std::string& out);
 /// `halfmap compare`: one cross-machine Markdown table per op. Returns one sentence on bad input, else empty.
 std::string compare(const std::vector<std::string>& dirs, const std::string& out_file);
 
-/// Writes `text` to `path` through a temporary file in the same folder, renamed into place.
-void write_file_atomic(const std::string& path, std::string_view text);
-
 }  // namespace halfmap::sweep

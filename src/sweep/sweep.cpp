@@ -18,8 +18,8 @@
 #include <fmt/format.h>
 
 #include "halfmap/half.hpp"
-#include "sweep/detmath.hpp"
-#include "sweep/storage.hpp"
+#include "halfmap/detmath.hpp"
+#include "halfmap/storage.hpp"
 
 namespace halfmap::sweep {
 
