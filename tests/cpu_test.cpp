@@ -86,7 +86,9 @@ TEST(CpuFlags, ListEveryFlagOnceAndOnlyTheHostsAreSet) {
     EXPECT_TRUE(names.insert(f.name).second) << "duplicate flag " << f.name;
     EXPECT_FALSE(probe.*f.member) << f.name << " listed twice or not default-false";
     probe.*f.member = true;  // a member listed twice would trip the check above
-    if (f.x86 != kHostIsX86) EXPECT_FALSE(cpu_features().*f.member) << f.name << " is another architecture's";
+    if (f.x86 != kHostIsX86) {
+      EXPECT_FALSE(cpu_features().*f.member) << f.name << " is another architecture's";
+    }
   }
   EXPECT_EQ(names.size(), 12u) << "CpuFeatures has 12 flags: list a new one in kCpuFlags";
   EXPECT_EQ(kHostIsX86, kX86);

@@ -75,7 +75,9 @@ class TypedBuffer {
   void* data() { return raw_.data(); }
   const void* data() const { return raw_.data(); }
   /// Element i's address (for row offsets).
-  const void* at(std::size_t i) const { return reinterpret_cast<const unsigned char*>(raw_.data()) + i * dtype_size(type_); }
+  const void* at(std::size_t i) const {
+    return reinterpret_cast<const unsigned char*>(raw_.data()) + i * dtype_size(type_);
+  }
   /// Element i widened exactly.
   double get(std::size_t i) const { return load(type_, raw_.data(), i); }
   /// Stores v into element i, rounded once; returns the stored value.

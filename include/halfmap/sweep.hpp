@@ -166,7 +166,7 @@ Result run(const Options& opts);
 /// Evaluates one cell (S absent for forward-only ops or to get the forward part only). For tests.
 Cell evaluate_cell(const Options& opts, const Experiment& e, Dist d, double log2_s, std::optional<double> log2_S);
 
-// ---- outputs (src/sweep/{write,markdown,merge,compare}.cpp) ---------------------------------------------------------------------
+// ---- outputs (src/sweep/{write,markdown,merge,compare}.cpp) -----------------------------------------------------
 
 /// cells.csv: the header line.
 std::string csv_header();

@@ -142,7 +142,9 @@ Result run(const Options& opts) {
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < nthreads; ++t) pool.emplace_back(work);
   std::thread progress;
-  if (opts.progress) progress = std::thread(show_progress, std::cref(done_cells), result.cells, start, std::cref(finished));
+  if (opts.progress) {
+    progress = std::thread(show_progress, std::cref(done_cells), result.cells, start, std::cref(finished));
+  }
   work();
   for (std::thread& t : pool) t.join();
   finished = true;
