@@ -195,11 +195,12 @@ std::optional<Isa> compute_roof_isa(const Kernel& k) {
 }  // namespace
 
 std::string isa_skip_reason(Isa isa) {
-  if (isa_enabled(isa)) return {};
+  const IsaState state = isa_state(isa);
+  if (state == IsaState::enabled) return {};
   const std::string_view name = isa_name(isa);
   const std::string_view needs = isa_requirements(isa);
-  if (!isa_compiled(isa)) return fmt::format("ISA {} not compiled into this build (needs {})", name, needs);
-  if (!isa_supported(isa)) return fmt::format("ISA {} not supported by this CPU (needs {})", name, needs);
+  if (state == IsaState::not_compiled) return fmt::format("ISA {} not compiled into this build (needs {})", name, needs);
+  if (state == IsaState::unsupported) return fmt::format("ISA {} not supported by this CPU (needs {})", name, needs);
   const auto cap = isa_cap();
   return fmt::format("ISA {} disabled by HALFMAP_ISA={} (needs {})", name, cap ? isa_name(*cap) : "?", needs);
 }

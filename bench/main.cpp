@@ -35,17 +35,11 @@ constexpr std::string_view kRoofTimeFlag = "--halfmap_roof_time=";
 constexpr double kDefaultRoofTime = 0.25;
 
 std::string cpu_feature_list(const halfmap::CpuFeatures& f) {
-  const std::pair<bool, std::string_view> all[] = {
-      {f.avx2, "avx2"},       {f.fma, "fma"},           {f.f16c, "f16c"},
-      {f.avx512f, "avx512f"}, {f.avx512bw, "avx512bw"}, {f.avx512vl, "avx512vl"},
-      {f.avx512_bf16, "avx512_bf16"}, {f.avx512_fp16, "avx512_fp16"},
-      {f.asimd, "asimd"},     {f.fphp, "fphp"},         {f.asimdhp, "asimdhp"},    {f.asimdfhm, "asimdfhm"},
-  };
   std::string out;
-  for (const auto& [has, name] : all) {
-    if (!has) continue;
+  for (const halfmap::CpuFlag& flag : halfmap::kCpuFlags) {
+    if (!(f.*flag.member)) continue;
     out += out.empty() ? "" : " ";
-    out += name;
+    out += flag.name;
   }
   return out.empty() ? "none" : out;
 }

@@ -66,6 +66,35 @@ TEST(Isa, NamesRoundTripAndAreDistinct) {
   EXPECT_FALSE(parse_isa("avx2 ").has_value());
 }
 
+/// isa_state names the first missing condition of isa_enabled, in the order compiled -> supported -> cap.
+TEST(Isa, StateAgreesWithCompiledSupportedEnabled) {
+  for (Isa isa : kAllIsas) {
+    const IsaState want = !isa_compiled(isa)    ? IsaState::not_compiled
+                          : !isa_supported(isa) ? IsaState::unsupported
+                          : !isa_enabled(isa)   ? IsaState::capped
+                                                : IsaState::enabled;
+    EXPECT_EQ(isa_state(isa), want) << isa_name(isa);
+  }
+  EXPECT_EQ(isa_state(Isa::ref), IsaState::enabled);
+}
+
+/// Every CpuFeatures flag is listed once in kCpuFlags, under its own name, and only the host's can be set.
+TEST(CpuFlags, ListEveryFlagOnceAndOnlyTheHostsAreSet) {
+  std::set<std::string_view> names;
+  CpuFeatures probe;
+  for (const CpuFlag& f : kCpuFlags) {
+    EXPECT_TRUE(names.insert(f.name).second) << "duplicate flag " << f.name;
+    EXPECT_FALSE(probe.*f.member) << f.name << " listed twice or not default-false";
+    probe.*f.member = true;  // a member listed twice would trip the check above
+    if (f.x86 != kHostIsX86) {
+      EXPECT_FALSE(cpu_features().*f.member) << f.name << " is another architecture's";
+    }
+  }
+  EXPECT_EQ(names.size(), 12u) << "CpuFeatures has 12 flags: list a new one in kCpuFlags";
+  EXPECT_EQ(kHostIsX86, kX86);
+  EXPECT_EQ(kHostArch, kX86 ? "x86-64" : "arm64");
+}
+
 TEST(Isa, RefIsAlwaysCompiledSupportedAndEnabled) {
   EXPECT_TRUE(isa_compiled(Isa::ref));
   EXPECT_TRUE(isa_supported(Isa::ref));

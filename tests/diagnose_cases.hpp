@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sweep/detmath.hpp"
+#include "halfmap/detmath.hpp"
 
 namespace halfmap::test {
 
@@ -38,7 +38,7 @@ inline constexpr std::size_t kNanRow = 17, kNanColumn = 2;
 inline DiagnoseCase diagnose_case(std::string_view name) {
   DiagnoseCase c;
   c.name = name;
-  sweep::det::Xoshiro256ss rng(7, sweep::det::name_key("diagnose-test"), 0, 0);
+  det::Xoshiro256ss rng(7, det::name_key("diagnose-test"), 0, 0);
   c.features.resize(c.rows * c.cols);
   c.labels.resize(c.rows);
   for (double& x : c.features) x = 0.5 * rng.symmetric();

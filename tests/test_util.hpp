@@ -190,9 +190,12 @@ inline bool is_reduction_kernel(const Kernel& k) {
 
 /// Why a kernel of this ISA may not be called here, or empty if it may. Tests GTEST_SKIP() with it.
 inline std::string disabled_reason(Isa isa) {
-  if (isa_enabled(isa)) return {};
-  if (!isa_compiled(isa)) return fmt::format("{} is not compiled into this build", isa_name(isa));
-  if (!isa_supported(isa)) return fmt::format("CPU lacks {} ({})", isa_name(isa), isa_requirements(isa));
+  switch (isa_state(isa)) {
+    case IsaState::enabled: return {};
+    case IsaState::not_compiled: return fmt::format("{} is not compiled into this build", isa_name(isa));
+    case IsaState::unsupported: return fmt::format("CPU lacks {} ({})", isa_name(isa), isa_requirements(isa));
+    case IsaState::capped: break;
+  }
   const char* env = std::getenv("HALFMAP_ISA");
   return fmt::format("{} is above the cap HALFMAP_ISA={}", isa_name(isa), env != nullptr ? env : "");
 }

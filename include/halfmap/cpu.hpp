@@ -8,6 +8,17 @@
 
 namespace halfmap {
 
+/// The architecture this build runs on, as every report names it.
+#if defined(__x86_64__)
+inline constexpr std::string_view kHostArch = "x86-64";
+inline constexpr bool kHostIsX86 = true;
+#elif defined(__aarch64__)
+inline constexpr std::string_view kHostArch = "arm64";
+inline constexpr bool kHostIsX86 = false;
+#else
+#error "halfmap supports x86-64 and arm64"
+#endif
+
 /// The instruction-set paths. Each kernel belongs to exactly one. x86 paths form the chain
 /// ref < avx2 < avx512 < {avx512bf16, avx512fp16}; arm64 paths the chain ref < neon < neonfp16.
 enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16 };
@@ -33,12 +44,43 @@ struct CpuFeatures {
 /// Detected on first call, then cached.
 const CpuFeatures& cpu_features();
 
+/// The flags of CpuFeatures, named as in the struct, in the one order every report lists them (`halfmap info`,
+/// the sweep's meta.json, the benchmarks' context). `x86`: which architecture sets the flag.
+struct CpuFlag {
+  std::string_view name;
+  bool CpuFeatures::*member;
+  bool x86;
+};
+inline constexpr CpuFlag kCpuFlags[] = {
+    {"avx2", &CpuFeatures::avx2, true},
+    {"fma", &CpuFeatures::fma, true},
+    {"f16c", &CpuFeatures::f16c, true},
+    {"avx512f", &CpuFeatures::avx512f, true},
+    {"avx512bw", &CpuFeatures::avx512bw, true},
+    {"avx512vl", &CpuFeatures::avx512vl, true},
+    {"avx512_bf16", &CpuFeatures::avx512_bf16, true},
+    {"avx512_fp16", &CpuFeatures::avx512_fp16, true},
+    {"asimd", &CpuFeatures::asimd, false},
+    {"fphp", &CpuFeatures::fphp, false},
+    {"asimdhp", &CpuFeatures::asimdhp, false},
+    {"asimdfhm", &CpuFeatures::asimdfhm, false},
+};
+
 /// True if this build contains the ISA's kernels (they are compiled only for the matching architecture).
 bool isa_compiled(Isa isa);
 /// True if this CPU (and OS) can execute the ISA, ignoring the HALFMAP_ISA cap.
 bool isa_supported(Isa isa);
 /// True if kernels of this ISA may be called: compiled, supported, and not above the HALFMAP_ISA cap.
 bool isa_enabled(Isa isa);
+
+/// Whether an ISA's kernels may be called here and, if not, the first reason why (in the order checked).
+enum class IsaState {
+  enabled,
+  not_compiled,  // this build has no kernels of it (another architecture's path)
+  unsupported,   // the CPU (or the OS, for the wide registers) lacks it: see isa_requirements()
+  capped,        // above the HALFMAP_ISA cap (or held back by an invalid one)
+};
+IsaState isa_state(Isa isa);
 
 /// The cap read from HALFMAP_ISA, or nullopt when unset. An invalid value is reported by isa_cap_error().
 std::optional<Isa> isa_cap();

@@ -2,10 +2,10 @@
 // a small dense network is trained on it in fp16 or bf16, and the smallest fix the evidence supports.
 //
 // The seed model: Dense(hidden, ReLU) -> Dense(1), squared loss. W1 (d×hidden) and W2 (hidden×1) are
-// Glorot-uniform, U(-a, a) with a = sqrt(6/(fan_in + fan_out)), drawn with halfmap's xoshiro256** (the sweep's
-// PRNG, src/sweep/detmath.hpp) seeded by Options::seed; b1 = b2 = 0. It runs with halfmap's own kernels:
-// dense_fwd (Act::relu), dense_fwd (identity), mse; backward mse's dp at loss scale S, dense_bwd, the ReLU mask
-// (dH = 0 where H = 0), dense_bwd. Everything runs on one thread.
+// Glorot-uniform, U(-a, a) with a = sqrt(6/(fan_in + fan_out)), drawn with halfmap's xoshiro256**
+// (halfmap/detmath.hpp, as the sweep's inputs are) seeded by Options::seed; b1 = b2 = 0. It runs with halfmap's
+// own kernels: dense_fwd (Act::relu), dense_fwd (identity), mse; backward mse's dp at loss scale S, dense_bwd,
+// the ReLU mask (dH = 0 where H = 0), dense_bwd. Everything runs on one thread.
 //
 // Paths. A path is a (mode, ISA) pair whose dense_fwd, dense_bwd and mse kernels are all enabled on this CPU
 // (kernels() with isa_enabled). The f32 baseline is the best enabled f32 path. The low-precision paths are every
@@ -47,10 +47,10 @@
 //                      fix: a loss scale inside the window (and whether the frameworks' defaults are inside);
 //                   6. ok.
 //
-// Dynamic loss scaling simulation (per low-precision path, Keras and PyTorch defaults: initial 2^15 / 2^16,
-// x2 after `growth_interval` consecutive good steps (2000 unless overridden), x0.5 and a skipped step on a
-// non-finite gradient; the frameworks' own floors are not modelled, the scale only stays at least 2^-126 because the
-// kernels take it as an f32): f32 master weights, plain SGD with Options::lr; each
+// Dynamic loss scaling simulation (per low-precision path, Keras and PyTorch defaults, halfmap/loss_scale.hpp:
+// initial 2^15 / 2^16, x2 after `growth_interval` consecutive good steps (2000 unless overridden), x0.5 and a
+// skipped step on a non-finite gradient; the frameworks' own floors are not modelled, the scale only stays at least
+// 2^-126 because the kernels take it as an f32): f32 master weights, plain SGD with Options::lr; each
 // step runs the path's forward and backward at the current scale on the next minibatch (rows in order, wrapping;
 // Options::batch = 0: the full data), then either skips (non-finite gradient) or unscales in f32 and updates.
 // Reported: the scale's trajectory as runs (scale, first step, last step; steps count from 1), the steps skipped,
@@ -86,9 +86,6 @@
 
 namespace halfmap::diagnose {
 
-inline constexpr double kKerasInitialScale = 32768.0;    // 2^15 (NUMERICS.md)
-inline constexpr double kPytorchInitialScale = 65536.0;  // 2^16
-inline constexpr std::size_t kDefaultGrowthInterval = 2000;
 inline constexpr int kWindowMaxLog2 = 40;  // the window is searched over S = 2^0 .. 2^40
 
 // Bounds of the options and the inputs (bad input beyond them: one sentence, exit 2).

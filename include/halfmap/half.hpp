@@ -10,6 +10,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -105,6 +106,26 @@ constexpr bf16 to_bf16(float v) {
 
 /// bf16 -> f32, exact.
 constexpr float to_f32(bf16 b) { return std::bit_cast<float>(std::uint32_t(b.bits) << 16); }
+
+/// f64 -> bf16 rounded once (to nearest even). Going through f32 with the hardware conversion would round twice:
+/// a double just above a bf16 midpoint can round to the f32 midpoint itself and then tie to even, downwards.
+/// So the f64 -> f32 step rounds to odd instead (truncate, then set the last bit if anything was dropped): f32
+/// keeps 16 more bits than bf16, and rounding to odd with at least two extra bits makes the second rounding
+/// exact (Boldo & Melquiond, "When double rounding is odd"). Overflow, underflow (f32 subnormals included) and
+/// NaN follow: beyond FLT_MAX truncation gives FLT_MAX|1, which rounds to bf16 inf; below 2^-149 it gives the
+/// smallest f32 subnormal, which rounds to a bf16 zero. Unlike the rest of this file it uses the hardware f64 -> f32
+/// conversion, so it assumes the default rounding mode (to nearest), the one every halfmap program runs in.
+inline bf16 to_bf16_exact(double v) {
+  if (v != v) return to_bf16(float(v));
+  float f = float(v);  // round to nearest even
+  if (double(f) != v) {
+    std::uint32_t b = std::bit_cast<std::uint32_t>(f);
+    if (std::fabs(double(f)) > std::fabs(v)) --b;  // step back towards zero: truncation (inf -> FLT_MAX)
+    b |= 1u;                                        // sticky bit: round to odd
+    f = std::bit_cast<float>(b);
+  }
+  return to_bf16(f);
+}
 
 constexpr bool is_nan(f16 h) { return (h.bits & 0x7FFFu) > 0x7C00u; }
 constexpr bool is_inf(f16 h) { return (h.bits & 0x7FFFu) == 0x7C00u; }

@@ -43,7 +43,6 @@ inline constexpr std::array<Status, 8> kAllStatuses = {
     Status::ok,           Status::data_nonfinite, Status::data_overflow, Status::data_underflow,
     Status::fwd_overflow, Status::fwd_underflow,  Status::grad_overflow, Status::grad_underflow};
 std::string_view status_name(Status s);
-std::optional<Status> parse_status(std::string_view name);
 
 /// The forward tolerance of a precision mode: the largest normwise relative error of the forward outputs that
 /// still counts as `ok` (README.md gives the values and how they were chosen).
@@ -133,7 +132,8 @@ struct Window {
   Status forward_status = Status::ok;  // the cell's data/compute status at this s, loss scale aside
   Bound S_min, S_max;
   bool empty = false;
-  bool keras_inside = false, pytorch_inside = false;  // 2^15 and 2^16 evaluated directly at this s
+  // Keras's and PyTorch's initial scales (halfmap/loss_scale.hpp) evaluated directly at this s
+  bool keras_inside = false, pytorch_inside = false;
 };
 
 struct Thresholds {
@@ -144,8 +144,6 @@ struct Thresholds {
 
 /// Input scales at which the loss-scale window is reported.
 inline constexpr std::array<double, 5> kWindowLog2s = {-8, -4, 0, 4, 8};
-inline constexpr double kKerasLossScale = 32768.0;    // 2^15
-inline constexpr double kPytorchLossScale = 65536.0;  // 2^16
 
 struct ItemResult {
   std::size_t index = 0;  // global work-item index: experiment * dists + dist
@@ -168,7 +166,7 @@ Result run(const Options& opts);
 /// Evaluates one cell (S absent for forward-only ops or to get the forward part only). For tests.
 Cell evaluate_cell(const Options& opts, const Experiment& e, Dist d, double log2_s, std::optional<double> log2_S);
 
-// ---- outputs (src/sweep/output.cpp) ------------------------------------------------------------------------
+// ---- outputs (src/sweep/{write,markdown,merge,compare}.cpp) -----------------------------------------------------
 
 /// cells.csv: the header line.
 std::string csv_header();
@@ -185,8 +183,5 @@ std::string merge(const std::vector<std::string>& dirs, const std::string& out);
 
 /// `halfmap compare`: one cross-machine Markdown table per op. Returns one sentence on bad input, else empty.
 std::string compare(const std::vector<std::string>& dirs, const std::string& out_file);
-
-/// Writes `text` to `path` through a temporary file in the same folder, renamed into place.
-void write_file_atomic(const std::string& path, std::string_view text);
 
 }  // namespace halfmap::sweep

@@ -17,7 +17,7 @@
 #include "cli/command.hpp"
 #include "halfmap/diagnose.hpp"
 #include "halfmap/npy.hpp"
-#include "halfmap/sweep.hpp"
+#include "halfmap/atomic_file.hpp"
 
 namespace halfmap::cli {
 namespace {
@@ -66,7 +66,7 @@ int run_diagnose(DiagnoseArgs& a) {
   const diagnose::Report r = diagnose::run(x, y, a.o);
   const std::string text = a.json ? diagnose::render_json(r) : diagnose::render_text(r);
   if (a.out.empty()) return write_stdout(text);
-  sweep::write_file_atomic(a.out, text);  // throws on failure: main prints it, exit 1
+  write_file_atomic(a.out, text);  // throws on failure: main prints it, exit 1
   return kExitOk;
 }
 

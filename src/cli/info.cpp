@@ -22,39 +22,6 @@
 namespace halfmap::cli {
 namespace {
 
-#if defined(__x86_64__)
-constexpr std::string_view kArch = "x86-64";
-constexpr bool kHostX86 = true;
-#elif defined(__aarch64__)
-constexpr std::string_view kArch = "arm64";
-constexpr bool kHostX86 = false;
-#else
-#error "halfmap supports x86-64 and arm64"
-#endif
-
-/// The raw flags of CpuFeatures, named as in the struct. `x86` says which architecture sets them; the text
-/// output lists only the host's, the JSON all of them.
-struct Flag {
-  std::string_view name;
-  bool CpuFeatures::*member;
-  bool x86;
-};
-
-constexpr Flag kFlags[] = {
-    {"avx2", &CpuFeatures::avx2, true},
-    {"fma", &CpuFeatures::fma, true},
-    {"f16c", &CpuFeatures::f16c, true},
-    {"avx512f", &CpuFeatures::avx512f, true},
-    {"avx512bw", &CpuFeatures::avx512bw, true},
-    {"avx512vl", &CpuFeatures::avx512vl, true},
-    {"avx512_bf16", &CpuFeatures::avx512_bf16, true},
-    {"avx512_fp16", &CpuFeatures::avx512_fp16, true},
-    {"asimd", &CpuFeatures::asimd, false},
-    {"fphp", &CpuFeatures::fphp, false},
-    {"asimdhp", &CpuFeatures::asimdhp, false},
-    {"asimdfhm", &CpuFeatures::asimdfhm, false},
-};
-
 /// Trims the blanks CMake leaves when CMAKE_CXX_FLAGS is empty (" -O3 -DNDEBUG").
 std::string_view trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -66,13 +33,14 @@ std::string_view yes_no(bool b) { return b ? "yes" : "no"; }
 
 /// Why an ISA's kernels may not be called here, in a few words; empty when they may.
 std::string why_disabled(Isa isa) {
-  if (!isa_compiled(isa)) return "not compiled in";
-  if (!isa_supported(isa)) return "CPU lacks it";
-  if (!isa_enabled(isa)) {
-    const std::optional<Isa> cap = isa_cap();
-    return cap ? fmt::format("above HALFMAP_ISA={}", isa_name(*cap)) : std::string("held back by HALFMAP_ISA");
+  switch (isa_state(isa)) {
+    case IsaState::enabled: return {};
+    case IsaState::not_compiled: return "not compiled in";
+    case IsaState::unsupported: return "CPU lacks it";
+    case IsaState::capped: break;
   }
-  return {};
+  const std::optional<Isa> cap = isa_cap();
+  return cap ? fmt::format("above HALFMAP_ISA={}", isa_name(*cap)) : std::string("held back by HALFMAP_ISA");
 }
 
 /// Only fp16-accumulating kernels have an fp16 FMA whose rounding matters (registry.hpp): every op that
@@ -105,15 +73,15 @@ std::string format_text(const FpEnv& env) {
   line("");
 
   std::string present, absent;
-  for (const Flag& f : kFlags) {
-    if (f.x86 != kHostX86) continue;
+  for (const CpuFlag& f : kCpuFlags) {
+    if (f.x86 != kHostIsX86) continue;
     std::string& list = cpu.*f.member ? present : absent;
     list += list.empty() ? "" : " ";
     list += f.name;
   }
   line("CPU");
   line("  model     {}", cpu.model.empty() ? "(unknown)" : cpu.model);
-  line("  arch      {}", kArch);
+  line("  arch      {}", kHostArch);
   line("  has       {}", present.empty() ? "-" : present);
   line("  lacks     {}", absent.empty() ? "-" : absent);
   line("");
@@ -175,8 +143,8 @@ std::string format_json(const FpEnv& env) {
   const std::optional<Isa> cap = isa_cap();
 
   json j;
-  j["cpu"] = {{"model", cpu.model}, {"arch", kArch}};
-  for (const Flag& f : kFlags) j["cpu"][std::string(f.name)] = cpu.*f.member;
+  j["cpu"] = {{"model", cpu.model}, {"arch", kHostArch}};
+  for (const CpuFlag& f : kCpuFlags) j["cpu"][std::string(f.name)] = cpu.*f.member;
 
   j["isas"] = json::array();
   for (Isa isa : kAllIsas) {

@@ -18,8 +18,8 @@
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
+#include "halfmap/detmath.hpp"
 #include "halfmap/sweep.hpp"
-#include "sweep/detmath.hpp"
 
 namespace halfmap::cli {
 namespace {
@@ -65,7 +65,7 @@ std::optional<double> parse_scale(std::string_view s) {
     return v;
   }
   if (!parse_double(s, v) || !(v > 0)) return std::nullopt;
-  return sweep::det::log2(v);
+  return det::log2(v);
 }
 
 /// A grid step given as `2^E` (E > 0) or as a factor above 1; returns its log2 (may be <= 0: validate says so).
@@ -77,7 +77,7 @@ std::optional<double> parse_step(std::string_view s) {
   }
   if (!parse_double(s, v)) return std::nullopt;
   if (!(v > 0)) return -1.0;  // a factor <= 0 is no step: reported as a step <= 0
-  return sweep::det::log2(v);
+  return det::log2(v);
 }
 
 /// "AxBxC" with `count` positive integers.

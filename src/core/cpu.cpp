@@ -37,8 +37,6 @@ constexpr IsaInfo kIsaInfo[] = {
 const IsaInfo& info(Isa isa) { return kIsaInfo[static_cast<int>(isa)]; }
 
 #if defined(__x86_64__)
-constexpr bool kHostX86 = true;
-
 std::uint64_t xgetbv0() {
   std::uint32_t eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
@@ -85,8 +83,6 @@ CpuFeatures detect() {
 }
 
 #elif defined(__aarch64__)
-constexpr bool kHostX86 = false;
-
 CpuFeatures detect() {
   CpuFeatures f;
   const unsigned long hw = getauxval(AT_HWCAP);
@@ -128,7 +124,7 @@ bool hardware_has(Isa isa) {
 std::string valid_names() {
   std::string out;
   for (const IsaInfo& i : kIsaInfo) {
-    if (i.isa != Isa::ref && i.x86 != kHostX86) continue;
+    if (i.isa != Isa::ref && i.x86 != kHostIsX86) continue;
     out += out.empty() ? "" : ", ";
     out += i.name;
   }
@@ -178,7 +174,7 @@ bool isa_compiled(Isa isa) {
 }
 
 bool isa_supported(Isa isa) {
-  if (isa != Isa::ref && info(isa).x86 != kHostX86) return false;
+  if (isa != Isa::ref && info(isa).x86 != kHostIsX86) return false;
   return hardware_has(isa);
 }
 
@@ -196,9 +192,9 @@ const CapState& cap_state() {
     const std::optional<Isa> isa = parse_isa(env);
     if (!isa) {
       s.error = fmt::format("HALFMAP_ISA={} names no ISA; use one of: {}.", env, valid_names());
-    } else if (*isa != Isa::ref && info(*isa).x86 != kHostX86) {
+    } else if (*isa != Isa::ref && info(*isa).x86 != kHostIsX86) {
       s.error = fmt::format("HALFMAP_ISA={} is an {} ISA, but this build is for {}; use one of: {}.", env,
-                            info(*isa).x86 ? "x86-64" : "arm64", kHostX86 ? "x86-64" : "arm64", valid_names());
+                            info(*isa).x86 ? "x86-64" : "arm64", kHostArch, valid_names());
     } else {
       s.cap = isa;
     }
@@ -221,6 +217,12 @@ bool isa_enabled(Isa isa) {
   if (me.rank > cap.rank) return false;
   // avx512bf16 and avx512fp16 are siblings above avx512: capping at one excludes the other.
   return me.rank < 3 || isa == *s.cap;
+}
+
+IsaState isa_state(Isa isa) {
+  if (!isa_compiled(isa)) return IsaState::not_compiled;
+  if (!isa_supported(isa)) return IsaState::unsupported;
+  return isa_enabled(isa) ? IsaState::enabled : IsaState::capped;
 }
 
 }  // namespace halfmap

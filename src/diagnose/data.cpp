@@ -5,7 +5,6 @@
 
 #include "diagnose/internal.hpp"
 #include "halfmap/half.hpp"
-#include "sweep/detmath.hpp"
 
 namespace halfmap::diagnose {
 
@@ -24,7 +23,7 @@ double percentile(const std::vector<double>& sorted, double q) {
 /// What storing v (finite) does: overflow to inf, a flush of a non-zero value to zero, or a subnormal result.
 void count_storage(double v, StorageEffect& f16e, StorageEffect& bf16e) {
   const double h = to_f64(to_f16(v));
-  const double b = double(to_f32(sweep::det::to_bf16_exact(v)));
+  const double b = double(to_f32(to_bf16_exact(v)));
   if (std::isinf(h)) ++f16e.overflow;
   if (std::isinf(b)) ++bf16e.overflow;
   if (v != 0 && h == 0) ++f16e.flushed;

@@ -96,11 +96,11 @@ Report run(const npy::Array& features, const npy::Array& labels, const Options& 
     OptimizationReport opt;
     opt.path = p.info;
     opt.at_1 = grad_stats(run, reference, 1.0);
-    opt.at_keras = grad_stats(run, reference, kKerasInitialScale);
-    opt.at_pytorch = grad_stats(run, reference, kPytorchInitialScale);
+    opt.at_keras = grad_stats(run, reference, loss_scale::kKerasInitial);
+    opt.at_pytorch = grad_stats(run, reference, loss_scale::kPytorchInitial);
     opt.window = loss_window(run, reference, o.underflow_share);
-    opt.simulations.push_back(simulate(run, base, w0, o, "keras", kKerasInitialScale));
-    opt.simulations.push_back(simulate(run, base, w0, o, "pytorch", kPytorchInitialScale));
+    opt.simulations.push_back(simulate(run, base, w0, o, "keras", loss_scale::kKerasInitial));
+    opt.simulations.push_back(simulate(run, base, w0, o, "pytorch", loss_scale::kPytorchInitial));
     r.optimization.push_back(std::move(opt));
   }
   if (o.progress) std::fprintf(stderr, "\r%-80s\r", "");

@@ -7,6 +7,7 @@
 
 #include "diagnose/model.hpp"
 #include "halfmap/diagnose.hpp"
+#include "halfmap/loss_scale.hpp"
 
 namespace halfmap::diagnose {
 

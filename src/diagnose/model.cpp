@@ -2,14 +2,12 @@
 #include "diagnose/model.hpp"
 
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
-#include "sweep/detmath.hpp"
-#include "sweep/storage.hpp"
+#include "halfmap/detmath.hpp"
 
 namespace halfmap::diagnose {
 
@@ -33,16 +31,6 @@ std::optional<Path> make_path(Mode mode, Isa isa) {
   p.info.isa = isa;
   p.info.storage = p.fwd->storage;
   return p;
-}
-
-/// The largest finite value of a storage type: a squared error above it overflows when stored.
-double max_finite(DType t) {
-  switch (t) {
-    case DType::f16: return 65504.0;
-    case DType::bf16: return 0x1.FEp127;
-    case DType::f32: return double(std::numeric_limits<float>::max());
-  }
-  return 0;
 }
 
 }  // namespace
@@ -77,7 +65,7 @@ Weights init_weights(std::size_t d, std::size_t h, std::uint64_t seed) {
   w.d = d;
   w.h = h;
   auto glorot = [seed](std::vector<float>& v, std::size_t fan_in, std::size_t fan_out, std::string_view role) {
-    sweep::det::Xoshiro256ss rng(seed, sweep::det::name_key("diagnose"), sweep::det::name_key(role), 0);
+    det::Xoshiro256ss rng(seed, det::name_key("diagnose"), det::name_key(role), 0);
     const double a = std::sqrt(6.0 / double(fan_in + fan_out));
     v.resize(fan_in * fan_out);
     for (float& x : v) x = float(a * rng.symmetric());
@@ -88,17 +76,6 @@ Weights init_weights(std::size_t d, std::size_t h, std::uint64_t seed) {
   w.b2.assign(1, 0.0f);
   return w;
 }
-
-void Buffer::resize(DType t, std::size_t count) {
-  type = t;
-  n = count;
-  raw.assign((count * dtype_size(t) + 3) / 4 + 1, 0);
-}
-const void* Buffer::at(std::size_t i) const {
-  return reinterpret_cast<const unsigned char*>(raw.data()) + i * dtype_size(type);
-}
-double Buffer::get(std::size_t i) const { return sweep::load(type, raw.data(), i); }
-void Buffer::set(std::size_t i, double v) { sweep::store(type, raw.data(), i, v); }
 
 Runner::Runner(const Path& p, const std::vector<double>& x, const std::vector<double>& y, std::size_t rows,
                std::size_t d, std::size_t h)
@@ -187,9 +164,9 @@ Gradients Runner::gradients(std::size_t row0, std::size_t m, double S) {
   p_.bwd->dense_bwd(DenseBwdArgs{m, h_, d_, x_.at(row0 * d_), w1_.data(), dhid_.data(), nullptr, dw1_.data(),
                                  db1_.data()});
   Gradients g;
-  g.values.reserve(dw1_.n + db1_.n + dw2_.n + db2_.n);
-  for (const Buffer* b : {&dw1_, &db1_, &dw2_, &db2_}) {
-    for (std::size_t i = 0; i < b->n; ++i) {
+  g.values.reserve(dw1_.size() + db1_.size() + dw2_.size() + db2_.size());
+  for (const TypedBuffer* b : {&dw1_, &db1_, &dw2_, &db2_}) {
+    for (std::size_t i = 0; i < b->size(); ++i) {
       const double v = b->get(i);
       if (!std::isfinite(v)) ++g.nonfinite;
       g.values.push_back(v);

@@ -9,6 +9,7 @@
 
 #include "halfmap/diagnose.hpp"
 #include "halfmap/registry.hpp"
+#include "halfmap/storage.hpp"
 
 namespace halfmap::diagnose {
 
@@ -31,20 +32,6 @@ struct Weights {
 };
 /// Glorot-uniform W1 and W2 from the seed, zero biases.
 Weights init_weights(std::size_t d, std::size_t h, std::uint64_t seed);
-
-/// A buffer of n elements of one storage type.
-struct Buffer {
-  DType type = DType::f32;
-  std::vector<std::uint32_t> raw;  // 4-byte aligned room for any storage type
-  std::size_t n = 0;
-  void resize(DType t, std::size_t count);
-  void* data() { return raw.data(); }
-  const void* data() const { return raw.data(); }
-  /// Element i's address (for row offsets).
-  const void* at(std::size_t i) const;
-  double get(std::size_t i) const;
-  void set(std::size_t i, double v);
-};
 
 /// Gradients in the order dW1, db1, dW2, db2, widened exactly from the storage type.
 struct Gradients {
@@ -70,7 +57,7 @@ class Runner {
   float run_forward(std::size_t row0, std::size_t m, std::optional<double> S);
   Path p_;
   std::size_t rows_, d_, h_;
-  Buffer x_, y_, w1_, b1_, w2_, b2_, hid_, pred_, dpred_, dhid_, dw1_, db1_, dw2_, db2_;
+  TypedBuffer x_, y_, w1_, b1_, w2_, b2_, hid_, pred_, dpred_, dhid_, dw1_, db1_, dw2_, db2_;
 };
 
 }  // namespace halfmap::diagnose

@@ -182,7 +182,7 @@ std::string optimization_text(const Report& r) {
                             "good steps, x0.5 and a skipped step on a non-finite gradient; final loss in f32.",
                             op.steps, num(op.lr),
                             op.batch == 0 ? "the full data" : fmt::format("minibatches of {} rows", op.batch),
-                            op.growth_interval.value_or(kDefaultGrowthInterval)));
+                            op.growth_interval.value_or(loss_scale::kGrowthInterval)));
   s += fmt::format("{:<{}}{:<9}{:>8}{:>8}{:>11}  {}\n", "path", kPathWidth, "framework", "skipped", "final",
                    "final loss", "scale (steps)");
   for (const OptimizationReport& o : r.optimization) {

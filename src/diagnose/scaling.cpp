@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "diagnose/internal.hpp"
-#include "sweep/storage.hpp"
+#include "halfmap/storage.hpp"
 
 namespace halfmap::diagnose {
 
@@ -16,7 +16,7 @@ constexpr double kMinScale = 0x1p-126;
 
 GradStats grad_stats(Runner& r, const std::vector<double>& reference, double S) {
   const Gradients g = r.gradients(0, r.rows(), S);
-  const double min_normal = sweep::min_normal(r.path().info.storage);
+  const double min_norm = min_normal(r.path().info.storage);
   GradStats s;
   s.scale = S;
   s.count = g.values.size();
@@ -26,7 +26,7 @@ GradStats grad_stats(Runner& r, const std::vector<double>& reference, double S) 
     ++s.reference_nonzero;
     const double v = g.values[i];
     if (v == 0) ++s.zero;
-    if (v != 0 && std::fabs(v) < min_normal) ++s.subnormal;
+    if (v != 0 && std::fabs(v) < min_norm) ++s.subnormal;
   }
   return s;
 }
@@ -51,8 +51,8 @@ LossWindow loss_window(Runner& r, const std::vector<double>& reference, double s
     }
   }
   w.empty = !w.S_min_log2 || !w.S_max_log2;
-  w.keras_inside = good(at[15]);
-  w.pytorch_inside = good(at[16]);
+  w.keras_inside = good(at[loss_scale::kKerasInitialLog2]);
+  w.pytorch_inside = good(at[loss_scale::kPytorchInitialLog2]);
   return w;
 }
 
@@ -61,7 +61,7 @@ Simulation simulate(Runner& r, Runner& eval, const Weights& start, const Options
   Simulation sim;
   sim.framework = std::move(framework);
   sim.initial_scale = initial;
-  sim.growth_interval = o.growth_interval.value_or(kDefaultGrowthInterval);
+  sim.growth_interval = o.growth_interval.value_or(loss_scale::kGrowthInterval);
   sim.steps = o.steps;
   Weights w = start;
   const std::size_t rows = r.rows();
@@ -78,7 +78,7 @@ Simulation simulate(Runner& r, Runner& eval, const Weights& start, const Options
     row0 = row0 + m == rows ? 0 : row0 + m;
     if (g.nonfinite > 0) {  // skip the step and back off, as both frameworks do
       ++sim.skipped;
-      scale = std::max(scale * 0.5, kMinScale);
+      scale = std::max(scale * loss_scale::kBackoffFactor, kMinScale);
       good = 0;
       continue;
     }
@@ -88,7 +88,7 @@ Simulation simulate(Runner& r, Runner& eval, const Weights& start, const Options
       for (float& v : *p) v -= lr * float(g.values[i++] / scale);
     }
     if (++good == sim.growth_interval) {
-      scale *= 2.0;
+      scale *= loss_scale::kGrowthFactor;
       good = 0;
     }
     if (o.progress && step % 100 == 0) {

@@ -1,4 +1,5 @@
-// Deterministic random inputs and elementary functions for the sweep: the same bits on every machine.
+// Deterministic random inputs and elementary functions: the same bits on every machine. The sweep draws its base
+// inputs and scale grids with them, `halfmap diagnose` its seed weights, the tests their cases.
 //
 // Why not <random> and libm: std::normal_distribution's algorithm is unspecified (libstdc++ and libc++ differ),
 // and libm's log/exp/exp2/pow may differ in the last bit between architectures and library versions. The sweep's
@@ -14,9 +15,7 @@
 #include <limits>
 #include <string_view>
 
-#include "halfmap/half.hpp"
-
-namespace halfmap::sweep::det {
+namespace halfmap::det {
 
 // ---- PRNG: splitmix64 to seed, xoshiro256** to draw (Blackman & Vigna) ---------------------------------------
 
@@ -172,25 +171,4 @@ class Normal {
   bool has_spare_ = false;
 };
 
-// ---- exact storage ---------------------------------------------------------------------------------------------
-
-/// f64 -> bf16 rounded once (to nearest even). Going through f32 with the hardware conversion would round twice:
-/// a double just above a bf16 midpoint can round to the f32 midpoint itself and then tie to even, downwards.
-/// So the f64 -> f32 step rounds to odd instead (truncate, then set the last bit if anything was dropped): f32
-/// keeps 16 more bits than bf16, and rounding to odd with at least two extra bits makes the second rounding
-/// exact (Boldo & Melquiond, "When double rounding is odd"). Overflow, underflow (f32 subnormals included) and
-/// NaN follow: beyond FLT_MAX truncation gives FLT_MAX|1, which rounds to bf16 inf; below 2^-149 it gives the
-/// smallest f32 subnormal, which rounds to a bf16 zero.
-inline bf16 to_bf16_exact(double v) {
-  if (v != v) return to_bf16(float(v));
-  float f = float(v);  // round to nearest even
-  if (double(f) != v) {
-    std::uint32_t b = std::bit_cast<std::uint32_t>(f);
-    if (std::fabs(double(f)) > std::fabs(v)) --b;  // step back towards zero: truncation (inf -> FLT_MAX)
-    b |= 1u;                                        // sticky bit: round to odd
-    f = std::bit_cast<float>(b);
-  }
-  return to_bf16(f);
-}
-
-}  // namespace halfmap::sweep::det
+}  // namespace halfmap::det

@@ -1,0 +1,92 @@
+// Storing exact (f64) values into a kernel's storage type, rounded once, and reading them back exactly; and the
+// one typed buffer that holds such values. Shared by the sweep and `halfmap diagnose`, so that both see the same
+// data boundary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "halfmap/half.hpp"
+#include "halfmap/registry.hpp"
+
+namespace halfmap {
+
+/// The smallest normal value of a storage type (below it a stored value is subnormal).
+inline double min_normal(DType t) { return t == DType::f16 ? 0x1p-14 : 0x1p-126; }
+
+/// The largest finite value of a storage type.
+inline double max_finite(DType t) {
+  switch (t) {
+    case DType::f16: return 65504.0;
+    case DType::bf16: return 0x1.FEp127;
+    case DType::f32: return double(std::numeric_limits<float>::max());
+  }
+  return 0;
+}
+
+/// Stores v (an exact double) into element i of a buffer of type t, rounding once; returns the stored value.
+inline double store(DType t, void* buf, std::size_t i, double v) {
+  switch (t) {
+    case DType::f32: {
+      const float f = float(v);  // the hardware conversion rounds once, to nearest even
+      static_cast<float*>(buf)[i] = f;
+      return f;
+    }
+    case DType::f16: {
+      const f16 h = to_f16(v);  // half.hpp rounds f64 once
+      static_cast<f16*>(buf)[i] = h;
+      return to_f64(h);
+    }
+    case DType::bf16: {
+      const bf16 b = to_bf16_exact(v);
+      static_cast<bf16*>(buf)[i] = b;
+      return double(to_f32(b));
+    }
+  }
+  return 0;
+}
+
+/// Element i of a buffer of type t, widened exactly.
+inline double load(DType t, const void* buf, std::size_t i) {
+  switch (t) {
+    case DType::f32: return static_cast<const float*>(buf)[i];
+    case DType::f16: return to_f64(static_cast<const f16*>(buf)[i]);
+    case DType::bf16: return double(to_f32(static_cast<const bf16*>(buf)[i]));
+  }
+  return 0;
+}
+
+/// `size()` elements of one storage type, zero-initialised, 4-byte aligned, with one spare word after the end
+/// (a kernel's tail may read a little past `size()` elements of a 2-byte type).
+class TypedBuffer {
+ public:
+  TypedBuffer() = default;
+  TypedBuffer(DType t, std::size_t count) { resize(t, count); }
+  /// Reallocates for `count` elements of type t, all zero.
+  void resize(DType t, std::size_t count) {
+    type_ = t;
+    size_ = count;
+    raw_.assign((count * dtype_size(t) + 3) / 4 + 1, 0);
+  }
+  DType type() const { return type_; }
+  std::size_t size() const { return size_; }
+  void* data() { return raw_.data(); }
+  const void* data() const { return raw_.data(); }
+  /// Element i's address (for row offsets).
+  const void* at(std::size_t i) const {
+    return reinterpret_cast<const unsigned char*>(raw_.data()) + i * dtype_size(type_);
+  }
+  /// Element i widened exactly.
+  double get(std::size_t i) const { return load(type_, raw_.data(), i); }
+  /// Stores v into element i, rounded once; returns the stored value.
+  double set(std::size_t i, double v) { return store(type_, raw_.data(), i, v); }
+
+ private:
+  DType type_ = DType::f32;
+  std::size_t size_ = 0;
+  std::vector<std::uint32_t> raw_;
+};
+
+}  // namespace halfmap

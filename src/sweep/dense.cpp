@@ -1,0 +1,103 @@
+// The dense layer: Y = X W (+ b = 0) forward, and the dense_bwd kernel of the same mode and ISA for dX, dW, db
+// from the upstream gradient dY = S G / (M N) stored in the storage type. X is scaled by s; W is the base draw
+// divided by sqrt(K), unscaled.
+#include <algorithm>
+#include <cmath>
+
+#include "sweep/experiment.hpp"
+
+namespace halfmap::sweep {
+
+namespace {
+
+class Dense final : public Family {
+ public:
+  explicit Dense(const Setup& s) : e_(s.e), m_(s.o.sizes.dense_m), k_(s.o.sizes.dense_k), n_(s.o.sizes.dense_n) {
+    const DType t = s.storage();
+    s.add_input(*this, "X", 0, m_ * k_, true);
+    s.add_input(*this, "W", 1, k_ * n_, false);
+    const double root = std::sqrt(double(k_));
+    for (double& w : inputs[1].base) w = w / root;
+    bias_.resize(t, n_);
+    out.resize(t, m_ * n_);
+    oracle.resize(m_ * n_);
+    g_ = s.base(2, m_ * n_);
+    dy_.resize(t, m_ * n_);
+    dy_.name = "dY";
+    grads.resize(3);
+    grads[0].name = "dX";
+    grads[0].resize(t, m_ * k_);
+    grads[1].name = "dW";
+    grads[1].resize(t, k_ * n_);
+    grads[2].name = "db";
+    grads[2].resize(t, n_);
+  }
+
+  void forward() override {
+    DenseArgs a{m_, n_, k_, inputs[0].tensor.data(), inputs[1].tensor.data(), bias_.data(), out.data(),
+                Act::identity};
+    e_.fwd.dense(a);
+    out.reload();
+    const double* x = in(0);
+    const double* w = in(1);
+    for (std::size_t i = 0; i < m_; ++i) {
+      double* row = &oracle[i * n_];
+      std::fill(row, row + n_, 0.0);
+      for (std::size_t p = 0; p < k_; ++p) {
+        const double xv = x[i * k_ + p];
+        for (std::size_t j = 0; j < n_; ++j) row[j] += xv * w[p * n_ + j];
+      }
+    }
+  }
+
+  void unit_oracle() override {
+    const double mn = double(m_) * double(n_);
+    std::vector<double> g1(m_ * n_);
+    for (std::size_t i = 0; i < m_ * n_; ++i) g1[i] = g_[i] / mn;
+    const double* x = in(0);
+    const double* w = in(1);
+    auto& dx = unit[0];
+    auto& dw = unit[1];
+    auto& db = unit[2];
+    std::fill(dx.begin(), dx.end(), 0.0);
+    std::fill(dw.begin(), dw.end(), 0.0);
+    std::fill(db.begin(), db.end(), 0.0);
+    for (std::size_t i = 0; i < m_; ++i) {
+      for (std::size_t p = 0; p < k_; ++p) {
+        double acc = 0;
+        for (std::size_t j = 0; j < n_; ++j) acc += g1[i * n_ + j] * w[p * n_ + j];
+        dx[i * k_ + p] = acc;
+      }
+    }
+    for (std::size_t i = 0; i < m_; ++i) {
+      for (std::size_t p = 0; p < k_; ++p) {
+        const double xv = x[i * k_ + p];
+        for (std::size_t j = 0; j < n_; ++j) dw[p * n_ + j] += xv * g1[i * n_ + j];
+      }
+      for (std::size_t j = 0; j < n_; ++j) db[j] += g1[i * n_ + j];
+    }
+  }
+
+  void gradient(double S) override {
+    const double mn = double(m_) * double(n_);
+    for (std::size_t i = 0; i < m_ * n_; ++i) dy_.val[i] = dy_.set(i, S * g_[i] / mn);
+    DenseBwdArgs a{m_,         n_,          k_,          inputs[0].tensor.data(), inputs[1].tensor.data(),
+                   dy_.data(), grads[0].data(), grads[1].data(), grads[2].data()};
+    e_.bwd->dense_bwd(a);
+  }
+
+  std::string_view out_name() const override { return "Y"; }
+  const Tensor* upstream() const override { return &dy_; }
+
+ private:
+  const Experiment& e_;
+  std::size_t m_, k_, n_;
+  Tensor bias_, dy_;
+  std::vector<double> g_;  // the exact upstream gradient at S = M N (dY = S g / (M N))
+};
+
+}  // namespace
+
+std::unique_ptr<Family> make_dense(const Setup& s) { return std::make_unique<Dense>(s); }
+
+}  // namespace halfmap::sweep

@@ -1,0 +1,95 @@
+// The families' common parts: which family an op belongs to, the base draws, and the factory.
+#include "sweep/experiment.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "halfmap/detmath.hpp"
+
+namespace halfmap::sweep {
+
+FamilyKind family_of(Op op) {
+  switch (op) {
+    case Op::dense_fwd:
+    case Op::dense_bwd: return FamilyKind::dense;
+    case Op::mse: return FamilyKind::mse;
+    case Op::softmax:
+    case Op::softmax_naive: return FamilyKind::softmax;
+    case Op::xent: return FamilyKind::xent;
+    default: return FamilyKind::reduce;
+  }
+}
+
+std::string_view family_name(FamilyKind f) {
+  switch (f) {
+    case FamilyKind::reduce: return "reduce";
+    case FamilyKind::dense: return "dense";
+    case FamilyKind::mse: return "mse";
+    case FamilyKind::softmax: return "softmax";
+    case FamilyKind::xent: return "xent";
+  }
+  return "?";
+}
+
+namespace {
+
+/// The base draw of one role: `count` values from the distribution, from the stream (seed, family, dist, role).
+/// Reductions share their draws (sum, sumsq, maxabs and dot see the same x), and so do softmax and softmax_naive.
+std::vector<double> base_draw(std::uint64_t seed, FamilyKind fam, Dist d, unsigned role, std::size_t count) {
+  det::Xoshiro256ss rng(seed, det::name_key(family_name(fam)), det::name_key(dist_name(d)), role);
+  det::Normal normal;
+  std::vector<double> v(count);
+  for (double& x : v) {
+    switch (d) {
+      case Dist::uniform: x = rng.symmetric(); break;
+      case Dist::normal: x = normal(rng); break;
+      case Dist::lognormal: {
+        const double z = normal(rng);
+        const bool negative = (rng.next() >> 63) != 0;
+        x = negative ? -det::exp(z) : det::exp(z);
+        break;
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<double> Setup::base(unsigned role, std::size_t count) const {
+  if (role < o.base_override.size() && !o.base_override[role].empty()) {
+    if (o.base_override[role].size() != count) {
+      throw std::invalid_argument(fmt::format("base override of role {} has {} values, expected {}.", role,
+                                              o.base_override[role].size(), count));
+    }
+    return o.base_override[role];
+  }
+  return base_draw(o.seed, kind, d, role, count);
+}
+
+void Setup::add_input(Family& f, const char* name, unsigned role, std::size_t count, bool scaled) const {
+  f.inputs.push_back({});
+  Input& in = f.inputs.back();
+  in.tensor.name = name;
+  in.tensor.resize(storage(), count);
+  in.base = base(role, count);
+  in.scaled = scaled;
+}
+
+std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist d) {
+  const Setup s{o, e, d, family_of(e.fwd.op)};
+  std::unique_ptr<Family> f;
+  switch (s.kind) {
+    case FamilyKind::reduce: f = make_reduce(s); break;
+    case FamilyKind::dense: f = make_dense(s); break;
+    case FamilyKind::mse: f = make_mse(s); break;
+    case FamilyKind::softmax: f = make_softmax(s); break;
+    case FamilyKind::xent: f = make_xent(s); break;
+  }
+  if (f->oracle.empty()) f->oracle.resize(f->out.size());
+  for (const Tensor& g : f->grads) f->unit.emplace_back(g.size());
+  return f;
+}
+
+}  // namespace halfmap::sweep

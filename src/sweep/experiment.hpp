@@ -1,0 +1,97 @@
+// The sweep's experiment families behind one interface (src/sweep/{reduce,dense,mse,softmax,xent}.cpp): each
+// family owns its tensors, runs its kernels on the stored inputs and computes its f64 oracles; the Runner
+// (cell.hpp) stores the inputs, counts and classifies. Internal to src/sweep.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "halfmap/storage.hpp"
+#include "halfmap/sweep.hpp"
+
+namespace halfmap::sweep {
+
+/// A tensor in the kernel's storage type, with its stored values widened (exactly) to f64 for the oracles.
+struct Tensor : TypedBuffer {
+  const char* name = "";  // a literal: cells keep a view of it
+  std::vector<double> val;
+  void resize(DType t, std::size_t n) {
+    TypedBuffer::resize(t, n);
+    val.assign(n, 0.0);
+  }
+  /// Reads every stored element back into `val` (after a kernel wrote the buffer).
+  void reload() {
+    for (std::size_t i = 0; i < val.size(); ++i) val[i] = get(i);
+  }
+};
+
+/// An input: stored at every s from `base` (times s when `scaled`).
+struct Input {
+  Tensor tensor;
+  std::vector<double> base;
+  bool scaled = true;
+};
+
+enum class FamilyKind { reduce, dense, mse, softmax, xent };
+FamilyKind family_of(Op op);
+std::string_view family_name(FamilyKind f);
+
+/// One experiment family. The Runner fills `inputs` (their tensors and `val`) before forward(); everything else
+/// is the family's to fill.
+class Family {
+ public:
+  virtual ~Family() = default;
+  /// Runs the forward kernel on the stored inputs: `out.val` (widened) and `oracle` (f64, from the stored inputs).
+  virtual void forward() = 0;
+  /// The gradient oracles at S = 1 into `unit` (one per gradient tensor). A gradient's oracle at S is S times
+  /// this, so only its zero pattern is used: it does not depend on S.
+  virtual void unit_oracle() {}
+  /// Runs the gradient kernel(s) at loss scale S into `grads` (stored; the Runner reloads them).
+  virtual void gradient(double /*S*/) {}
+  /// The forward output's name in cells ("Y", "loss", an op name) and its stage ("forward" or "loss").
+  virtual std::string_view out_name() const = 0;
+  virtual std::string_view out_stage() const { return "forward"; }
+  /// True when the output is one number, reported as fwd_value and fwd_oracle.
+  virtual bool scalar_out() const { return false; }
+  /// A stored upstream gradient whose first non-finite value comes before the gradients' (dense: dY).
+  virtual const Tensor* upstream() const { return nullptr; }
+
+  std::vector<Input> inputs;  // in data-flow order; inputs[0] is the one --plant-nan poisons
+  Tensor out;
+  std::vector<double> oracle;
+  std::vector<Tensor> grads;
+  std::vector<std::vector<double>> unit;
+
+ protected:
+  const double* in(std::size_t r) const { return inputs[r].tensor.val.data(); }
+};
+
+/// What a family's constructor needs: the options, the experiment, the distribution and the inputs' base draws.
+struct Setup {
+  const Options& o;
+  const Experiment& e;
+  Dist d;
+  FamilyKind kind;
+  /// The base values of one role: the test hook's override if given, else `count` draws from the stream
+  /// (seed, family, dist, role). Throws std::invalid_argument when an override has the wrong length.
+  std::vector<double> base(unsigned role, std::size_t count) const;
+  /// Appends an input of `count` elements of the kernel's storage type, with the base values of `role`.
+  void add_input(Family& f, const char* name, unsigned role, std::size_t count, bool scaled) const;
+  DType storage() const { return e.fwd.storage; }
+};
+
+/// The stable softmax in f64: the oracle of softmax, softmax_naive and of xent's probabilities.
+void softmax_oracle(const double* x, std::size_t rows, std::size_t cols, double* y);
+
+std::unique_ptr<Family> make_reduce(const Setup& s);
+std::unique_ptr<Family> make_dense(const Setup& s);
+std::unique_ptr<Family> make_mse(const Setup& s);
+std::unique_ptr<Family> make_softmax(const Setup& s);
+std::unique_ptr<Family> make_xent(const Setup& s);
+
+/// The family of the experiment's forward op, with its tensors allocated and its base inputs drawn.
+std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist d);
+
+}  // namespace halfmap::sweep

@@ -1,0 +1,41 @@
+// What the sweep's output files share (src/sweep/{write,markdown,merge,compare}.cpp). Internal to src/sweep.
+//
+// thresholds.json is the one document every later step reads: `halfmap merge` joins shards' documents, `halfmap
+// compare` reads several machines', and thresholds.md is rendered from the document (in memory for a run and a
+// merge), so that the Markdown of a merged sweep is byte-identical to that of the same sweep run in one piece.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "halfmap/sweep.hpp"
+
+namespace halfmap::sweep {
+
+using json = nlohmann::ordered_json;
+
+/// Creates `dir` and its parents (mode 0755). Throws std::runtime_error naming the folder that failed.
+void make_dirs(const std::string& dir);
+/// The whole file, or nullopt when it cannot be opened.
+std::optional<std::string> read_file(const std::string& path);
+/// The current time as "YYYY-MM-DDTHH:MM:SSZ".
+std::string utc_now();
+/// Shortest round-trip text of a double (fmt's `{}`), the same on every machine; "inf", "-inf", "nan".
+std::string num(double v);
+
+/// The thresholds.json document: format, settings, results (one object per item, in index order).
+json thresholds_doc(const json& settings, const json& results);
+/// Its text: dumped with an indent of 2 and a trailing newline.
+std::string thresholds_text(const json& doc);
+/// thresholds.md from the document.
+std::string thresholds_markdown(const json& doc);
+/// A window object's "[S_min, S_max]" (or "empty (S_min .., S_max ..)").
+std::string window_text(const json& w);
+
+/// The keys of a window's "inside" verdicts for Keras's and PyTorch's initial scales ("keras_2^15", ...).
+std::string keras_key();
+std::string pytorch_key();
+
+}  // namespace halfmap::sweep
