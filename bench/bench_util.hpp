@@ -109,12 +109,8 @@ void add_memory_roof_fraction(benchmark::State& state, const Level& level, doubl
 /// `k` (bench_roof.cpp, compute_roof_isa), if measured; none for isa ref.
 void add_compute_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call);
 
-/// True for the kernels bench_reduce.cpp times: ops sum, sumsq, maxabs and dot, which carry a ReduceFn. (Named
-/// apart from halfmap::is_reduction, which newer registry headers declare, so that argument-dependent lookup
-/// never finds two candidates.)
-constexpr bool times_as_reduction(const Kernel& k) {
-  return (k.op == Op::sum || k.op == Op::sumsq || k.op == Op::maxabs || k.op == Op::dot) && k.reduce != nullptr;
-}
+/// True for the kernels bench_reduce.cpp times: the reductions (is_reduction), which carry a ReduceFn.
+constexpr bool times_as_reduction(const Kernel& k) { return is_reduction(k.op) && k.reduce != nullptr; }
 
 /// Registers reduce/<kernel>/<level> for every reduction kernel in the registry (bench_reduce.cpp).
 void register_reduce_benchmarks();

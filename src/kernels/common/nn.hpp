@@ -2,14 +2,14 @@
 // per ISA. The contracts (what every mode computes, rounding by rounding) are in include/halfmap/registry.hpp
 // next to LossArgs, SoftmaxArgs and XentArgs; this file is how the SIMD paths meet them.
 //
-// As in reduce.hpp, every template takes traits types defined in an anonymous namespace of the ISA's source
-// file (or templated on such a tag), so each ISA gets its own instantiation compiled with its own flags; scalar
-// steps that need halfmap's inline conversions (to_f16, to_bf16, f16_model::add) or libm are out-of-line
-// functions in src/core/nn.cpp, compiled without ISA flags.
+// As in reduce.hpp, every template takes an ISA's own types (its ops.hpp, a namespace of its own), so each ISA
+// gets its own instantiation compiled with its own flags; scalar steps that need halfmap's inline conversions
+// (to_f16, to_bf16, f16_model::add) or libm are out-of-line functions in src/kernels/common/nn.cpp, compiled
+// without ISA flags.
 //
 // Traits, by role:
 //
-//   M (f32 math on one vector register; also the scalar exp in core, with V = float)
+//   M (f32 math on one vector register, an ISA's ops.hpp F32; also the scalar exp_f32, with V = float)
 //     V, kW                      register type, f32 lanes
 //     set1(float), load(const float*), store(float*, V)
 //     add, sub, mul, div, min, max (min/max are used on non-NaN values only)
@@ -19,13 +19,14 @@
 //                                (the first product is exact), or vscalefps on AVX-512: the same bits
 //     nan_pass(x, y)             isnan(x) ? x + x : y
 //
-//   S (f32-accumulating modes: f32, f16_f32acc, bf16_f32acc)
+//   S (f32-accumulating modes: f32, f16_f32acc, bf16_f32acc; storage_traits.hpp, or avx512bf16's Bf16)
 //     M, Elem                    the math traits; storage element (float or uint16_t bit patterns)
 //     kMode, kStorage, kNegInf   mode, storage type, -inf as an Elem
 //     load(const Elem*) -> M::V  kW elements widened exactly to f32
 //     store(Elem*, M::V)         kW elements rounded to the storage type (round to nearest even)
 //
-//   H (fp16 arithmetic: per-operation on F16C, native on AVX512-FP16 / ARMv8.2 FP16)
+//   H (fp16 arithmetic: per-operation on F16C, native on AVX512-FP16 / ARMv8.2 FP16): Fp16Ops below, over an
+//     ISA's ops.hpp F16 (which supplies all but kRegs and exp_store: exp_store_with(p, t, exp_f32) instead)
 //     HV, kW, kRegs, kFma        register type, fp16 lanes per register, registers per block, fused multiply-add
 //     load/store(uint16_t*)      kW fp16 values
 //     set1(bits), zero()
@@ -108,6 +109,16 @@ typename M::V exp_f32_generic(typename M::V x) {
   return M::nan_pass(x, exp_f32_inrange<M>(xc));
 }
 
+/// nn.hpp's H: an ISA's fp16 ops F16 with the register count of the fp16 sums (R, so `lanes` = F16::kW·R) and
+/// the exp on M. The register count belongs to the algorithm, not to the ISA's ops (the reductions use 8).
+template <class F16, class M, std::size_t R>
+struct Fp16Ops : F16 {
+  static constexpr std::size_t kRegs = R;
+  static typename F16::HV exp_store(std::uint16_t* p, typename F16::HV t) {
+    return F16::exp_store_with(p, t, [](typename M::V x) { return exp_f32_generic<M>(x); });
+  }
+};
+
 // ---- storage bit patterns and the exact row max ----------------------------------------------------------------
 
 template <DType t>
@@ -188,15 +199,6 @@ template <class M>
 typename M::V quotient_by_reciprocal(typename M::V e, typename M::V y, typename M::V neg_s) {
   const typename M::V q = M::mul(e, y);
   return M::fma(M::fma(q, neg_s, e), y, q);
-}
-
-template <class M>
-float hsum(const typename M::V (&acc)[4]) {
-  alignas(64) float lanes[M::kW];
-  M::store(lanes, M::add(M::add(acc[0], acc[1]), M::add(acc[2], acc[3])));
-  float s = 0.0f;
-  for (std::size_t k = 0; k < M::kW; ++k) s += lanes[k];
-  return s;
 }
 
 /// One softmax row in f32: e_j = exp(x_j - m) (or exp(x_j)), s = Σ e_j in any order, y_j = store(e_j / s).
