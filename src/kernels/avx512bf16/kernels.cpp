@@ -5,7 +5,8 @@
 // subnormal results and rounds to nearest even (seen on Zen 4 too: a bf16 subnormal times 1.0 gives 0, and
 // 2^-68 * 2^-68 gives 0). That is this path's semantics (the portable bf16 model in kernels/ref keeps
 // subnormals); the tests and the sweep see it as is. mse/softmax/xent are the common f32 algorithms on bf16
-// storage (ops.hpp's Bf16: outputs rounded with vcvtneps2bf16, which flushes f32-subnormal results too).
+// storage (Bf16Storage on ops.hpp's F32: outputs rounded with vcvtneps2bf16, which flushes f32-subnormal results
+// too).
 #include <cstring>
 
 #include "kernels/avx512bf16/ops.hpp"
@@ -13,12 +14,14 @@
 #include "kernels/common/list.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/reduce.hpp"
+#include "kernels/common/storage_traits.hpp"
 
 namespace halfmap::paths::avx512bf16 {
 namespace {
 
 using namespace detail;
 constexpr Isa kIsa = Isa::avx512bf16;
+using Bf16 = Bf16Storage<F32>;
 
 template <Op kOp>
 float bf16_dp_reduce(const void* xv, const void* yv, std::size_t n) {

@@ -14,26 +14,21 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "halfmap/registry.hpp"
 #include "kernels/avx512/ops.hpp"
 
 namespace halfmap::paths::avx512bf16 {
 
 struct Tag {};
-using F32 = avx512::F32T<Tag>;
 
-/// bf16 storage for the f32-accumulating algorithms (nn.hpp's S).
-struct Bf16 {
-  using M = F32;
-  using Elem = std::uint16_t;  // bf16 bit patterns
-  static constexpr Mode kMode = Mode::bf16_f32acc;
-  static constexpr DType kStorage = DType::bf16;
-  static constexpr Elem kNegInf = 0xFF80;
-  static M::V load(const std::uint16_t* p) {
+/// AVX-512F f32, plus bf16 loads and stores (storage_traits.hpp's Bf16Storage).
+struct F32 : avx512::F32T<Tag> {
+  /// 16 bf16 values widened exactly (a 16-bit shift).
+  static V load_bf16(const std::uint16_t* p) {
     const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
   }
-  static void store(std::uint16_t* p, M::V v) {
+  /// 16 values rounded with vcvtneps2bf16 (flushes f32-subnormal results to zero, see above).
+  static void store_bf16(std::uint16_t* p, V v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), (__m256i)_mm512_cvtneps_pbh(v));
   }
 };

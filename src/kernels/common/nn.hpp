@@ -143,24 +143,36 @@ struct StorageBits<DType::bf16> {
 /// ordering keys: for a signed view s of the bits, key = s ^ (s < 0 ? 0x7F..F : 0) orders like the values (-0
 /// just below +0); NaN is detected separately as |bits| > inf. A plain loop, vectorised by the compiler with the
 /// ISA of the file that instantiates it (Tag keeps the instantiations apart).
-template <class Tag, DType kStorage, class Elem>
-typename StorageBits<kStorage>::U row_max_bits(const Elem* x, std::size_t n) {
+/// The ordering key of a storage type's bits, for row_max_bits and row_range_bits: an involution. Tag (the
+/// caller's) keeps each ISA's copy of of() apart.
+template <class Tag, DType kStorage>
+struct OrderKey {
   using B = StorageBits<kStorage>;
   using U = typename B::U;
   using S = std::make_signed_t<U>;
+  static constexpr int kShift = int(sizeof(U)) * 8 - 1;
+  static constexpr S kMag = std::numeric_limits<S>::max();
+  static S of(S s) { return static_cast<S>(s ^ ((s >> kShift) & kMag)); }
+};
+
+template <class Tag, DType kStorage, class Elem>
+typename StorageBits<kStorage>::U row_max_bits(const Elem* x, std::size_t n) {
+  using K = OrderKey<Tag, kStorage>;
+  using B = typename K::B;
+  using U = typename K::U;
+  using S = typename K::S;
   static_assert(sizeof(Elem) == sizeof(U));
-  constexpr int kShift = int(sizeof(U)) * 8 - 1;
-  constexpr S kMag = std::numeric_limits<S>::max();
+  constexpr S kMag = K::kMag;
   S kmax = std::numeric_limits<S>::min(), amax = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const S s = static_cast<S>(std::bit_cast<U>(x[i]));
-    const S key = static_cast<S>(s ^ ((s >> kShift) & kMag));
+    const S key = K::of(s);
     kmax = key > kmax ? key : kmax;
     const S a = static_cast<S>(s & kMag);
     amax = a > amax ? a : amax;
   }
   if (amax > static_cast<S>(B::kAbsInf)) return B::kQNaN;
-  return static_cast<U>(static_cast<S>(kmax ^ ((kmax >> kShift) & kMag)));
+  return static_cast<U>(K::of(kmax));
 }
 
 /// Bit patterns of max x and min x over n ≥ 1 elements, exact, and whether any element is NaN: row_max_bits with
@@ -172,13 +184,13 @@ struct RowRange {
 };
 template <class Tag, DType kStorage, class Elem>
 RowRange<kStorage> row_range_bits(const Elem* x, std::size_t n) {
-  using B = StorageBits<kStorage>;
-  using U = typename B::U;
-  using S = std::make_signed_t<U>;
+  using K = OrderKey<Tag, kStorage>;
+  using B = typename K::B;
+  using U = typename K::U;
+  using S = typename K::S;
   static_assert(sizeof(Elem) == sizeof(U));
-  constexpr int kShift = int(sizeof(U)) * 8 - 1;
-  constexpr S kMag = std::numeric_limits<S>::max();
-  auto key = [](S s) { return static_cast<S>(s ^ ((s >> kShift) & kMag)); };  // an involution
+  constexpr int kShift = K::kShift;
+  auto key = [](S s) { return K::of(s); };
   S kmax = std::numeric_limits<S>::min(), kmin = std::numeric_limits<S>::max();
   for (std::size_t i = 0; i < n; ++i) {
     const S k = key(static_cast<S>(std::bit_cast<U>(x[i])));
