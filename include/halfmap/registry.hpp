@@ -105,7 +105,7 @@ using DenseBwdFn = void (*)(const DenseBwdArgs&);
 //   * Modes f32, f16_f32acc, bf16_f32acc ("f32-acc"): inputs are widened exactly to f32, everything is computed
 //     in f32 and each output is rounded once to the storage type (round to nearest even; the avx512bf16 path
 //     writes its arrays with vcvtneps2bf16, which flushes f32-subnormal results to zero, see
-//     reduce_avx512bf16.cpp).
+//     src/kernels/avx512bf16/kernels.cpp).
 //     Sums run in any order: these kernels are checked against a float64 computation within a tolerance.
 //   * Modes f16 and f16_model ("f16 modes"): every operation is rounded to fp16, as listed per op below. fp16
 //     sums use the kernel's `lanes` order (element i into lane i % lanes from +0, then f16_model::fold_lanes),

@@ -61,7 +61,7 @@
 
 namespace halfmap::detail {
 
-// ---- out-of-line scalar steps (src/core/nn.cpp) -------------------------------------------------------------
+// ---- out-of-line scalar steps (src/kernels/common/nn.cpp) --------------------------------------------------
 
 /// The f32 value of one storage-type bit pattern (exact).
 float widen_bits(DType storage, std::uint32_t bits);
@@ -139,40 +139,38 @@ struct StorageBits<DType::bf16> {
   static constexpr U kAbsInf = 0x7F80u, kQNaN = 0x7FC0u;
 };
 
-/// Bit pattern of max x over n ≥ 1 elements, exact, or the type's quiet NaN if any element is NaN. Works on
-/// ordering keys: for a signed view s of the bits, key = s ^ (s < 0 ? 0x7F..F : 0) orders like the values (-0
-/// just below +0); NaN is detected separately as |bits| > inf. A plain loop, vectorised by the compiler with the
-/// ISA of the file that instantiates it (Tag keeps the instantiations apart).
 /// The ordering key of a storage type's bits, for row_max_bits and row_range_bits: an involution. Tag (the
 /// caller's) keeps each ISA's copy of of() apart.
-template <class Tag, DType kStorage>
+template <class Tag, DType kStorage, class Elem>
 struct OrderKey {
   using B = StorageBits<kStorage>;
   using U = typename B::U;
   using S = std::make_signed_t<U>;
+  static_assert(sizeof(Elem) == sizeof(U));
+  static S bits(Elem e) { return static_cast<S>(std::bit_cast<U>(e)); }
   static constexpr int kShift = int(sizeof(U)) * 8 - 1;
   static constexpr S kMag = std::numeric_limits<S>::max();
   static S of(S s) { return static_cast<S>(s ^ ((s >> kShift) & kMag)); }
 };
 
+/// Bit pattern of max x over n ≥ 1 elements, exact, or the type's quiet NaN if any element is NaN. Works on
+/// ordering keys: for a signed view s of the bits, key = s ^ (s < 0 ? 0x7F..F : 0) orders like the values (-0
+/// just below +0); NaN is detected separately as |bits| > inf. A plain loop, vectorised by the compiler with the
+/// ISA of the file that instantiates it (Tag keeps the instantiations apart).
 template <class Tag, DType kStorage, class Elem>
 typename StorageBits<kStorage>::U row_max_bits(const Elem* x, std::size_t n) {
-  using K = OrderKey<Tag, kStorage>;
-  using B = typename K::B;
-  using U = typename K::U;
+  using K = OrderKey<Tag, kStorage, Elem>;
   using S = typename K::S;
-  static_assert(sizeof(Elem) == sizeof(U));
-  constexpr S kMag = K::kMag;
   S kmax = std::numeric_limits<S>::min(), amax = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const S s = static_cast<S>(std::bit_cast<U>(x[i]));
+    const S s = K::bits(x[i]);
     const S key = K::of(s);
     kmax = key > kmax ? key : kmax;
-    const S a = static_cast<S>(s & kMag);
+    const S a = static_cast<S>(s & K::kMag);
     amax = a > amax ? a : amax;
   }
-  if (amax > static_cast<S>(B::kAbsInf)) return B::kQNaN;
-  return static_cast<U>(K::of(kmax));
+  if (amax > static_cast<S>(K::B::kAbsInf)) return K::B::kQNaN;
+  return static_cast<typename K::U>(K::of(kmax));
 }
 
 /// Bit patterns of max x and min x over n ≥ 1 elements, exact, and whether any element is NaN: row_max_bits with
@@ -184,20 +182,18 @@ struct RowRange {
 };
 template <class Tag, DType kStorage, class Elem>
 RowRange<kStorage> row_range_bits(const Elem* x, std::size_t n) {
-  using K = OrderKey<Tag, kStorage>;
+  using K = OrderKey<Tag, kStorage, Elem>;
   using B = typename K::B;
   using U = typename K::U;
   using S = typename K::S;
-  static_assert(sizeof(Elem) == sizeof(U));
-  constexpr int kShift = K::kShift;
   auto key = [](S s) { return K::of(s); };
   S kmax = std::numeric_limits<S>::min(), kmin = std::numeric_limits<S>::max();
   for (std::size_t i = 0; i < n; ++i) {
-    const S k = key(static_cast<S>(std::bit_cast<U>(x[i])));
+    const S k = key(K::bits(x[i]));
     kmax = k > kmax ? k : kmax;
     kmin = k < kmin ? k : kmin;
   }
-  const bool nan = kmax > key(static_cast<S>(B::kAbsInf)) || kmin < key(static_cast<S>(B::kAbsInf | (U(1) << kShift)));
+  const bool nan = kmax > key(static_cast<S>(B::kAbsInf)) || kmin < key(static_cast<S>(B::kAbsInf | (U(1) << K::kShift)));
   return {static_cast<U>(key(kmax)), static_cast<U>(key(kmin)), nan};
 }
 
