@@ -119,12 +119,8 @@ std::string compute_roof(const Kernel& k);
 /// SkipWithError, so that a skipped benchmark is labelled too.
 void label_kernel(benchmark::State& state, const Kernel& k, std::string_view roof);
 
-/// True for the kernels bench_reduce.cpp times: ops sum, sumsq, maxabs and dot, which carry a ReduceFn. (Named
-/// apart from halfmap::is_reduction in registry.hpp, so that argument-dependent lookup never finds two
-/// candidates.)
-constexpr bool times_as_reduction(const Kernel& k) {
-  return (k.op == Op::sum || k.op == Op::sumsq || k.op == Op::maxabs || k.op == Op::dot) && k.reduce != nullptr;
-}
+/// True for the kernels bench_reduce.cpp times: the reductions (is_reduction), which carry a ReduceFn.
+constexpr bool times_as_reduction(const Kernel& k) { return is_reduction(k.op) && k.reduce != nullptr; }
 
 /// Registers reduce/<kernel>/<level> for every reduction kernel in the registry (bench_reduce.cpp).
 void register_reduce_benchmarks();

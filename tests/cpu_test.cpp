@@ -16,6 +16,7 @@
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
 #include "halfmap/registry.hpp"
+#include "kernels/common/list.hpp"
 #include "test_util.hpp"
 
 namespace halfmap {
@@ -267,13 +268,62 @@ TEST(Registry, ModesMatchStorageAndLanes) {
 // The reference path covers every operation in every mode except native f16, which is SIMD only; so every SIMD
 // kernel has a scalar counterpart of the same operation and storage.
 TEST(Registry, RefCoversEveryOpAndStorage) {
-  for (Op op : {Op::sum, Op::sumsq, Op::maxabs, Op::dot}) {
+  for (Op op : {Op::sum, Op::sumsq, Op::maxabs, Op::dot, Op::dense_fwd, Op::dense_bwd, Op::mse, Op::softmax,
+                Op::softmax_naive, Op::xent}) {
     for (Mode mode : {Mode::f32, Mode::f16_f32acc, Mode::f16_model, Mode::bf16_f32acc}) {
       const bool found = std::any_of(kernels().begin(), kernels().end(), [&](const Kernel& k) {
         return k.isa == Isa::ref && k.op == op && k.mode == mode;
       });
       EXPECT_TRUE(found) << op_name(op) << " in mode " << mode_name(mode);
     }
+  }
+}
+
+// ---- names composed from the fields (src/kernels/common/list.hpp) ------------------------------------------------
+
+// "Adding a kernel" (README), followed once without adding it to the registry: one entry of a list, and the name
+// and fields it gets.
+float test_only_dot(const void*, const void*, std::size_t) { return 0.0f; }
+void test_only_softmax(const SoftmaxArgs&) {}
+
+TEST(RegistryNames, ComposedAtCompileTime) {
+  constexpr Kernel dot = paths::entry<Op::dot, Mode::f16, Isa::avx512fp16>(test_only_dot, 256, FmaKind::fused);
+  static_assert(dot.name == "f16_dot__avx512fp16");
+  EXPECT_EQ(dot.op, Op::dot);
+  EXPECT_EQ(dot.mode, Mode::f16);
+  EXPECT_EQ(dot.isa, Isa::avx512fp16);
+  EXPECT_EQ(dot.storage, DType::f16);
+  EXPECT_EQ(dot.lanes, 256u);
+  EXPECT_EQ(dot.fma, FmaKind::fused);
+  EXPECT_EQ(dot.reduce, &test_only_dot);
+  EXPECT_EQ(dot.softmax, nullptr);
+
+  constexpr Kernel sm = paths::entry<Op::softmax_naive, Mode::f16_model, Isa::ref>(test_only_softmax);
+  static_assert(sm.name == "f16_softmax_naive__ref");  // f16_model kernels are named f16_...
+  EXPECT_EQ(sm.storage, DType::f16);
+  EXPECT_EQ(sm.fma, FmaKind::none);
+  EXPECT_EQ(sm.softmax, &test_only_softmax);
+  EXPECT_EQ(sm.reduce, nullptr);
+
+  static_assert(paths::KernelName<Op::sum, Mode::f16_f32acc, Isa::avx512>::value == "f16_f32acc_sum__avx512");
+  static_assert(paths::KernelName<Op::xent, Mode::bf16_f32acc, Isa::avx512bf16>::value ==
+                "bf16_f32acc_xent__avx512bf16");
+  static_assert(paths::KernelName<Op::dense_bwd, Mode::f32, Isa::neonfp16>::value == "f32_dense_bwd__neonfp16");
+  for (Isa isa : kAllIsas) EXPECT_EQ(paths::name_isa(isa), isa_name(isa));
+}
+
+// Every registry name is <storage>[_<acc>acc]_<op>__<isa> of its own fields, unique, and found by find_kernel.
+TEST(RegistryNames, EveryNameRoundTrips) {
+  std::set<std::string_view> seen;
+  for (const Kernel& k : kernels()) {
+    const std::string want =
+        std::string(paths::name_prefix(k.mode)) + "_" + std::string(op_name(k.op)) + "__" + std::string(isa_name(k.isa));
+    EXPECT_EQ(k.name, want);
+    EXPECT_EQ(k.storage, paths::storage_of(k.mode)) << k.name;
+    EXPECT_TRUE(seen.insert(k.name).second) << "duplicate name " << k.name;
+    EXPECT_EQ(find_kernel(k.name), &k) << k.name;
+    const bool f16_acc = k.mode == Mode::f16 || k.mode == Mode::f16_model;
+    EXPECT_EQ(k.fma == FmaKind::none, !f16_acc) << k.name << ": only fp16-accumulating kernels have an fp16 FMA";
   }
 }
 

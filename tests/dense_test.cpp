@@ -142,7 +142,7 @@ void fill_random(Matrix& m, test::Rng& rng) {
 
 // ---- tiles and shapes ------------------------------------------------------------------------------------------
 
-/// The blocking of each kernel, as in src/kernels/<isa>/dense_<isa>.cpp (kMr, kNr, kKc, kMc, kNc; avx512bf16
+/// The blocking of each kernel, as in src/kernels/<isa>/kernels.cpp (kMr, kNr, kKc, kMc, kNc; avx512bf16
 /// packs k in pairs, which the odd and even K of shapes_for() cover). The ref kernels are plain loops without a
 /// tile: small numbers give them a spread of shapes.
 struct Tiling {

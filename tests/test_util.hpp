@@ -182,9 +182,7 @@ class AlignedBuffer {
 };
 
 /// True for the reductions (ReduceFn); the registry also holds other operations, tested elsewhere.
-inline bool is_reduction_kernel(const Kernel& k) {
-  return k.op == Op::sum || k.op == Op::sumsq || k.op == Op::maxabs || k.op == Op::dot;
-}
+inline bool is_reduction_kernel(const Kernel& k) { return is_reduction(k.op); }
 
 // ---- skipping -------------------------------------------------------------------------------------------------
 

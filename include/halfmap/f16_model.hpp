@@ -21,7 +21,8 @@
 
 namespace halfmap {
 
-enum class FmaKind : std::uint8_t { fused, f32_round };
+/// `none`: the kernel has no fp16 FMA (f32-accumulating kernels); f16_model::fma treats it as fused.
+enum class FmaKind : std::uint8_t { fused, f32_round, none };
 
 namespace f16_model {
 

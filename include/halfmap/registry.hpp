@@ -26,10 +26,40 @@ constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || 
 enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc };
 enum class DType { f32, f16, bf16 };
 
-std::string_view op_name(Op op);
-std::string_view mode_name(Mode mode);
-std::string_view dtype_name(DType t);
-std::size_t dtype_size(DType t);
+constexpr std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::sum: return "sum";
+    case Op::sumsq: return "sumsq";
+    case Op::maxabs: return "maxabs";
+    case Op::dot: return "dot";
+    case Op::dense_fwd: return "dense_fwd";
+    case Op::dense_bwd: return "dense_bwd";
+    case Op::mse: return "mse";
+    case Op::softmax: return "softmax";
+    case Op::softmax_naive: return "softmax_naive";
+    case Op::xent: return "xent";
+  }
+  return "?";
+}
+constexpr std::string_view mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::f32: return "f32";
+    case Mode::f16_f32acc: return "f16_f32acc";
+    case Mode::f16: return "f16";
+    case Mode::f16_model: return "f16_model";
+    case Mode::bf16_f32acc: return "bf16_f32acc";
+  }
+  return "?";
+}
+constexpr std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+  }
+  return "?";
+}
+constexpr std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
 
 /// A reduction over n elements of the kernel's storage type. `y` is read only by dot (pass nullptr otherwise).
 /// The result is returned widened to f32:
@@ -75,7 +105,7 @@ using DenseBwdFn = void (*)(const DenseBwdArgs&);
 //   * Modes f32, f16_f32acc, bf16_f32acc ("f32-acc"): inputs are widened exactly to f32, everything is computed
 //     in f32 and each output is rounded once to the storage type (round to nearest even; the avx512bf16 path
 //     writes its arrays with vcvtneps2bf16, which flushes f32-subnormal results to zero, see
-//     reduce_avx512bf16.cpp).
+//     src/kernels/avx512bf16/kernels.cpp).
 //     Sums run in any order: these kernels are checked against a float64 computation within a tolerance.
 //   * Modes f16 and f16_model ("f16 modes"): every operation is rounded to fp16, as listed per op below. fp16
 //     sums use the kernel's `lanes` order (element i into lane i % lanes from +0, then f16_model::fold_lanes),
@@ -154,7 +184,8 @@ struct Kernel {
   /// Order of operations of fp16-accumulating kernels: element i is accumulated into lane i % lanes, then the
   /// lanes are folded by f16_model::fold_lanes. 1 means strictly sequential.
   unsigned lanes;
-  /// Which fused multiply-add the kernel computes (fp16-accumulating kernels only).
+  /// Which fp16 fused multiply-add the kernel computes: fused or f32_round for the fp16-accumulating kernels,
+  /// none for the f32-accumulating ones (they have no fp16 FMA).
   FmaKind fma;
   ReduceFn reduce = nullptr;      // ops sum, sumsq, maxabs, dot
   DenseFn dense = nullptr;        // op dense_fwd
@@ -164,7 +195,8 @@ struct Kernel {
   XentFn xent = nullptr;          // op xent
 };
 
-/// Every kernel compiled into this build, whether or not this CPU can run it.
+/// Every kernel compiled into this build, whether or not this CPU can run it (src/kernels/registry.cpp joins the
+/// lists of the ISA folders compiled).
 std::span<const Kernel> kernels();
 /// The kernel with this name, or nullptr.
 const Kernel* find_kernel(std::string_view name);
@@ -173,6 +205,9 @@ inline bool kernel_enabled(const Kernel& k) { return isa_enabled(k.isa); }
 
 /// The f16 model run with a kernel's order of operations: the bit-exact reference for modes f16 and f16_model.
 f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes, FmaKind fma);
+/// One step of f16_model_reduce: acc + x (sum), fma(x, x, acc) (sumsq), fma(x, y, acc) (dot), or the larger |.|
+/// key (maxabs). The SIMD kernels' scalar tails take it too.
+f16 f16_model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma);
 
 /// The f16 model of the dense layer (fp16 storage, every operation rounded; see DenseArgs): the bit-exact
 /// reference for dense kernels in modes f16 and f16_model.

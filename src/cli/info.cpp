@@ -43,10 +43,10 @@ std::string why_disabled(Isa isa) {
   return cap ? fmt::format("above HALFMAP_ISA={}", isa_name(*cap)) : std::string("held back by HALFMAP_ISA");
 }
 
-/// Only fp16-accumulating kernels have an fp16 FMA whose rounding matters (registry.hpp): every op that
-/// multiplies and accumulates in fp16 (not sum, max|x|, nor softmax, which only add and divide).
+/// The kernel's fp16 FMA where its rounding matters: none for kernels without one (the f32-accumulating ones,
+/// FmaKind::none), nor for the fp16 ops that only add and divide (sum, max|x|, softmax, xent).
 std::optional<std::string_view> fma_name(const Kernel& k) {
-  if (k.mode != Mode::f16 && k.mode != Mode::f16_model) return std::nullopt;
+  if (k.fma == FmaKind::none) return std::nullopt;
   if (k.op == Op::sum || k.op == Op::maxabs || k.op == Op::softmax || k.op == Op::softmax_naive ||
       k.op == Op::xent) {
     return std::nullopt;

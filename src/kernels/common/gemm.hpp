@@ -1,7 +1,8 @@
 // The portable GEMM driver behind every dense kernel: cache blocking, packing (with the storage -> compute
 // conversion folded in), edge tiles, and the forward/backward wrappers. Written once; each ISA instantiates it
-// with its own traits (an anonymous-namespace type, so instantiations never merge across ISA flags; see
-// reduce.hpp) that supply the register-blocked micro-kernel.
+// with its own traits (microkernel.hpp's GemmTraits over its ops.hpp types, or a hand-written tile, so
+// instantiations never merge across ISA flags; see the ops.hpp headers) that supply the register-blocked
+// micro-kernel.
 //
 // Traits T supply:
 //   Storage            element type in memory (float, or uint16_t for fp16/bf16 bit patterns)
@@ -38,7 +39,7 @@ struct View {
   const E& at(std::size_t r, std::size_t c) const { return data[std::ptrdiff_t(r) * rs + std::ptrdiff_t(c) * cs]; }
 };
 
-// Out-of-line steps compiled without ISA flags (src/core/dense.cpp).
+// Out-of-line steps compiled without ISA flags (src/kernels/common/dense.cpp).
 /// f16 modes: out[i*n + j] = act(acc[i*n + j] + b[j]) with fp16 rounding (b may be null; fp16 bits throughout).
 void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, const std::uint16_t* b, Act act,
                         std::uint16_t* out);
@@ -46,8 +47,6 @@ void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, 
 void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, void* db);
 /// f32 copy of a vector in storage type `t` (exact).
 void widen_to_f32(DType t, const void* src, float* dst, std::size_t n);
-/// f32 -> storage type `t`, round to nearest even (halfmap's scalar conversions).
-void narrow_from_f32(DType t, const float* src, void* dst, std::size_t n);
 
 /// Packs rows [r0, r0 + rows) × k-range [p0, p0 + kc) of `src` (a rows × k operand) into micro-panels of
 /// `MR` rows: for each panel, for each k-group q, MR × kKPack values; rows and k beyond the operand are zero.

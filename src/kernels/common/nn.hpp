@@ -2,14 +2,14 @@
 // per ISA. The contracts (what every mode computes, rounding by rounding) are in include/halfmap/registry.hpp
 // next to LossArgs, SoftmaxArgs and XentArgs; this file is how the SIMD paths meet them.
 //
-// As in reduce.hpp, every template takes traits types defined in an anonymous namespace of the ISA's source
-// file (or templated on such a tag), so each ISA gets its own instantiation compiled with its own flags; scalar
-// steps that need halfmap's inline conversions (to_f16, to_bf16, f16_model::add) or libm are out-of-line
-// functions in src/core/nn.cpp, compiled without ISA flags.
+// As in reduce.hpp, every template takes an ISA's own types (its ops.hpp, a namespace of its own), so each ISA
+// gets its own instantiation compiled with its own flags; scalar steps that need halfmap's inline conversions
+// (to_f16, to_bf16, f16_model::add) or libm are out-of-line functions in src/kernels/common/nn.cpp, compiled
+// without ISA flags.
 //
 // Traits, by role:
 //
-//   M (f32 math on one vector register; also the scalar exp in core, with V = float)
+//   M (f32 math on one vector register, an ISA's ops.hpp F32; also the scalar exp_f32, with V = float)
 //     V, kW                      register type, f32 lanes
 //     set1(float), load(const float*), store(float*, V)
 //     add, sub, mul, div, min, max (min/max are used on non-NaN values only)
@@ -19,13 +19,14 @@
 //                                (the first product is exact), or vscalefps on AVX-512: the same bits
 //     nan_pass(x, y)             isnan(x) ? x + x : y
 //
-//   S (f32-accumulating modes: f32, f16_f32acc, bf16_f32acc)
+//   S (f32-accumulating modes: f32, f16_f32acc, bf16_f32acc; storage_traits.hpp, or avx512bf16's Bf16)
 //     M, Elem                    the math traits; storage element (float or uint16_t bit patterns)
 //     kMode, kStorage, kNegInf   mode, storage type, -inf as an Elem
 //     load(const Elem*) -> M::V  kW elements widened exactly to f32
 //     store(Elem*, M::V)         kW elements rounded to the storage type (round to nearest even)
 //
-//   H (fp16 arithmetic: per-operation on F16C, native on AVX512-FP16 / ARMv8.2 FP16)
+//   H (fp16 arithmetic: per-operation on F16C, native on AVX512-FP16 / ARMv8.2 FP16): Fp16Ops below, over an
+//     ISA's ops.hpp F16 (which supplies all but kRegs and exp_store: exp_store_with(p, t, exp_f32) instead)
 //     HV, kW, kRegs, kFma        register type, fp16 lanes per register, registers per block, fused multiply-add
 //     load/store(uint16_t*)      kW fp16 values
 //     set1(bits), zero()
@@ -60,7 +61,7 @@
 
 namespace halfmap::detail {
 
-// ---- out-of-line scalar steps (src/core/nn.cpp) -------------------------------------------------------------
+// ---- out-of-line scalar steps (src/kernels/common/nn.cpp) --------------------------------------------------
 
 /// The f32 value of one storage-type bit pattern (exact).
 float widen_bits(DType storage, std::uint32_t bits);
@@ -108,6 +109,16 @@ typename M::V exp_f32_generic(typename M::V x) {
   return M::nan_pass(x, exp_f32_inrange<M>(xc));
 }
 
+/// nn.hpp's H: an ISA's fp16 ops F16 with the register count of the fp16 sums (R, so `lanes` = F16::kW·R) and
+/// the exp on M. The register count belongs to the algorithm, not to the ISA's ops (the reductions use 8).
+template <class F16, class M, std::size_t R>
+struct Fp16Ops : F16 {
+  static constexpr std::size_t kRegs = R;
+  static typename F16::HV exp_store(std::uint16_t* p, typename F16::HV t) {
+    return F16::exp_store_with(p, t, [](typename M::V x) { return exp_f32_generic<M>(x); });
+  }
+};
+
 // ---- storage bit patterns and the exact row max ----------------------------------------------------------------
 
 template <DType t>
@@ -128,28 +139,38 @@ struct StorageBits<DType::bf16> {
   static constexpr U kAbsInf = 0x7F80u, kQNaN = 0x7FC0u;
 };
 
+/// The ordering key of a storage type's bits, for row_max_bits and row_range_bits: an involution. Tag (the
+/// caller's) keeps each ISA's copy of of() apart.
+template <class Tag, DType kStorage, class Elem>
+struct OrderKey {
+  using B = StorageBits<kStorage>;
+  using U = typename B::U;
+  using S = std::make_signed_t<U>;
+  static_assert(sizeof(Elem) == sizeof(U));
+  static S bits(Elem e) { return static_cast<S>(std::bit_cast<U>(e)); }
+  static constexpr int kShift = int(sizeof(U)) * 8 - 1;
+  static constexpr S kMag = std::numeric_limits<S>::max();
+  static S of(S s) { return static_cast<S>(s ^ ((s >> kShift) & kMag)); }
+};
+
 /// Bit pattern of max x over n ≥ 1 elements, exact, or the type's quiet NaN if any element is NaN. Works on
 /// ordering keys: for a signed view s of the bits, key = s ^ (s < 0 ? 0x7F..F : 0) orders like the values (-0
 /// just below +0); NaN is detected separately as |bits| > inf. A plain loop, vectorised by the compiler with the
 /// ISA of the file that instantiates it (Tag keeps the instantiations apart).
 template <class Tag, DType kStorage, class Elem>
 typename StorageBits<kStorage>::U row_max_bits(const Elem* x, std::size_t n) {
-  using B = StorageBits<kStorage>;
-  using U = typename B::U;
-  using S = std::make_signed_t<U>;
-  static_assert(sizeof(Elem) == sizeof(U));
-  constexpr int kShift = int(sizeof(U)) * 8 - 1;
-  constexpr S kMag = std::numeric_limits<S>::max();
+  using K = OrderKey<Tag, kStorage, Elem>;
+  using S = typename K::S;
   S kmax = std::numeric_limits<S>::min(), amax = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const S s = static_cast<S>(std::bit_cast<U>(x[i]));
-    const S key = static_cast<S>(s ^ ((s >> kShift) & kMag));
+    const S s = K::bits(x[i]);
+    const S key = K::of(s);
     kmax = key > kmax ? key : kmax;
-    const S a = static_cast<S>(s & kMag);
+    const S a = static_cast<S>(s & K::kMag);
     amax = a > amax ? a : amax;
   }
-  if (amax > static_cast<S>(B::kAbsInf)) return B::kQNaN;
-  return static_cast<U>(static_cast<S>(kmax ^ ((kmax >> kShift) & kMag)));
+  if (amax > static_cast<S>(K::B::kAbsInf)) return K::B::kQNaN;
+  return static_cast<typename K::U>(K::of(kmax));
 }
 
 /// Bit patterns of max x and min x over n ≥ 1 elements, exact, and whether any element is NaN: row_max_bits with
@@ -161,20 +182,18 @@ struct RowRange {
 };
 template <class Tag, DType kStorage, class Elem>
 RowRange<kStorage> row_range_bits(const Elem* x, std::size_t n) {
-  using B = StorageBits<kStorage>;
-  using U = typename B::U;
-  using S = std::make_signed_t<U>;
-  static_assert(sizeof(Elem) == sizeof(U));
-  constexpr int kShift = int(sizeof(U)) * 8 - 1;
-  constexpr S kMag = std::numeric_limits<S>::max();
-  auto key = [](S s) { return static_cast<S>(s ^ ((s >> kShift) & kMag)); };  // an involution
+  using K = OrderKey<Tag, kStorage, Elem>;
+  using B = typename K::B;
+  using U = typename K::U;
+  using S = typename K::S;
+  auto key = [](S s) { return K::of(s); };
   S kmax = std::numeric_limits<S>::min(), kmin = std::numeric_limits<S>::max();
   for (std::size_t i = 0; i < n; ++i) {
-    const S k = key(static_cast<S>(std::bit_cast<U>(x[i])));
+    const S k = key(K::bits(x[i]));
     kmax = k > kmax ? k : kmax;
     kmin = k < kmin ? k : kmin;
   }
-  const bool nan = kmax > key(static_cast<S>(B::kAbsInf)) || kmin < key(static_cast<S>(B::kAbsInf | (U(1) << kShift)));
+  const bool nan = kmax > key(static_cast<S>(B::kAbsInf)) || kmin < key(static_cast<S>(B::kAbsInf | (U(1) << K::kShift)));
   return {static_cast<U>(key(kmax)), static_cast<U>(key(kmin)), nan};
 }
 
@@ -188,15 +207,6 @@ template <class M>
 typename M::V quotient_by_reciprocal(typename M::V e, typename M::V y, typename M::V neg_s) {
   const typename M::V q = M::mul(e, y);
   return M::fma(M::fma(q, neg_s, e), y, q);
-}
-
-template <class M>
-float hsum(const typename M::V (&acc)[4]) {
-  alignas(64) float lanes[M::kW];
-  M::store(lanes, M::add(M::add(acc[0], acc[1]), M::add(acc[2], acc[3])));
-  float s = 0.0f;
-  for (std::size_t k = 0; k < M::kW; ++k) s += lanes[k];
-  return s;
 }
 
 /// One softmax row in f32: e_j = exp(x_j - m) (or exp(x_j)), s = Σ e_j in any order, y_j = store(e_j / s).

@@ -1,18 +1,17 @@
 // Portable logic of the reductions, written once and instantiated per ISA.
 //
-// Every template here takes the ISA's own traits type (defined in an anonymous namespace of the ISA's source
-// file), so each ISA gets its own instantiation compiled with its own flags: an inline function shared between
-// files compiled with different -m flags could otherwise be merged by the linker into one copy that uses the
-// higher ISA. For the same reason the scalar finishing steps (tails, lane folding, the final rounding) are
-// out-of-line functions compiled without ISA flags (src/core/finish.cpp).
+// Every template here takes the ISA's own types (from its ops.hpp, in a namespace of its own), so each ISA gets
+// its own instantiation compiled with its own flags: an inline function shared between files compiled with
+// different -m flags could otherwise be merged by the linker into one copy that uses the higher ISA. For the same
+// reason the scalar finishing steps (tails, lane folding, the final rounding) are out-of-line functions compiled
+// without ISA flags (src/kernels/common/finish.cpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include <xsimd/xsimd.hpp>
-
 #include "halfmap/registry.hpp"
+#include "kernels/common/storage_traits.hpp"
 
 namespace halfmap::detail {
 
@@ -28,17 +27,17 @@ float f32acc_finish(Mode mode, float acc);
 /// max|x| result from its ordering key (bit pattern with the sign cleared) for the given storage type.
 float maxabs_from_key(DType storage, std::uint32_t key);
 
-/// fp16-accumulating reduction. T supplies: kWidth (fp16 lanes per register), kRegs (independent accumulator
-/// registers), Vec, zero(), load(const uint16_t*), add(Vec, Vec), fma(Vec a, Vec b, Vec c) = a*b+c, each rounding
-/// to fp16 as the kernel's FmaKind says, and store(uint16_t*, Vec) writing fp16 bit patterns. Element i goes to
-/// lane i % (kWidth*kRegs), exactly as in the model.
-template <class T, Op kOp>
+/// fp16-accumulating reduction over R independent accumulator registers. T (an ISA's fp16 ops) supplies: kW
+/// (fp16 lanes per register), V, kFma, zero(), load(const uint16_t*), add(V, V), fma(V a, V b, V c) = a*b+c, each
+/// rounding to fp16 as kFma says, and store(uint16_t*, V) writing fp16 bit patterns. Element i goes to lane
+/// i % (kW*R), exactly as in the model (so the kernel's `lanes` is kW*R).
+template <class T, std::size_t R, Op kOp>
 float f16acc_reduce(const void* xv, const void* yv, std::size_t n) {
   static_assert(kOp != Op::maxabs, "max|x| is exact in any order: use maxabs_reduce");
-  constexpr std::size_t W = T::kWidth, R = T::kRegs, L = W * R;
+  constexpr std::size_t W = T::kW, L = W * R;
   const auto* x = static_cast<const std::uint16_t*>(xv);
   const auto* y = static_cast<const std::uint16_t*>(yv);
-  typename T::Vec acc[R];
+  typename T::V acc[R];
   for (std::size_t r = 0; r < R; ++r) acc[r] = T::zero();
   std::size_t i = 0;
   for (; i + L <= n; i += L) {
@@ -58,27 +57,38 @@ float f16acc_reduce(const void* xv, const void* yv, std::size_t n) {
   return f16acc_finish(kOp, lanes, L, x + i, kOp == Op::dot ? y + i : nullptr, n - i, T::kFma);
 }
 
-/// f32-accumulating reduction over xsimd batches. T supplies: Batch (xsimd::batch<float, A>), Elem (storage
-/// element), load(const Elem*) -> Batch (widening to f32), fma(a, b, c) = a*b+c fused, kMode. (fma is the
-/// traits' own because xsimd 8.1 has no fused multiply-add for avx512f: its generic fallback is x*y+z.) Four independent accumulators hide the FMA
-/// latency; the tail is widened from a zero-padded copy, so no load reads past n.
-template <class T, Op kOp>
+/// (acc[0] + acc[1]) + (acc[2] + acc[3]), then its lanes summed in lane order through memory (no horizontal-add
+/// instruction needed: AVX-512's needs AVX512-DQ, which the avx512 path does not require).
+template <class M>
+float hsum(const typename M::V (&acc)[4]) {
+  alignas(64) float lanes[M::kW];
+  M::store(lanes, M::add(M::add(acc[0], acc[1]), M::add(acc[2], acc[3])));
+  float s = 0.0f;
+  for (std::size_t k = 0; k < M::kW; ++k) s += lanes[k];
+  return s;
+}
+
+/// f32-accumulating reduction. S (storage_traits.hpp over an ISA's f32 ops M) supplies Elem, kMode and
+/// load(const Elem*) -> M::V (widening to f32); M supplies V, kW, set1, add, fma (fused), store. Four independent
+/// accumulators hide the FMA latency; the tail is widened from a zero-padded copy, so no load reads past n.
+template <class S, Op kOp>
 float f32acc_reduce(const void* xv, const void* yv, std::size_t n) {
   static_assert(kOp != Op::maxabs, "max|x| is exact in any order: use maxabs_reduce");
-  using Batch = typename T::Batch;
-  using Elem = typename T::Elem;
-  constexpr std::size_t W = Batch::size, R = 4;
+  using M = typename S::M;
+  using V = typename M::V;
+  using Elem = typename S::Elem;
+  constexpr std::size_t W = M::kW, R = 4;
   const auto* x = static_cast<const Elem*>(xv);
   const auto* y = static_cast<const Elem*>(yv);
-  Batch acc[R] = {Batch(0.0f), Batch(0.0f), Batch(0.0f), Batch(0.0f)};
-  auto step = [&](Batch& a, const Elem* xp, const Elem* yp) {
-    const Batch xb = T::load(xp);
+  V acc[R] = {M::set1(0.0f), M::set1(0.0f), M::set1(0.0f), M::set1(0.0f)};
+  auto step = [&](V& a, const Elem* xp, const Elem* yp) {
+    const V xb = S::load(xp);
     if constexpr (kOp == Op::sum) {
-      a += xb;
+      a = M::add(a, xb);
     } else if constexpr (kOp == Op::sumsq) {
-      a = T::fma(xb, xb, a);
+      a = M::fma(xb, xb, a);
     } else {
-      a = T::fma(xb, T::load(yp), a);
+      a = M::fma(xb, S::load(yp), a);
     }
   };
   std::size_t i = 0;
@@ -94,18 +104,12 @@ float f32acc_reduce(const void* xv, const void* yv, std::size_t n) {
     }
     step(acc[1], xt, yt);
   }
-  // Horizontal sum in lane order through memory: xsimd's hadd for avx512f needs AVX512-DQ, which the avx512
-  // path does not require.
-  alignas(64) float lanes[W];
-  ((acc[0] + acc[1]) + (acc[2] + acc[3])).store_aligned(lanes);
-  float total = 0.0f;
-  for (std::size_t k = 0; k < W; ++k) total += lanes[k];
-  return f32acc_finish(T::kMode, total);
+  return f32acc_finish(S::kMode, hsum<M>(acc));
 }
 
 /// max|x| on ordering keys (bit patterns with the sign cleared; see f16_model::abs_key). Written as a plain
-/// loop over unsigned keys, which the compiler vectorises with the ISA of the file that instantiates it (the tag
-/// type only keeps each ISA's instantiation apart).
+/// loop over unsigned keys, which the compiler vectorises with the ISA of the file that instantiates it (the tag,
+/// an ISA's ops.hpp Tag, only keeps each ISA's instantiation apart).
 template <class IsaTag, class Key, DType kStorage>
 float maxabs_reduce(const void* xv, const void*, std::size_t n) {
   constexpr Key kMask = Key(~Key(0)) >> 1;

@@ -1,43 +1,12 @@
 // Scalar finishing steps shared by every ISA's reductions, compiled without ISA flags (see
-// kernels/common/reduce.hpp), and the f16 model's reduction.
+// kernels/common/reduce.hpp): the fp16 tails take the f16 model's own step.
 #include <bit>
-#include <vector>
 
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/reduce.hpp"
 
 namespace halfmap {
-namespace {
-
-f16 model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma) {
-  switch (op) {
-    case Op::sum: return f16_model::add(acc, x);
-    case Op::sumsq: return f16_model::fma(x, x, acc, fma);
-    case Op::dot: return f16_model::fma(x, y, acc, fma);
-    case Op::maxabs: return f16{f16_model::abs_key(acc) > f16_model::abs_key(x) ? f16_model::abs_key(acc)
-                                                                                : f16_model::abs_key(x)};
-    default: return acc;  // not a reduction: never called with one
-  }
-}
-
-}  // namespace
-
-f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes, FmaKind fma) {
-  if (op == Op::maxabs) {
-    f16 m{};
-    for (std::size_t i = 0; i < n; ++i) m = model_step(op, m, x[i], f16{}, fma);
-    return m;
-  }
-  if (lanes == 0 || (lanes & (lanes - 1)) != 0) lanes = 1;  // the fold needs a power of two
-  std::vector<f16> acc(lanes);
-  for (std::size_t i = 0; i < n; ++i) {
-    f16& a = acc[i % lanes];
-    a = model_step(op, a, x[i], y != nullptr ? y[i] : f16{}, fma);
-  }
-  return f16_model::fold_lanes(acc);
-}
-
 namespace detail {
 
 float f16acc_finish(Op op, std::uint16_t* lane_bits, unsigned lanes, const std::uint16_t* x, const std::uint16_t* y,
@@ -46,7 +15,7 @@ float f16acc_finish(Op op, std::uint16_t* lane_bits, unsigned lanes, const std::
   static_assert(sizeof(f16) == sizeof(std::uint16_t) && alignof(f16) == alignof(std::uint16_t));
   auto* acc = reinterpret_cast<f16*>(lane_bits);
   for (std::size_t k = 0; k < count; ++k) {
-    acc[k] = model_step(op, acc[k], f16{x[k]}, y != nullptr ? f16{y[k]} : f16{}, fma);
+    acc[k] = f16_model_step(op, acc[k], f16{x[k]}, y != nullptr ? f16{y[k]} : f16{}, fma);
   }
   return to_f32(f16_model::fold_lanes(std::span<f16>(acc, lanes)));
 }

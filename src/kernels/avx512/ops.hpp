@@ -1,0 +1,123 @@
+// The AVX-512F/BW/VL primitives: every intrinsic the avx512 kernels use, for the algorithms written once in
+// kernels/common/ (F32 is nn.hpp's M, the f32 tile of microkernel.hpp and reduce.hpp's vector; F16 is nn.hpp's
+// H, the fp16 tile and reduce.hpp's fp16 vector). avx512bf16 and avx512fp16 build on F32T too.
+//
+// Why no code compiled with higher-ISA flags can be merged into this folder's object, nor this folder's into a
+// lower one: everything here is a template over a tag type, and each folder that includes this header
+// (avx512, avx512bf16, avx512fp16) instantiates it with a tag of its own namespace (halfmap::paths::<isa>::Tag)
+// and the common templates only with those instantiations. So every inline function compiled with a folder's
+// flags has a mangled name that names that folder's ISA, and the linker can only fold it with copies made under
+// the same flags. Nothing in this header may be a plain (non-template) inline function.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "halfmap/f16_model.hpp"
+
+namespace halfmap::paths::avx512 {
+
+/// f32 on one zmm register (16 lanes).
+template <class Tag>
+struct F32T {
+  using V = __m512;
+  using Packed = float;  // GEMM panels
+  using Acc = float;     // GEMM accumulator
+  static constexpr std::size_t kW = 16;
+  static V set1(float v) { return _mm512_set1_ps(v); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V load_packed(const float* p) { return _mm512_loadu_ps(p); }
+  static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  // vscalefps: p·2^n rounded once (overflow to inf, subnormal results rounded), the same bits as the two-step
+  // scaling of the other paths, whose first product is exact.
+  static V scale2n(V p, V n) { return _mm512_scalef_ps(p, n); }
+  static V nan_pass(V x, V y) { return _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x); }
+  /// 16 fp16 values widened exactly / rounded to fp16 (round to nearest even).
+  static V load_f16(const std::uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static void store_f16(std::uint16_t* p, V v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  /// n fp16 values widened / n f32 values rounded, any n (masked tails read and write nothing past n).
+  static void f16_to_f32(const std::uint16_t* src, float* dst, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load_f16(src + i));
+    if (i < n) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+      _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + i)));
+    }
+  }
+  static void f32_to_f16(const float* src, std::uint16_t* dst, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + 16 <= n; i += 16) store_f16(dst + i, _mm512_loadu_ps(src + i));
+    if (i < n) {
+      const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+      _mm256_mask_storeu_epi16(dst + i, m,
+                               _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
+};
+
+/// fp16 arithmetic per operation through conversions: a register holds 16 f32 values that are always exactly
+/// fp16 values; every add, sub and f32 FMA is rounded back to fp16 with vcvtps2ph (FmaKind::f32_round).
+template <class Tag>
+struct F16T {
+  using V = __m512;
+  using HV = V;
+  using Packed = float;       // GEMM panels: fp16 values widened exactly
+  using Acc = std::uint16_t;  // GEMM accumulator: fp16 bits
+  static constexpr std::size_t kW = 16;
+  static constexpr FmaKind kFma = FmaKind::f32_round;
+  static V round(V v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const std::uint16_t* p) { return F32T<Tag>::load_f16(p); }
+  static void store(std::uint16_t* p, V v) { F32T<Tag>::store_f16(p, v); }
+  static V load_packed(const float* p) { return _mm512_loadu_ps(p); }
+  static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V set1(std::uint16_t bits) { return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(bits))); }
+  static V add(V a, V b) { return round(_mm512_add_ps(a, b)); }
+  static V sub(V a, V b) { return round(_mm512_sub_ps(a, b)); }
+  static V fma(V a, V b, V c) { return round(_mm512_fmadd_ps(a, b, c)); }
+  /// NaN lanes become the f32 quiet NaN 0x7FC00000, which narrows to fp16's canonical 0x7E00.
+  static V canon(V v) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v,
+                                _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+  }
+  // store() narrows with vcvtps2ph, so an unrounded f32 result is rounded once on its way to memory.
+  template <class ExpF32>
+  static V exp_store_with(std::uint16_t* p, V t, ExpF32 exp) {
+    const __m256i e = _mm512_cvtps_ph(exp(t), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), e);
+    return _mm512_cvtph_ps(e);
+  }
+  static void store_div(std::uint16_t* p, V e, V s) { store(p, canon(_mm512_div_ps(e, s))); }
+  static void store_scale(std::uint16_t* p, V v, float c) { store(p, canon(_mm512_mul_ps(v, _mm512_set1_ps(c)))); }
+  static V rot(V v, unsigned w) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i idx = _mm512_and_si512(_mm512_add_epi32(iota, _mm512_set1_epi32(int(w))), _mm512_set1_epi32(15));
+    return _mm512_permutexvar_ps(idx, v);
+  }
+  static std::uint16_t lane0(V v) {
+    return static_cast<std::uint16_t>(
+        _mm_extract_epi16(_mm256_castsi256_si128(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)), 0));
+  }
+};
+
+/// This folder's own instantiations.
+struct Tag {};
+using F32 = F32T<Tag>;
+using F16 = F16T<Tag>;
+
+}  // namespace halfmap::paths::avx512

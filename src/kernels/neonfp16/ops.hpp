@@ -1,0 +1,69 @@
+// The ARMv8.2-A FP16 primitives: native fp16 arithmetic on 8 lanes (fadd, fsub, fmla, fdiv round every result to
+// fp16; FmaKind::fused), and baseline NEON f32 (neon::F32T) where the contracts compute in f32 (exp, c·d for
+// the gradients). fp16 subnormals are kept as long as FPCR.FZ16 is off, the Linux default; halfmap never sets it.
+//
+// Why no code compiled with these flags can be merged into a lower ISA's object: everything here is inside
+// namespace halfmap::paths::neonfp16, the neon templates are instantiated with this namespace's Tag, and the
+// common templates only with these types (see neon/ops.hpp).
+#pragma once
+
+#include <arm_neon.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "halfmap/f16_model.hpp"
+#include "kernels/neon/ops.hpp"
+
+namespace halfmap::paths::neonfp16 {
+
+struct Tag {};
+using F32 = neon::F32T<Tag>;
+
+/// Native fp16 on one q register (8 lanes).
+struct F16 {
+  using V = float16x8_t;
+  using HV = V;
+  using Packed = std::uint16_t;  // GEMM panels: fp16 bits
+  using Acc = std::uint16_t;     // GEMM accumulator: fp16 bits
+  static constexpr std::size_t kW = 8;
+  static constexpr FmaKind kFma = FmaKind::fused;
+  static V set1(std::uint16_t bits) { return vreinterpretq_f16_u16(vdupq_n_u16(bits)); }
+  static V zero() { return set1(0); }
+  static V load(const std::uint16_t* p) { return vreinterpretq_f16_u16(vld1q_u16(p)); }
+  static void store(std::uint16_t* p, V v) { vst1q_u16(p, vreinterpretq_u16_f16(v)); }
+  static V load_packed(const std::uint16_t* p) { return load(p); }
+  static V broadcast(const std::uint16_t* p) { return set1(*p); }
+  static V add(V a, V b) { return vaddq_f16(a, b); }
+  static V sub(V a, V b) { return vsubq_f16(a, b); }
+  static V fma(V a, V b, V c) { return vfmaq_f16(c, a, b); }
+  /// f(to_f32(v)) rounded once to fp16, on the two halves of v.
+  template <class F>
+  static V through_f32(V v, F f) {
+    const float32x4_t lo = f(vcvt_f32_f16(vget_low_f16(v)));
+    const float32x4_t hi = f(vcvt_high_f32_f16(v));
+    return vcvt_high_f16_f32(vcvt_f16_f32(lo), hi);
+  }
+  static V canon(V v) { return vbslq_f16(vceqq_f16(v, v), v, set1(0x7E00)); }
+  template <class ExpF32>
+  static V exp_store_with(std::uint16_t* p, V t, ExpF32 exp) {
+    const V e = through_f32(t, exp);
+    store(p, e);
+    return e;
+  }
+  static void store_div(std::uint16_t* p, V e, V s) { store(p, canon(vdivq_f16(e, s))); }
+  static void store_scale(std::uint16_t* p, V v, float c) {
+    const float32x4_t cv = vdupq_n_f32(c);
+    store(p, canon(through_f32(v, [cv](float32x4_t x) { return vmulq_f32(x, cv); })));
+  }
+  static V rot(V v, unsigned w) {
+    switch (w) {
+      case 4: return vextq_f16(v, v, 4);
+      case 2: return vextq_f16(v, v, 2);
+      default: return vextq_f16(v, v, 1);
+    }
+  }
+  static std::uint16_t lane0(V v) { return vgetq_lane_u16(vreinterpretq_u16_f16(v), 0); }
+};
+
+}  // namespace halfmap::paths::neonfp16
