@@ -238,8 +238,8 @@ std::string optimization_text(const Report& r) {
 std::string render_text(const Report& r) {
   const Options& o = r.options;
   std::string s = wrap("", fmt::format("halfmap diagnose: {} rows, {} feature columns; seed model Dense({}, ReLU) "
-                                       "-> Dense(1), squared loss, seed {}. * marks Keras mixed_float16's path "
-                                       "(fp16 storage, f32 accumulation).",
+                                       "-> Dense(1), squared loss, seed {}. * marks f16_f32acc (fp16 storage, "
+                                       "f32 accumulation: an f32-accumulating GEMM, Keras mixed_float16 on a GPU).",
                                        r.data.rows, r.data.features.size(), o.hidden, o.seed));
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about "\n" + std::string&&.
   for (const std::string& section : {data_text(r), compute_text(r), optimization_text(r)}) {

@@ -241,10 +241,14 @@ std::vector<std::string> ok_notes(const Report& r) {
   if (keras != nullptr) {
     std::string s;
     for (const Simulation& m : keras->simulations) s += (s.empty() ? "" : "; ") + scaler_note(m);
-    notes.push_back(fmt::format("dynamic loss scaling on {}: {}, over {} steps of batches of {} rows; backing off "
-                                "from the initial scale is the scaler doing its job.",
+    bool backed_off = false;
+    for (const Simulation& m : keras->simulations) backed_off = backed_off || m.skipped > 0;
+    notes.push_back(fmt::format("dynamic loss scaling on {}: {}, over {} steps of batches of {} rows{}.",
                                 path_label(keras->path), s, total_steps(r.data.rows, r.options),
-                                r.options.batch == 0 ? r.data.rows : std::min(r.options.batch, r.data.rows)));
+                                r.options.batch == 0 ? r.data.rows : std::min(r.options.batch, r.data.rows),
+                                backed_off ? "; backing off from the initial scale is the scaler doing its job, "
+                                             "not a fault"
+                                           : ""));
   }
   return notes;
 }
