@@ -125,8 +125,9 @@ std::optional<Verdict> compute(const Report& r) {
       pick(r.compute, [](const ForwardReport& x) { return !x.finite(); }, others, keras_clear);
   if (f == nullptr) return std::nullopt;
   Verdict v{Boundary::compute, "", "", {}};
-  v.reason = fmt::format("the forward is finite in f32 but not on {}: the first non-finite value is {}{}.{}",
-                         path_label(f->path), nonfinite_text(*f),
+  v.reason = fmt::format("the forward is finite in f32 but not on {} ({} of {} batches): the first non-finite "
+                         "value is {}{}.{}",
+                         path_label(f->path), f->nonfinite_batches, r.data.batches, nonfinite_text(*f),
                          others.empty() ? "" : fmt::format("; also non-finite on {}", others), keras_clear);
   const std::string& stage = f->first_nonfinite->stage;
   if (stage == "loss") {
