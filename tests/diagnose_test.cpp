@@ -351,6 +351,8 @@ TEST(Diagnose, JsonHasTheSectionsInOrder) {
   EXPECT_TRUE(p["window"]["S_min_log2"].is_number());
   EXPECT_EQ(p["simulations"].size(), 2u);
   EXPECT_EQ(p["at"][0]["batches"], 8u);
+  ASSERT_EQ(p["window"]["per_batch"].size(), 8u);  // every batch, when there are at most kWindowBatches
+  EXPECT_EQ(p["window"]["per_batch"][3]["batch"], 3u);
   EXPECT_TRUE(p["simulations"][0]["outcome"].is_string());
   EXPECT_TRUE(j["verdict"]["notes"].is_array());
 }

@@ -95,7 +95,7 @@
 //                 first_nonfinite: null | {stage, row, column, value, accumulated}}
 //    "optimization": {underflow_share, paths: [{path, mode, isa, storage, keras_like, at: [dist at 2^0, 2^15,
 //      2^16], window: {batches, excluded, S_min_log2 (null), S_max_log2 (null; 40: finite over the whole search),
-//      empty, keras_inside, pytorch_inside},
+//      empty, keras_inside, pytorch_inside, per_batch: [{batch, S_min_log2, S_max_log2}...]},
 //      simulations: [{framework, initial_scale, growth_interval, steps, skipped, backoff_skipped, late_skipped,
 //                     growths, settled_scale (null), min_scale, final_scale, underflow_share, final_loss, outcome,
 //                     runs: [{scale, first_step, last_step}...]}]}]},
@@ -260,8 +260,15 @@ struct BatchDistribution {
   std::vector<BatchRef> worst;  // most non-finite first, then most underflow; at most kWorstBatches
 };
 
+/// One measured batch's window (log2; absent: none).
+struct BatchWindow {
+  std::size_t batch = 0;
+  std::optional<int> S_min_log2, S_max_log2;
+};
+
 struct LossWindow {
   std::size_t batches = 0, excluded = 0;  // measured on `batches`; the `excluded` worst may lie outside
+  std::vector<BatchWindow> per_batch;     // each measured batch's own window, in batch order
   std::optional<int> S_min_log2, S_max_log2;
   bool empty = true;
   bool keras_inside = false, pytorch_inside = false;

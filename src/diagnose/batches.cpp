@@ -215,6 +215,12 @@ void measure_windows(const Table& x, const Table& y, const Path& base, const std
       maxs.push_back(hi);
     }
     LossWindow& w = r.optimization[p].window;
+    for (std::size_t i = 0; i < chosen.size(); ++i) {
+      BatchWindow bw{chosen[i], std::nullopt, std::nullopt};
+      if (mins[i] <= kWindowMaxLog2) bw.S_min_log2 = mins[i];
+      if (maxs[i] >= 0) bw.S_max_log2 = maxs[i];
+      w.per_batch.push_back(bw);
+    }
     w.batches = chosen.size();
     w.excluded = chosen.size() / 100;  // nearly all: all but the worst 1 %
     std::sort(mins.begin(), mins.end(), std::greater<>());

@@ -190,15 +190,28 @@ std::string gradients_text(const Report& r) {
 std::string window_table(const Report& r) {
   std::string s = wrap("", fmt::format("loss-scale window over S = 2^0 .. 2^{}, per batch: S_min, the smallest S "
                                        "with finite gradients and underflow <= {}; S_max, the last S before a "
-                                       "non-finite gradient; shown for nearly all batches (all but the worst 1 %).",
+                                       "non-finite gradient; shown for nearly all batches (all but the worst 1 %), with the "
+                                       "lowest and highest S_max of the batches themselves.",
                                        kWindowMaxLog2, percent(r.options.underflow_share)));
-  s += fmt::format("{:<{}}{:>8}{:>7}{:>7}{:>8}  {:<12}{}\n", "path", kPathWidth, "batches", "S_min", "S_max",
-                   "window", "Keras 2^15", "PyTorch 2^16");
+  s += fmt::format("{:<{}}{:>8}{:>7}{:>7}{:>8}  {:<12}{:<14}{}\n", "path", kPathWidth, "batches", "S_min", "S_max",
+                   "window", "Keras 2^15", "PyTorch 2^16", "S_max per batch");
   for (const OptimizationReport& o : r.optimization) {
     const LossWindow& w = o.window;
-    s += fmt::format("{:<{}}{:>8}{:>7}{:>7}{:>8}  {:<12}{}\n", path_cell(o.path), kPathWidth, w.batches,
+    // The spread of the batches' own S_max: how much the batches differ.
+    std::optional<int> lo, hi;
+    bool none = false;
+    for (const BatchWindow& b : w.per_batch) {
+      if (!b.S_max_log2) {
+        none = true;
+        continue;
+      }
+      lo = std::min(lo.value_or(*b.S_max_log2), *b.S_max_log2);
+      hi = std::max(hi.value_or(*b.S_max_log2), *b.S_max_log2);
+    }
+    const std::string spread = none || !lo ? "none .. " + window_cell(hi) : window_cell(lo) + " .. " + window_cell(hi);
+    s += fmt::format("{:<{}}{:>8}{:>7}{:>7}{:>8}  {:<12}{:<14}{}\n", path_cell(o.path), kPathWidth, w.batches,
                      window_cell(w.S_min_log2), window_cell(w.S_max_log2), w.empty ? "empty" : "ok",
-                     w.keras_inside ? "inside" : "outside", w.pytorch_inside ? "inside" : "outside");
+                     w.keras_inside ? "inside" : "outside", w.pytorch_inside ? "inside" : "outside", spread);
   }
   return s;
 }

@@ -118,13 +118,19 @@ Json jopt(const OptimizationReport& o) {
   Json j = jpath(o.path);
   j["at"] = Json::array({jdist(o.at_1), jdist(o.at_keras), jdist(o.at_pytorch)});
   const LossWindow& w = o.window;
+  Json per_batch = Json::array();
+  for (const BatchWindow& b : w.per_batch) {
+    per_batch.push_back(
+        Json{{"batch", b.batch}, {"S_min_log2", opt_json(b.S_min_log2)}, {"S_max_log2", opt_json(b.S_max_log2)}});
+  }
   j["window"] = Json{{"batches", w.batches},
                      {"excluded", w.excluded},
                      {"S_min_log2", opt_json(w.S_min_log2)},
                      {"S_max_log2", opt_json(w.S_max_log2)},
                      {"empty", w.empty},
                      {"keras_inside", w.keras_inside},
-                     {"pytorch_inside", w.pytorch_inside}};
+                     {"pytorch_inside", w.pytorch_inside},
+                     {"per_batch", per_batch}};
   Json sims = Json::array();
   for (const Simulation& m : o.simulations) sims.push_back(jsim(m));
   j["simulations"] = sims;
