@@ -24,7 +24,7 @@
 // the same mode); Options::all_paths runs every enabled path, ISAs in the order of cpu.hpp. Options::path_first
 // names a path ("<mode>/<isa>") to put first (it must exist; it is added if all_paths is off and it is not a best
 // ISA). The f16_f32acc path on the best ISA is marked `keras_like`: fp16 storage with f32 accumulation is what an
-// f32-accumulating GEMM does (oneDNN's, a GPU's tensor cores), as used under Keras mixed_float16 on a GPU. Which
+// f32-accumulating GEMM does (a GPU's, under Keras mixed_float16; not measured by halfmap). Which
 // path a framework's CPU kernels match is measured only as far as bench/peers shows (README, "halfmap diagnose").
 //
 // The report, in the order the careful procedure checks it:
