@@ -3,14 +3,15 @@
 # order; gradients that underflow only without loss scaling are ok with a warning; batches of two scales are
 # optimization); --out writes the report and nothing to stdout.
 #   -DEXE=<halfmap> -DEMULATOR=<a|b|c, may be empty> -DDATA=<folder written by diagnose_gen> -DWORK=<scratch>
+#   -DTHREADS=<threads of each run: 1 under the emulator, whose programs hang in pthread_create (tests/CMakeLists.txt)>
 cmake_policy(VERSION 3.25)
 string(REPLACE "|" ";" emulator "${EMULATOR}")
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 
 function(diagnose out_var)
-  execute_process(COMMAND ${emulator} ${EXE} diagnose ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
+  execute_process(COMMAND ${emulator} ${EXE} diagnose ${ARGN} --threads ${THREADS}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "halfmap diagnose ${ARGN} -> exit ${rc}: ${err}")
   endif()

@@ -38,8 +38,19 @@ npy::Array labels_of(const DiagnoseCase& c) {
   return a;
 }
 
-Options small() {
+/// The defaults, on one thread under the arm64 preset's emulator (its programs hang in pthread_create; see
+/// tests/CMakeLists.txt). The thread count does not change the report: each range of batches and each
+/// simulation is computed on its own.
+Options defaults() {
   Options o;
+#ifdef HALFMAP_TEST_NO_THREADS
+  o.threads = 1;
+#endif
+  return o;
+}
+
+Options small() {
+  Options o = defaults();
   o.steps = 40;  // enough for the trajectory; keeps the suite fast under qemu
   return o;
 }
@@ -103,7 +114,7 @@ TEST(Diagnose, PathFirstPutsOnePathFirst) {
 TEST(Diagnose, CleanStandardisedDataIsOkWithTheBackOffNote) {
   // Issue 12's false alarm: 2048 x 16 standard-normal features, labels linear times 0.1. Per-batch gradients at
   // 2^16 overflow on some batches, the scalers back off and train: ok, with a note that says how.
-  const Report r = run_case("clean", Options{});
+  const Report r = run_case("clean", defaults());
   EXPECT_EQ(r.verdict.boundary, Boundary::ok) << r.verdict.reason;
   EXPECT_EQ(r.data.batches, 64u);
   const OptimizationReport& k = keras_path(r);
@@ -248,7 +259,7 @@ TEST(Diagnose, UnderflowWithoutLossScalingIsOkWithAWarning) {
 
 TEST(Diagnose, BatchesOfTwoScalesAreOptimization) {
   // Large batches force the scalers down; at the scale they settle at, the tiny batches' gradients underflow.
-  const Report r = run_case("optimization", Options{});
+  const Report r = run_case("optimization", defaults());
   EXPECT_EQ(r.verdict.boundary, Boundary::optimization) << r.verdict.reason;
   const OptimizationReport& k = keras_path(r);
   for (const Simulation& s : k.simulations) {
@@ -433,7 +444,7 @@ TEST(Diagnose, BadInputsAreOneSentence) {
   one.values = {0.0};
   EXPECT_NE(check_inputs(Table::from_array(wide), Table::from_array(one), Options{}).find("columns"),
             std::string::npos);
-  EXPECT_THROW(run(features_of(c), short_y, Options{}), std::invalid_argument);
+  EXPECT_THROW(run(features_of(c), short_y, defaults()), std::invalid_argument);
 }
 
 TEST(Diagnose, TableReadsNpyFilesIntoColumns) {
