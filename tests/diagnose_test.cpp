@@ -93,7 +93,12 @@ TEST(Diagnose, PathsCoverEveryLowPrecisionModeOnceByDefault) {
   Options all = small();
   all.all_paths = true;
   const Report ra = run_case("small", all);
-  EXPECT_GE(ra.compute.size(), r.compute.size() + 3);  // at least the three ref twins more
+  EXPECT_GT(ra.compute.size(), r.compute.size());  // at least f16_f32acc's ref twin more (arm64 has only that one)
+  for (const ForwardReport& f : r.compute) {
+    bool found = false;
+    for (const ForwardReport& g : ra.compute) found = found || g.path.name == f.path.name;
+    EXPECT_TRUE(found) << f.path.name;
+  }
   int keras_all = 0;
   for (const ForwardReport& f : ra.compute) keras_all += f.path.keras_like ? 1 : 0;
   EXPECT_EQ(keras_all, 1);
