@@ -1,4 +1,4 @@
-// Writes the .npy files of `halfmap diagnose`'s CLI tests into a folder (argv[1]): the five cases of
+// Writes the .npy files of `halfmap diagnose`'s CLI tests into a folder (argv[1]): the cases of
 // tests/diagnose_cases.hpp as <case>_x.npy and <case>_y.npy (written with npy::save, never with Python), and
 // files the CLI must refuse with exit code 2. Run through the emulator in the arm64 preset like the CLI itself.
 #include <cstdio>
@@ -44,7 +44,10 @@ int main(int argc, char** argv) {
       save(dir + "/" + c.name + "_x.npy", c.features, c.rows, c.cols, 2, "<f4");
       save(dir + "/" + c.name + "_y.npy", c.labels, c.rows, 1, 1, "<f8");
     }
-    const halfmap::test::DiagnoseCase c = halfmap::test::diagnose_case("clean");
+    // The clean case as float64 in Fortran order: the same values, so the same verdict.
+    const halfmap::test::DiagnoseCase clean = halfmap::test::diagnose_case("clean");
+    save(dir + "/clean_f8F_x.npy", clean.features, clean.rows, clean.cols, 2, "<f8", true);
+    const halfmap::test::DiagnoseCase c = halfmap::test::diagnose_case("small");
     // One feature column as a 1-D array: accepted, as one column.
     std::vector<double> x0;
     for (std::size_t r = 0; r < c.rows; ++r) x0.push_back(c.features[r * c.cols]);

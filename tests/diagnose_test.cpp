@@ -1,6 +1,7 @@
-// `halfmap diagnose` as a library (include/halfmap/diagnose.hpp): the five cases of issue 6 give their verdicts on
-// every path this CPU has, each section holds the evidence the verdict names, and bad options and inputs are one
-// sentence. The CLI (text, --json, exit codes) is tested by tests/diagnose_cli.cmake.
+// `halfmap diagnose` as a library (include/halfmap/diagnose.hpp): the cases of tests/diagnose_cases.hpp (issues 6
+// and 12) give their verdicts on every path this CPU has, each section holds the evidence the verdict names, the
+// batches, the simulated scalers and the .npy reading behave as the header says, and bad options and inputs are
+// one sentence. The CLI (text, --json, exit codes) is tested by tests/diagnose_cli.cmake.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,8 +38,19 @@ npy::Array labels_of(const DiagnoseCase& c) {
   return a;
 }
 
-Options small() {
+/// The defaults, on one thread under the arm64 preset's emulator (its programs hang in pthread_create; see
+/// tests/CMakeLists.txt). The thread count does not change the report: each range of batches and each
+/// simulation is computed on its own.
+Options defaults() {
   Options o;
+#ifdef HALFMAP_TEST_NO_THREADS
+  o.threads = 1;
+#endif
+  return o;
+}
+
+Options small() {
+  Options o = defaults();
   o.steps = 40;  // enough for the trajectory; keeps the suite fast under qemu
   return o;
 }
@@ -55,34 +67,85 @@ const OptimizationReport& keras_path(const Report& r) {
   throw std::runtime_error("no Keras-like path");
 }
 
-TEST(Diagnose, PathsCoverEveryLowPrecisionMode) {
-  const Report r = run_case("clean");
-  ASSERT_FALSE(r.compute.empty());
-  EXPECT_EQ(r.baseline.path.mode, Mode::f32);
-  int keras = 0;
-  bool f16acc = false, f16 = false, bf16 = false;
-  for (const ForwardReport& f : r.compute) {
-    keras += f.path.keras_like ? 1 : 0;
-    f16acc = f16acc || f.path.mode == Mode::f16_f32acc;
-    f16 = f16 || f.path.mode == Mode::f16;
-    bf16 = bf16 || f.path.mode == Mode::bf16_f32acc;
+const Simulation& sim(const OptimizationReport& o, std::string_view framework) {
+  for (const Simulation& s : o.simulations) {
+    if (s.framework == framework) return s;
   }
-  EXPECT_EQ(keras, 1);
-  EXPECT_TRUE(f16acc);  // the ref paths are always there
-  EXPECT_TRUE(f16);
-  EXPECT_TRUE(bf16);
-  ASSERT_EQ(r.optimization.size(), r.compute.size());
+  throw std::runtime_error("no simulation");
 }
 
-TEST(Diagnose, CleanIsOk) {
-  const Report r = run_case("clean");
+TEST(Diagnose, PathsCoverEveryLowPrecisionModeOnceByDefault) {
+  const Report r = run_case("small");
+  ASSERT_FALSE(r.compute.empty());
+  EXPECT_EQ(r.baseline.path.mode, Mode::f32);
+  int keras = 0, f16acc = 0, f16 = 0, bf16 = 0;
+  for (const ForwardReport& f : r.compute) {
+    keras += f.path.keras_like ? 1 : 0;
+    f16acc += f.path.mode == Mode::f16_f32acc ? 1 : 0;
+    f16 += f.path.mode == Mode::f16 ? 1 : 0;
+    bf16 += f.path.mode == Mode::bf16_f32acc ? 1 : 0;
+  }
+  EXPECT_EQ(keras, 1);
+  EXPECT_EQ(f16acc, 1);  // each mode once, on its best ISA (the ref paths are always there)
+  EXPECT_EQ(f16, 1);
+  EXPECT_EQ(bf16, 1);
+  ASSERT_EQ(r.optimization.size(), r.compute.size());
+  Options all = small();
+  all.all_paths = true;
+  const Report ra = run_case("small", all);
+  EXPECT_GT(ra.compute.size(), r.compute.size());  // at least f16_f32acc's ref twin more (arm64 has only that one)
+  for (const ForwardReport& f : r.compute) {
+    bool found = false;
+    for (const ForwardReport& g : ra.compute) found = found || g.path.name == f.path.name;
+    EXPECT_TRUE(found) << f.path.name;
+  }
+  int keras_all = 0;
+  for (const ForwardReport& f : ra.compute) keras_all += f.path.keras_like ? 1 : 0;
+  EXPECT_EQ(keras_all, 1);
+}
+
+TEST(Diagnose, PathFirstPutsOnePathFirst) {
+  Options o = small();
+  o.path_first = "f16_f32acc/ref";
+  const Report r = run_case("small", o);
+  ASSERT_FALSE(r.compute.empty());
+  EXPECT_EQ(r.compute.front().path.name, "f16_f32acc/ref");
+  EXPECT_EQ(r.optimization.front().path.name, "f16_f32acc/ref");
+  EXPECT_EQ(r.compute.size(), 4u);  // added to the three defaults (ref is never a best ISA on x86-64 or arm64)
+  o.path_first = "f16/nosuch";
+  EXPECT_THROW(run_case("small", o), std::invalid_argument);
+}
+
+TEST(Diagnose, CleanStandardisedDataIsOkWithTheBackOffNote) {
+  // Issue 12's false alarm: 2048 x 16 standard-normal features, labels linear times 0.1. Per-batch gradients at
+  // 2^16 overflow on some batches, the scalers back off and train: ok, with a note that says how.
+  const Report r = run_case("clean", defaults());
+  EXPECT_EQ(r.verdict.boundary, Boundary::ok) << r.verdict.reason;
+  EXPECT_EQ(r.data.batches, 64u);
+  const OptimizationReport& k = keras_path(r);
+  for (const Simulation& s : k.simulations) {
+    EXPECT_EQ(s.outcome, Outcome::trains) << s.framework;
+    EXPECT_LE(double(s.skipped), std::log2(s.initial_scale / s.final_scale) + 1 + double(s.growths)) << s.framework;
+    EXPECT_LT(s.final_loss, r.baseline.loss) << s.framework;  // training lowers the loss
+  }
+  const Simulation& pt = sim(k, "pytorch");
+  EXPECT_GT(pt.skipped, 0u);  // the back-off really happens
+  ASSERT_FALSE(r.verdict.notes.empty());
+  EXPECT_NE(r.verdict.notes[0].find("PyTorch backs off"), std::string::npos) << r.verdict.notes[0];
+  EXPECT_NE(r.verdict.notes[0].find("then trains"), std::string::npos) << r.verdict.notes[0];
+  EXPECT_TRUE(r.no_loss_scaling.warning.empty()) << r.no_loss_scaling.warning;
+}
+
+TEST(Diagnose, SmallIsOkWithoutSkipping) {
+  const Report r = run_case("small");
   EXPECT_EQ(r.verdict.boundary, Boundary::ok) << r.verdict.reason;
   EXPECT_TRUE(r.baseline.finite());
   for (const ForwardReport& f : r.compute) EXPECT_TRUE(f.finite()) << f.path.name;
   for (const OptimizationReport& o : r.optimization) {
-    EXPECT_EQ(o.at_1.nonfinite, 0u) << o.path.name;
-    EXPECT_EQ(o.at_1.zero, 0u) << o.path.name;
-    EXPECT_EQ(o.at_pytorch.nonfinite, 0u) << o.path.name;
+    EXPECT_EQ(o.at_1.pooled.nonfinite, 0u) << o.path.name;
+    EXPECT_EQ(o.at_1.pooled.zero, 0u) << o.path.name;
+    EXPECT_EQ(o.at_pytorch.pooled.nonfinite, 0u) << o.path.name;
+    EXPECT_EQ(o.at_1.batches, 2u) << o.path.name;  // 64 rows in batches of 32
     EXPECT_TRUE(o.window.keras_inside && o.window.pytorch_inside) << o.path.name;
     for (const Simulation& s : o.simulations) {
       EXPECT_EQ(s.skipped, 0u) << o.path.name << " " << s.framework;
@@ -147,11 +210,11 @@ TEST(Diagnose, SquaredErrorOverflowIsCompute) {
 }
 
 TEST(Diagnose, AccumulatedSquaredErrorOverflowIsNamedAndNotKeras) {
-  // Labels shifted by 40: every squared error (about 1600) fits fp16, but their sum over 64 rows (about 1e5) does
-  // not. The paths that accumulate in fp16 (mode f16) overflow at the loss; f16_f32acc (Keras mixed_float16's)
+  // Labels shifted by 50: every squared error (about 2500) fits fp16, but their sum over a batch of 32 rows
+  // (about 8e4) does not. The paths that accumulate in fp16 (mode f16) overflow at the loss; f16_f32acc (Keras mixed_float16's)
   // sums in f32 and stays finite, and the verdict says so.
-  DiagnoseCase c = diagnose_case("clean");
-  for (double& y : c.labels) y += 40.0;
+  DiagnoseCase c = diagnose_case("small");
+  for (double& y : c.labels) y += 50.0;
   const Report r = run(features_of(c), labels_of(c), small());
   EXPECT_EQ(r.verdict.boundary, Boundary::compute) << r.verdict.reason;
   bool any_f16 = false;
@@ -171,9 +234,9 @@ TEST(Diagnose, AccumulatedSquaredErrorOverflowIsNamedAndNotKeras) {
   EXPECT_NE(r.verdict.reason.find("Keras mixed_float16's path"), std::string::npos) << r.verdict.reason;
 }
 
-TEST(Diagnose, TinyGradientsAreOptimizationWithAWindow) {
-  const Report r = run_case("optimization");
-  EXPECT_EQ(r.verdict.boundary, Boundary::optimization) << r.verdict.reason;
+TEST(Diagnose, UnderflowWithoutLossScalingIsOkWithAWarning) {
+  const Report r = run_case("underflow");
+  EXPECT_EQ(r.verdict.boundary, Boundary::ok) << r.verdict.reason;
   for (const ColumnStats& c : r.data.features) {
     EXPECT_EQ(c.f16.flushed, 0u);
     EXPECT_EQ(c.f16.subnormal, 0u);
@@ -181,21 +244,87 @@ TEST(Diagnose, TinyGradientsAreOptimizationWithAWindow) {
   for (const ForwardReport& f : r.compute) EXPECT_TRUE(f.finite()) << f.path.name;
   for (const OptimizationReport& o : r.optimization) {
     if (o.path.storage != DType::f16) continue;
-    EXPECT_GT(o.at_1.underflow_share(), 0.5) << o.path.name;
-    EXPECT_EQ(o.at_keras.nonfinite, 0u) << o.path.name;
-    EXPECT_LE(o.at_keras.underflow_share(), r.options.underflow_share) << o.path.name;
+    EXPECT_GT(o.at_1.pooled.underflow_share(), 0.5) << o.path.name;
+    EXPECT_EQ(o.at_keras.pooled.nonfinite, 0u) << o.path.name;
+    EXPECT_LE(o.at_keras.pooled.underflow_share(), r.options.underflow_share) << o.path.name;
     ASSERT_FALSE(o.window.empty) << o.path.name;
     EXPECT_GT(*o.window.S_min_log2, 0) << o.path.name;
     EXPECT_LE(*o.window.S_min_log2, 15) << o.path.name;
     EXPECT_GE(*o.window.S_max_log2, 16) << o.path.name;
     EXPECT_TRUE(o.window.keras_inside) << o.path.name;
+    for (const Simulation& s : o.simulations) EXPECT_EQ(s.outcome, Outcome::trains) << o.path.name;
   }
-  EXPECT_NE(r.verdict.reason.find("window is [2^"), std::string::npos) << r.verdict.reason;
+  EXPECT_GT(r.no_loss_scaling.underflow_share, 0.5);
+  EXPECT_TRUE(r.no_loss_scaling.stalls);
+  ASSERT_FALSE(r.no_loss_scaling.warning.empty());
+  EXPECT_NE(r.no_loss_scaling.warning.find("without loss scaling"), std::string::npos);
+  ASSERT_EQ(r.verdict.notes.size(), 2u);  // the scalers' note and the warning
+  EXPECT_EQ(r.verdict.notes[1], r.no_loss_scaling.warning);
+}
+
+TEST(Diagnose, BatchesOfTwoScalesAreOptimization) {
+  // Large batches force the scalers down; at the scale they settle at, the tiny batches' gradients underflow.
+  const Report r = run_case("optimization", defaults());
+  EXPECT_EQ(r.verdict.boundary, Boundary::optimization) << r.verdict.reason;
+  const OptimizationReport& k = keras_path(r);
+  for (const Simulation& s : k.simulations) {
+    EXPECT_EQ(s.outcome, Outcome::underflows) << s.framework;
+    EXPECT_GT(s.good_steps.underflow_share(), r.options.underflow_share) << s.framework;
+  }
+  EXPECT_NE(r.verdict.reason.find("underflow"), std::string::npos) << r.verdict.reason;
+  EXPECT_NE(r.verdict.reason.find("window"), std::string::npos) << r.verdict.reason;
+  EXPECT_FALSE(r.verdict.fix.empty());
+  // The worst batches at S = 1 are the tiny ones (odd indices), named with their rows.
+  ASSERT_FALSE(k.at_1.worst.empty());
+  EXPECT_EQ(k.at_1.worst[0].batch % 2, 1u);
+  EXPECT_EQ(k.at_1.worst[0].first_row, 32 * k.at_1.worst[0].batch);
+  EXPECT_EQ(k.at_1.worst[0].last_row, k.at_1.worst[0].first_row + 31);
+}
+
+TEST(Diagnose, CollapseAndSkippingAfterTheBackOffAreOptimization) {
+  // The verdict follows the scalers' outcome: the same report, with the Keras-like path's scaler made to
+  // collapse or to keep skipping, turns from ok to optimization and says which.
+  const Report base = run_case("small");
+  ASSERT_EQ(base.verdict.boundary, Boundary::ok);
+  for (Outcome bad : {Outcome::collapses, Outcome::keeps_skipping}) {
+    Report r = base;
+    for (OptimizationReport& o : r.optimization) {
+      if (!o.path.keras_like) continue;
+      Simulation& s = o.simulations[1];
+      s.outcome = bad;
+      s.skipped = s.late_skipped = 30;
+      s.min_scale = s.final_scale = bad == Outcome::collapses ? 0.25 : 256;
+    }
+    const Verdict v = decide(r);
+    EXPECT_EQ(v.boundary, Boundary::optimization) << v.reason;
+    EXPECT_NE(v.reason.find(bad == Outcome::collapses ? "collapses" : "keeps skipping"), std::string::npos)
+        << v.reason;
+    EXPECT_NE(v.reason.find("PyTorch"), std::string::npos) << v.reason;
+  }
+}
+
+TEST(Diagnose, StepsEpochsAndShuffle) {
+  EXPECT_EQ(batch_count(2048, Options{}), 64u);
+  Options o;
+  o.batch = 0;
+  EXPECT_EQ(batch_count(2048, o), 1u);
+  o = Options{};
+  o.batch = 100;
+  EXPECT_EQ(batch_count(250, o), 3u);  // the last batch is shorter
+  EXPECT_EQ(total_steps(250, o), kDefaultSteps);
+  o.epochs = 4;
+  EXPECT_EQ(total_steps(250, o), 12u);
+  o = small();
+  o.shuffle = 5;
+  const Report a = run_case("small", o), b = run_case("small", o);
+  EXPECT_EQ(keras_path(a).simulations[0].final_loss, keras_path(b).simulations[0].final_loss);  // reproducible
+  const Report c = run_case("small");
+  EXPECT_NE(keras_path(a).simulations[0].final_loss, keras_path(c).simulations[0].final_loss);  // shuffled
 }
 
 TEST(Diagnose, BaselineFailureWithFiniteData) {
   // Values of 1e20 fit f32 storage but their squared error (1e40) does not: the f32 baseline itself fails.
-  DiagnoseCase c = diagnose_case("clean");
+  DiagnoseCase c = diagnose_case("small");
   for (double& y : c.labels) y = 1e20;
   const Report r = run(features_of(c), labels_of(c), small());
   EXPECT_EQ(r.verdict.boundary, Boundary::baseline) << r.verdict.reason;
@@ -205,13 +334,13 @@ TEST(Diagnose, BaselineFailureWithFiniteData) {
 TEST(Diagnose, SimulationBacksOffOnOverflow) {
   // Labels of 100 with features of order 1: the gradients at 2^15 and 2^16 overflow fp16, so the dynamic scaler
   // skips steps and halves until it is inside the window, then trains.
-  DiagnoseCase c = diagnose_case("clean");
+  DiagnoseCase c = diagnose_case("small");
   for (double& y : c.labels) y += 100.0;
   Options o = small();
   o.growth_interval = 5;
   const Report r = run(features_of(c), labels_of(c), o);
   const OptimizationReport& k = keras_path(r);
-  EXPECT_GT(k.at_keras.nonfinite, 0u);
+  EXPECT_GT(k.at_keras.pooled.nonfinite, 0u);
   for (const Simulation& s : k.simulations) {
     EXPECT_GT(s.skipped, 0u) << s.framework;
     ASSERT_GE(s.runs.size(), 2u) << s.framework;
@@ -230,13 +359,18 @@ TEST(Diagnose, JsonHasTheSectionsInOrder) {
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"halfmap_diagnose", "options", "data", "compute", "optimization",
-                                             "verdict"}));
+                                             "no_loss_scaling", "verdict"}));
   EXPECT_EQ(j["verdict"]["boundary"], "optimization");
   EXPECT_EQ(j["data"]["features"].size(), 4u);
   EXPECT_EQ(j["compute"]["paths"].size(), r.compute.size());
   const auto& p = j["optimization"]["paths"][0];
   EXPECT_TRUE(p["window"]["S_min_log2"].is_number());
   EXPECT_EQ(p["simulations"].size(), 2u);
+  EXPECT_EQ(p["at"][0]["batches"], 8u);
+  ASSERT_EQ(p["window"]["per_batch"].size(), 8u);  // every batch, when there are at most kWindowBatches
+  EXPECT_EQ(p["window"]["per_batch"][3]["batch"], 3u);
+  EXPECT_TRUE(p["simulations"][0]["outcome"].is_string());
+  EXPECT_TRUE(j["verdict"]["notes"].is_array());
 }
 
 TEST(Diagnose, TextIsInReportOrderAndFits100Columns) {
@@ -254,7 +388,6 @@ TEST(Diagnose, TextIsInReportOrderAndFits100Columns) {
     std::size_t start = 0;
     while (start < t.size()) {
       const std::size_t end = t.find('\n', start);
-      // The trajectory column may run long for an oscillating scale; these cases have at most two runs.
       EXPECT_LE(end - start, 100u) << name << ": " << t.substr(start, end - start);
       start = end + 1;
     }
@@ -280,36 +413,69 @@ TEST(Diagnose, BadOptionsAreOneSentence) {
   o = Options{};
   o.growth_interval = 0;
   EXPECT_NE(validate(o), "");
+  o = Options{};
+  o.steps = 10;
+  o.epochs = 1;
+  EXPECT_NE(validate(o), "");  // one or the other
+  o = Options{};
+  o.epochs = 0;
+  EXPECT_NE(validate(o), "");
   EXPECT_EQ(validate(Options{}), "");
 }
 
 TEST(Diagnose, BadInputsAreOneSentence) {
-  const DiagnoseCase c = diagnose_case("clean");
-  const npy::Array x = features_of(c);
-  npy::Array y = labels_of(c);
+  const DiagnoseCase c = diagnose_case("small");
+  const Table x = Table::from_array(features_of(c));
+  npy::Array ya = labels_of(c);
+  const Table y = Table::from_array(ya);
   EXPECT_EQ(check_inputs(x, y, Options{}), "");
-  npy::Array short_y = y;
+  npy::Array short_y = ya;
   short_y.values.pop_back();
   short_y.rows = 63;
-  EXPECT_NE(check_inputs(x, short_y, Options{}).find("63"), std::string::npos);
-  npy::Array wide_y = x;  // 4 columns
+  EXPECT_NE(check_inputs(x, Table::from_array(short_y), Options{}).find("63"), std::string::npos);
+  const Table wide_y = x;  // 4 columns
   EXPECT_NE(check_inputs(x, wide_y, Options{}).find("4 columns"), std::string::npos);
-  npy::Array empty;
+  const Table empty;
   EXPECT_NE(check_inputs(empty, y, Options{}), "");
   EXPECT_NE(check_inputs(x, empty, Options{}), "");
-  Options big;
-  big.hidden = kMaxHidden;
-  npy::Array tall;
-  tall.rows = kMaxWork / kMaxHidden + 1;
-  tall.cols = 1;
-  tall.values.assign(tall.rows, 0.0);
-  npy::Array tall_y = tall;
-  EXPECT_NE(check_inputs(tall, tall_y, big), "");
-  EXPECT_THROW(run(x, short_y, Options{}), std::invalid_argument);
+  npy::Array wide;
+  wide.rows = 1;
+  wide.cols = kMaxColumns + 1;
+  wide.ndim = 2;
+  wide.values.assign(wide.cols, 0.0);
+  npy::Array one;
+  one.rows = 1;
+  one.cols = 1;
+  one.values = {0.0};
+  EXPECT_NE(check_inputs(Table::from_array(wide), Table::from_array(one), Options{}).find("columns"),
+            std::string::npos);
+  EXPECT_THROW(run(features_of(c), short_y, defaults()), std::invalid_argument);
+}
+
+TEST(Diagnose, TableReadsNpyFilesIntoColumns) {
+  // Column-major in memory whatever the file's order; float when the dtype fits float, else double.
+  const DiagnoseCase c = diagnose_case("small");
+  const std::string dir = ::testing::TempDir();
+  npy::save(dir + "/diag_c_f4.npy", c.features, c.rows, c.cols, 2, "<f4");
+  npy::save(dir + "/diag_f_f8.npy", c.features, c.rows, c.cols, 2, ">f8", true);
+  const Table a = Table::load(dir + "/diag_c_f4.npy");
+  const Table b = Table::load(dir + "/diag_f_f8.npy");
+  EXPECT_TRUE(a.is_f32());
+  EXPECT_FALSE(b.is_f32());
+  ASSERT_EQ(a.rows(), c.rows);
+  ASSERT_EQ(b.cols(), c.cols);
+  for (std::size_t r = 0; r < c.rows; ++r) {
+    for (std::size_t j = 0; j < c.cols; ++j) {
+      EXPECT_EQ(a.at(r, j), double(float(c.features[r * c.cols + j])));
+      EXPECT_EQ(b.at(r, j), c.features[r * c.cols + j]);
+    }
+  }
+  EXPECT_EQ(a.column_f32(1)[5], float(c.features[5 * c.cols + 1]));
+  EXPECT_THROW(Table::load(dir + "/no-such-file.npy"), npy::Error);
 }
 
 TEST(Diagnose, OneDimensionalFeaturesAreOneColumn) {
-  const DiagnoseCase c = diagnose_case("clean");
+  const DiagnoseCase c = diagnose_case("small");
   npy::Array x;
   x.rows = c.rows;
   x.cols = 1;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -47,6 +48,22 @@ Array parse(std::span<const unsigned char> bytes, const std::string& name = "inp
 /// Reads and parses the file at `path`. Throws Error (missing, unreadable, not .npy, truncated, unsupported,
 /// empty, too large).
 Array load(const std::string& path, std::size_t max_data_bytes = kDefaultMaxDataBytes);
+
+/// What a file's header declares, for readers that keep their own layout (load_chunked).
+struct Info {
+  std::size_t rows = 0, cols = 0;
+  int ndim = 0;
+  std::string descr;
+  bool fortran_order = false;
+  bool float_exact = false;  // every value of the dtype is a float exactly (f2, f4; integers and bool of <= 2 bytes)
+};
+
+/// Reads the file at `path` as `load` does (the same checks and sentences), but instead of building an Array
+/// calls `begin` once with the header, before anything is allocated (it may throw Error to refuse), and then
+/// `chunk(first, values)` for consecutive runs of elements in the file's order (C: row-major; Fortran:
+/// column-major), converted exactly to double, `first` counting from 0. At most 1 MiB of the file is held.
+void load_chunked(const std::string& path, std::size_t max_data_bytes, const std::function<void(const Info&)>& begin,
+                  const std::function<void(std::size_t first, std::span<const double> values)>& chunk);
 
 /// Writes `values` (row-major, rows × cols; ndim 1 requires cols == 1) as a version 1.0 .npy file of dtype
 /// `descr` (any dtype `parse` accepts), in C order or, if `fortran_order`, Fortran order. Values are rounded to

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -26,8 +27,10 @@ struct DiagnoseArgs {
   std::string features, labels, out;
   bool json = false;
   diagnose::Options o;
-  std::size_t growth_interval = 0;
-  CLI::Option* growth_option = nullptr;  // given: overrides the frameworks' defaults
+  std::size_t growth_interval = 0, steps = 0, epochs = 0;
+  std::uint64_t shuffle = 0;
+  // Given: override the defaults (the frameworks' growth interval; kDefaultSteps; rows in order).
+  CLI::Option *growth_option = nullptr, *steps_option = nullptr, *epochs_option = nullptr, *shuffle_option = nullptr;
 };
 
 int refuse(std::string_view sentence) {
@@ -48,14 +51,15 @@ std::string check_out(const std::string& out) {
 
 int run_diagnose(DiagnoseArgs& a) {
   if (a.growth_option->count() > 0) a.o.growth_interval = a.growth_interval;
+  if (a.steps_option->count() > 0) a.o.steps = a.steps;
+  if (a.epochs_option->count() > 0) a.o.epochs = a.epochs;
+  if (a.shuffle_option->count() > 0) a.o.shuffle = a.shuffle;
   if (std::string e = diagnose::validate(a.o); !e.empty()) return refuse(e);
   if (std::string e = check_out(a.out); !e.empty()) return refuse(e);
-  // The reader refuses more data than the diagnosis accepts before allocating it (f8: 8 bytes a value).
-  constexpr std::size_t kMaxBytes = diagnose::kMaxElements * 8;
-  npy::Array x, y;
+  diagnose::Table x, y;
   try {
-    x = npy::load(a.features, kMaxBytes);
-    y = npy::load(a.labels, kMaxBytes);
+    x = diagnose::Table::load(a.features);
+    y = diagnose::Table::load(a.labels);
   } catch (const npy::Error& e) {
     return refuse(e.what());
   }
@@ -63,7 +67,12 @@ int run_diagnose(DiagnoseArgs& a) {
     return refuse(fmt::format("{} and {}: {}", a.features, a.labels, e));
   }
   a.o.progress = ::isatty(2) != 0;
-  const diagnose::Report r = diagnose::run(x, y, a.o);
+  diagnose::Report r;
+  try {
+    r = diagnose::run(x, y, a.o);
+  } catch (const std::invalid_argument& e) {  // a --path this CPU does not run
+    return refuse(e.what());
+  }
   const std::string text = a.json ? diagnose::render_json(r) : diagnose::render_text(r);
   if (a.out.empty()) return write_stdout(text);
   write_file_atomic(a.out, text);  // throws on failure: main prints it, exit 1
@@ -79,17 +88,26 @@ Command add_diagnose_command(CLI::App& parent) {
       "it in fp16/bf16, and the smallest fix. Features and labels are .npy files (numpy.save). Exit 0 for a "
       "completed diagnosis whatever the verdict, 2 for bad input.");
   sub->footer(
-      "Model: Dense(hidden, ReLU) -> Dense(1), squared loss, Glorot-uniform weights from --seed, run with halfmap's "
-      "kernels in f32 (the baseline) and on every fp16/bf16 path this CPU has (f16_f32acc is Keras "
-      "mixed_float16's: fp16 storage, f32 accumulation). Report: data (per column: NaN/inf and the first row, "
-      "range, p01/p99, what fp16 and bf16 storage overflow, flush or make subnormal), compute (is each forward "
-      "finite; the first stage and element that is not), optimization (gradient underflow and overflow at loss "
-      "scales 1, 2^15, 2^16; the window over 2^0..2^40: S_min the smallest scale with at most --underflow-share of "
-      "the gradients that are non-zero in f32 flushed to zero, S_max the last scale before a non-finite gradient; "
-      "dynamic loss scaling simulated with Keras's and PyTorch's defaults). Verdict, first match: non-finite data "
-      "(named by column and row); the f32 baseline fails; data overflows or flushes in fp16/bf16 storage; a "
-      "low-precision forward is non-finite (compute); gradients underflow at scale 1 or overflow at 2^15/2^16, or "
-      "the window is empty (optimization); ok.");
+      "Model: Dense(hidden, ReLU) -> Dense(1), squared loss averaged per batch, Glorot-uniform weights from --seed, "
+      "trained as the frameworks train: mini-batches of --batch rows (default 32, Keras fit's default) in order or "
+      "--shuffle'd, with dynamic loss scaling simulated with Keras's (2^15) and PyTorch's (2^16) defaults. Run "
+      "with halfmap's kernels in f32 (the baseline) and once per precision mode on its best ISA (--all-paths: "
+      "every ISA and the scalar ref twins). Which path models which framework on a CPU, as far as halfmap's peer "
+      "benchmarks (bench/peers) show: f16_f32acc (marked *; fp16 storage, f32 accumulation) is what an "
+      "f32-accumulating GEMM does (a GPU's under Keras mixed_float16; not measured here); f16 rounds every "
+      "operation to fp16, as Eigen's half arithmetic does in the Eigen::half GEMM that TensorFlow's CPU kernels "
+      "build on (how closely they agree is not measured yet); bf16_f32acc accumulates in f32 like oneDNN's bf16 "
+      "matmul, and on avx512bf16 both use vdpbf16ps, which treats subnormal inputs as zero (the ref twin keeps "
+      "them). PyTorch's CPU kernels are not measured. "
+      "Report: data (per column: NaN/inf and the first row, range, p01/p99, what fp16 and bf16 storage overflow, "
+      "flush or make subnormal), compute (each path's forward over every batch; the first stage and row that is "
+      "not finite), optimization (per-batch gradients at loss scales 1, 2^15, 2^16: underflow share pooled, "
+      "median and max over batches, the worst batches; the loss-scale window of nearly all batches; the "
+      "simulated scalers and their outcome). Verdict, first match: non-finite data (named by column and row); "
+      "the f32 baseline fails; data overflows or flushes in fp16/bf16 storage; a low-precision forward is "
+      "non-finite (compute); a simulated scaler collapses, keeps skipping after its back-off, or settles where "
+      "gradients underflow (optimization); ok (a scaler that backs off and then trains is not a fault: a note "
+      "says so). A note also says what happens without loss scaling (S = 1).");
   auto a = std::make_shared<DiagnoseArgs>();
   sub->add_option("--features", a->features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
   sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1))")->required();
@@ -97,15 +115,25 @@ Command add_diagnose_command(CLI::App& parent) {
   sub->add_option("--hidden", a->o.hidden,
                   fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden));
   sub->add_option("--seed", a->o.seed, "Seed of the Glorot-uniform initial weights (default 1)");
-  sub->add_option("--steps", a->o.steps,
-                  fmt::format("Training steps of the loss-scaling simulation (default 200, 1 to {})",
-                              diagnose::kMaxSteps));
+  sub->add_option("--batch", a->o.batch, "Rows per mini-batch (default 32, Keras fit's default; 0: all rows)");
+  a->steps_option = sub->add_option(
+      "--steps", a->steps,
+      fmt::format("Training steps of the loss-scaling simulation (default {}, 1 to {})", diagnose::kDefaultSteps,
+                  diagnose::kMaxSteps));
+  a->epochs_option =
+      sub->add_option("--epochs", a->epochs, "Train the simulation for this many epochs instead of --steps");
+  a->shuffle_option = sub->add_option(
+      "--shuffle", a->shuffle, "Shuffle the rows anew each epoch of the simulation, with this seed (default: in order)");
   sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01)");
-  sub->add_option("--batch", a->o.batch, "Rows per step of the simulation, in order (default 0: the full data)");
   a->growth_option = sub->add_option("--growth-interval", a->growth_interval,
                   "Good steps before the loss scale doubles (default: the frameworks' 2000)");
   sub->add_option("--underflow-share", a->o.underflow_share,
                   "Share of the gradients (non-zero in f32) that may be zero before underflow counts (default 0.01)");
+  sub->add_flag("--all-paths", a->o.all_paths,
+                "Run every enabled path: the lower ISAs and the scalar ref twins of each mode too");
+  sub->add_option("--path", a->o.path_first,
+                  "Put this path (<mode>/<isa>, e.g. f16/avx512fp16) first, adding it if it is not a default one");
+  sub->add_option("--threads", a->o.threads, "Threads (default 0: one per hardware thread)");
   sub->add_option("--out", a->out, "Write the report to this file (through a temporary file) instead of stdout");
   return {sub, [a] { return run_diagnose(*a); }};
 }

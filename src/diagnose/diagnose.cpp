@@ -1,8 +1,13 @@
-// `halfmap diagnose`'s driver: option and input checks, then the sections in report order (data, compute,
-// optimization, verdict). See include/halfmap/diagnose.hpp.
+// `halfmap diagnose`'s driver: option and input checks, then the sections in report order (data, compute and
+// gradients over the batches, the simulations, verdict), and the small pieces they share (threads, progress).
+// See include/halfmap/diagnose.hpp.
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -12,100 +17,114 @@ namespace halfmap::diagnose {
 
 std::string validate(const Options& o) {
   if (o.hidden < 1 || o.hidden > kMaxHidden) return fmt::format("--hidden must be between 1 and {}.", kMaxHidden);
-  if (o.steps < 1 || o.steps > kMaxSteps) return fmt::format("--steps must be between 1 and {}.", kMaxSteps);
+  if (o.steps && (*o.steps < 1 || *o.steps > kMaxSteps)) {
+    return fmt::format("--steps must be between 1 and {}.", kMaxSteps);
+  }
+  if (o.epochs && (*o.epochs < 1 || *o.epochs > kMaxSteps)) {
+    return fmt::format("--epochs must be between 1 and {}.", kMaxSteps);
+  }
+  if (o.steps && o.epochs) return "give --steps or --epochs, not both.";
   if (!std::isfinite(o.lr) || !(o.lr > 0) || o.lr > 1e6) return "--lr must be a number above 0 and at most 1e6.";
-  if (o.batch > kMaxElements) return fmt::format("--batch must be at most {} (0: the full data).", kMaxElements);
-  if (o.growth_interval && (*o.growth_interval < 1 || *o.growth_interval > kMaxSteps * 100)) {
-    return fmt::format("--growth-interval must be between 1 and {}.", kMaxSteps * 100);
+  if (o.growth_interval && (*o.growth_interval < 1 || *o.growth_interval > kMaxSteps)) {
+    return fmt::format("--growth-interval must be between 1 and {}.", kMaxSteps);
   }
   if (!(o.underflow_share >= 0 && o.underflow_share < 1)) return "--underflow-share must be in [0, 1).";
+  if (o.threads > 1024) return "--threads must be at most 1024 (0: one per hardware thread).";
   return {};
 }
 
-std::string check_inputs(const npy::Array& features, const npy::Array& labels, const Options& o) {
-  if (features.rows == 0 || features.cols == 0 || features.values.empty()) return "the features array is empty.";
-  if (labels.rows == 0 || labels.cols == 0 || labels.values.empty()) return "the labels array is empty.";
-  if (labels.cols != 1) {
+std::string check_inputs(const Table& features, const Table& labels, const Options& o) {
+  if (features.rows() == 0 || features.cols() == 0) return "the features array is empty.";
+  if (labels.rows() == 0 || labels.cols() == 0) return "the labels array is empty.";
+  if (labels.cols() != 1) {
     return fmt::format("the labels have {} columns; the seed model has one output, so give one column (shape (n,) "
                        "or (n, 1)).",
-                       labels.cols);
+                       labels.cols());
   }
-  if (features.rows != labels.rows) {
+  if (features.rows() != labels.rows()) {
     return fmt::format("the features have {} rows but the labels have {}; they must match row for row.",
-                       features.rows, labels.rows);
+                       features.rows(), labels.rows());
   }
-  if (features.cols > kMaxColumns) {
-    return fmt::format("the features have {} columns, more than the {} halfmap diagnose accepts.", features.cols,
+  if (features.cols() > kMaxColumns) {
+    return fmt::format("the features have {} columns, more than the {} halfmap diagnose accepts.", features.cols(),
                        kMaxColumns);
   }
-  if (features.values.size() != features.rows * features.cols || labels.values.size() != labels.rows) {
-    return "the arrays' values do not match their shapes.";
-  }
-  if (features.values.size() > kMaxElements) {
-    return fmt::format("the features hold {} values, more than the {} halfmap diagnose accepts.",
-                       features.values.size(), kMaxElements);
-  }
-  if (double(features.rows) * double(features.cols) * double(o.hidden) > double(kMaxWork)) {
-    return fmt::format("rows x columns x hidden is above {}: use a sample of the rows or a smaller --hidden.",
-                       kMaxWork);
+  if (total_steps(features.rows(), o) > kMaxSteps) {
+    return fmt::format("--epochs {} over {} batches is more than {} steps.", o.epochs.value_or(0),
+                       batch_count(features.rows(), o), kMaxSteps);
   }
   return {};
 }
 
-namespace {
-
-DataReport data_section(const npy::Array& features, const npy::Array& labels) {
-  DataReport d;
-  d.rows = features.rows;
-  std::vector<double> col(features.rows);
-  for (std::size_t c = 0; c < features.cols; ++c) {
-    for (std::size_t r = 0; r < features.rows; ++r) col[r] = features.at(r, c);
-    d.features.push_back(column_stats(fmt::format("x{}", c), col));
-  }
-  d.labels = column_stats("y", labels.values);
-  return d;
+std::size_t batch_count(std::size_t rows, const Options& o) {
+  const std::size_t per = o.batch == 0 ? rows : std::min(o.batch, rows);
+  return per == 0 ? 0 : (rows + per - 1) / per;
 }
 
-void progress(const Options& o, const std::string& what) {
-  if (o.progress) std::fprintf(stderr, "\rdiagnose: %-60s", what.c_str());
+std::size_t total_steps(std::size_t rows, const Options& o) {
+  if (o.steps) return *o.steps;
+  if (o.epochs) return *o.epochs * batch_count(rows, o);
+  return kDefaultSteps;
 }
 
-}  // namespace
+void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& work) {
+  const unsigned hw = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t nthreads = std::max<std::size_t>(1, std::min<std::size_t>(hw, n));
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto loop = [&] {
+    for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      try {
+        work(i);
+      } catch (...) {
+        const std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < nthreads; ++t) pool.emplace_back(loop);
+  loop();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
 
-Report run(const npy::Array& features, const npy::Array& labels, const Options& o) {
+void progress(const Options& o, const std::string& what, std::size_t done, std::size_t total) {
+  if (!o.progress) return;
+  // At most four lines a second: a progress line must not cost the work it reports on.
+  using clock = std::chrono::steady_clock;
+  static std::mutex m;
+  static clock::time_point last{};
+  const std::lock_guard lock(m);
+  const clock::time_point now = clock::now();
+  if (total != 0 && done != total && now - last < std::chrono::milliseconds(250)) return;
+  last = now;
+  const std::string line = total == 0 ? what : fmt::format("{} {} / {}", what, done, total);
+  std::fprintf(stderr, "\rdiagnose: %-68s", line.c_str());
+}
+
+Report run(const Table& features, const Table& labels, const Options& o) {
   if (std::string e = validate(o); !e.empty()) throw std::invalid_argument(e);
   if (std::string e = check_inputs(features, labels, o); !e.empty()) throw std::invalid_argument(e);
-  const std::size_t rows = features.rows, d = features.cols, h = o.hidden;
+  const Path base = baseline_path();
+  const std::vector<Path> paths = low_precision_paths(o.all_paths, o.path_first);
   Report r;
   r.options = o;
-  progress(o, "data");
-  r.data = data_section(features, labels);
-
-  const Weights w0 = init_weights(d, h, o.seed);
-  Runner base(baseline_path(), features.values, labels.values, rows, d, h);
-  base.set_weights(w0);
-  r.baseline = base.forward(0, rows);
-  // The reference for underflow: which gradient elements are non-zero in f32 at S = 1.
-  const std::vector<double> reference = base.gradients(0, rows, 1.0).values;
-
-  for (const Path& p : low_precision_paths()) {
-    progress(o, p.info.name);
-    Runner run(p, features.values, labels.values, rows, d, h);
-    run.set_weights(w0);
-    r.compute.push_back(run.forward(0, rows));
-    OptimizationReport opt;
-    opt.path = p.info;
-    opt.at_1 = grad_stats(run, reference, 1.0);
-    opt.at_keras = grad_stats(run, reference, loss_scale::kKerasInitial);
-    opt.at_pytorch = grad_stats(run, reference, loss_scale::kPytorchInitial);
-    opt.window = loss_window(run, reference, o.underflow_share);
-    opt.simulations.push_back(simulate(run, base, w0, o, "keras", loss_scale::kKerasInitial));
-    opt.simulations.push_back(simulate(run, base, w0, o, "pytorch", loss_scale::kPytorchInitial));
-    r.optimization.push_back(std::move(opt));
-  }
+  progress(o, "data", 0, 0);
+  r.data = data_section(features, labels, o);
+  r.data.batches = batch_count(features.rows(), o);
+  const Weights w0 = init_weights(features.cols(), o.hidden, o.seed);
+  measure_batches(features, labels, base, paths, w0, o, r);
+  simulate_all(features, labels, base, paths, w0, o, r);
   if (o.progress) std::fprintf(stderr, "\r%-80s\r", "");
+  r.no_loss_scaling = no_loss_scaling(r);
   r.verdict = decide(r);
   return r;
+}
+
+Report run(const npy::Array& features, const npy::Array& labels, const Options& o) {
+  return run(Table::from_array(features), Table::from_array(labels), o);
 }
 
 }  // namespace halfmap::diagnose

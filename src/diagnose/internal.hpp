@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,20 +12,42 @@
 
 namespace halfmap::diagnose {
 
-/// data.cpp: the statistics of one column (values of the column in row order).
-ColumnStats column_stats(std::string name, const std::vector<double>& values);
+/// data.cpp: the statistics of one column (`n` values in row order), and of every column on `threads` threads.
+template <class T>
+ColumnStats column_stats(std::string name, const T* values, std::size_t n);
+DataReport data_section(const Table& features, const Table& labels, const Options& o);
 
-/// scaling.cpp: gradient statistics of a path at scale S against the f32 reference gradients (at S = 1).
-GradStats grad_stats(Runner& r, const std::vector<double>& reference, double S);
-/// The loss-scale window of a path (see the header).
-LossWindow loss_window(Runner& r, const std::vector<double>& reference, double share);
-/// Dynamic loss scaling from `initial` (see the header); `eval` is the f32 baseline runner for the final loss.
-Simulation simulate(Runner& r, Runner& eval, const Weights& start, const Options& o, std::string framework,
-                    double initial);
+/// Gradient statistics of `g` (at scale S) against the f32 reference gradients `ref` (at S = 1) of the same
+/// batch: count, elements non-zero in the reference, and among those the zero and subnormal ones.
+GradStats compare_grads(const std::vector<double>& g, std::size_t nonfinite, const std::vector<double>& ref,
+                        double S, DType storage);
+
+/// batches.cpp: the compute section and the per-batch gradients at S = 1, 2^15, 2^16 over every batch in order,
+/// then the window on at most kWindowBatches of them. Fills r.baseline, r.compute and r.optimization (without
+/// simulations).
+void measure_batches(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+                     const Weights& w0, const Options& o, Report& r);
+
+/// scaling.cpp: dynamic loss scaling of every path with both frameworks' defaults, on threads; fills each
+/// OptimizationReport's simulations.
+void simulate_all(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+                  const Weights& w0, const Options& o, Report& r);
+
+/// verdict.cpp: what happens without loss scaling (S = 1) on the Keras-like path (see the header).
+NoLossScaling no_loss_scaling(const Report& r);
+
+/// diagnose.cpp: runs `work(i)` for i < n on up to `threads` threads (0: the hardware's), each taking the next i.
+void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& work);
+/// A progress line on stderr when o.progress (rate-limited; `done` of `total` units of `what`).
+void progress(const Options& o, const std::string& what, std::size_t done, std::size_t total);
 
 /// render.cpp helpers shared with verdict.cpp: "2^15" for powers of two, else a short %g.
 std::string scale_text(double s);
 /// A number in at most 9 characters, e.g. "1.23e+05", "-0.5", "nan".
 std::string num(double v);
+/// "f16_f32acc/avx512 *" for the Keras-like path, else the name.
+std::string path_cell(const PathInfo& p);
+/// numpy.percentile's default (linear interpolation between the closest ranks) of sorted values.
+double percentile(const std::vector<double>& sorted, double q);
 
 }  // namespace halfmap::diagnose

@@ -1,5 +1,5 @@
 // The seed model of `halfmap diagnose` (see include/halfmap/diagnose.hpp): its paths, its f32 master weights and a
-// runner that stores the data and weights in a path's storage type and runs the path's kernels.
+// runner that converts one batch of rows at a time into a path's storage type and runs the path's kernels.
 #pragma once
 
 #include <cstddef>
@@ -21,9 +21,11 @@ struct Path {
   const Kernel* loss = nullptr;
 };
 
-/// The best enabled f32 path (the baseline), and every enabled low-precision path in report order.
+/// The best enabled f32 path (the baseline).
 Path baseline_path();
-std::vector<Path> low_precision_paths();
+/// The low-precision paths in report order (see the header's "Paths"). Throws std::invalid_argument for a
+/// path_first that names no enabled low-precision path.
+std::vector<Path> low_precision_paths(bool all_paths, const std::string& path_first);
 
 /// f32 master weights: W1 (d×h), b1 (h), W2 (h×1), b2 (1), row-major.
 struct Weights {
@@ -33,31 +35,49 @@ struct Weights {
 /// Glorot-uniform W1 and W2 from the seed, zero biases.
 Weights init_weights(std::size_t d, std::size_t h, std::uint64_t seed);
 
-/// Gradients in the order dW1, db1, dW2, db2, widened exactly from the storage type.
-struct Gradients {
-  std::vector<double> values;
-  std::size_t nonfinite = 0;
+/// The loss of one batch and its first non-finite value (rows are the table's).
+struct BatchForward {
+  double loss = 0;
+  std::optional<NonFinite> first_nonfinite;
 };
 
-/// Runs one path of the model on the data stored in its type. Not thread-safe; allocates once.
+/// One batch's rows, row-major, in the table's own type (float or double): transposed from the columns once and
+/// then converted into every runner's storage type.
+struct Staged {
+  std::size_t m = 0, d = 0, row0 = 0;
+  const std::size_t* idx = nullptr;  // the rows when not row0 .. row0 + m - 1
+  bool f32 = true;
+  std::vector<float> xf, yf;
+  std::vector<double> xd, yd;
+  /// m rows (row0 .. row0 + m - 1, or idx[0 .. m) when idx is not null).
+  void fill(const Table& x, const Table& y, std::size_t row0, std::size_t m, const std::size_t* idx = nullptr);
+};
+
+/// Runs one path of the model on one batch at a time. Not thread-safe; allocates once, for `max_rows` rows.
 class Runner {
  public:
-  /// x: rows × d row-major, y: rows, both exact doubles (stored once, rounded to the path's type).
-  Runner(const Path& p, const std::vector<double>& x, const std::vector<double>& y, std::size_t rows, std::size_t d,
-         std::size_t h);
+  Runner(const Path& p, std::size_t d, std::size_t h, std::size_t max_rows);
   void set_weights(const Weights& w);
-  /// The forward over rows [row0, row0 + m): the loss as the kernel returns it and the first non-finite value.
-  ForwardReport forward(std::size_t row0, std::size_t m);
-  /// Forward and backward over the rows at loss scale S (not unscaled).
-  Gradients gradients(std::size_t row0, std::size_t m, double S);
-  std::size_t rows() const { return rows_; }
+  /// Converts m rows (row0 .. row0 + m - 1, or idx[0 .. m) when idx is not null) into the storage type.
+  void load(const Table& x, const Table& y, std::size_t row0, std::size_t m, const std::size_t* idx = nullptr);
+  /// The same from a staged batch (kept by reference for the rows' numbers until the next load).
+  void load(const Staged& s);
+  /// The forward over the loaded rows (the layers are kept for gradients()).
+  BatchForward forward();
+  /// dW1, db1, dW2, db2 at loss scale S (not unscaled), widened exactly, from the last forward(); `nonfinite`
+  /// counts the non-finite ones. The vector is the runner's own, valid until the next call.
+  const std::vector<double>& gradients(double S, std::size_t& nonfinite);
   const Path& path() const { return p_; }
 
  private:
-  float run_forward(std::size_t row0, std::size_t m, std::optional<double> S);
+  std::size_t row_of(std::size_t i) const { return idx_ != nullptr ? idx_[i] : row0_ + i; }
+  std::optional<NonFinite> loss_culprit(double loss) const;
   Path p_;
-  std::size_t rows_, d_, h_;
+  std::size_t d_, h_, max_rows_, m_ = 0, row0_ = 0;
+  const std::size_t* idx_ = nullptr;
   TypedBuffer x_, y_, w1_, b1_, w2_, b2_, hid_, pred_, dpred_, dhid_, dw1_, db1_, dw2_, db2_;
+  std::vector<double> grads_;
+  Staged own_;
 };
 
 }  // namespace halfmap::diagnose

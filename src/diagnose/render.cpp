@@ -5,7 +5,6 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "diagnose/internal.hpp"
 
@@ -22,6 +21,8 @@ std::string scale_text(double s) {
   if (s > 0 && std::isfinite(s) && std::frexp(s, &e) == 0.5) return fmt::format("2^{}", e - 1);
   return num(s);
 }
+
+std::string path_cell(const PathInfo& p) { return p.keras_like ? p.name + " *" : p.name; }
 
 namespace {
 
@@ -53,7 +54,6 @@ std::string wrap(std::string_view label, std::string_view text) {
   return out + "\n";
 }
 
-std::string path_cell(const PathInfo& p) { return p.keras_like ? p.name + " *" : p.name; }
 
 std::string percent(double share) { return fmt::format("{:.1f} %", 100.0 * share); }
 
@@ -108,21 +108,24 @@ std::string forward_row(const ForwardReport& f, std::string_view label) {
     if (n->stage != "loss") {
       first = fmt::format("{} row {} col {} ({})", n->stage, n->row, n->column, num(n->value));
     } else if (n->accumulated) {
-      first = fmt::format("loss ({}), sum of (p-y)^2 too large from row {}", num(n->value), n->row);
+      first = fmt::format("loss ({}), sum of (p-y)^2 too large at row {}", num(n->value), n->row);
     } else {
-      first = fmt::format("loss ({}), (p-y)^2 too large from row {}", num(n->value), n->row);
+      first = fmt::format("loss ({}), (p-y)^2 too large at row {}", num(n->value), n->row);
     }
   }
-  return fmt::format("{:<{}}{:<9}{:>10}  {:<7}{}\n", label, kPathWidth, dtype_name(f.path.storage), num(f.loss),
-                     f.finite() ? "yes" : "no", first);
+  return fmt::format("{:<{}}{:<6}{:>10}{:>10}{:>8}  {}\n", label, kPathWidth, dtype_name(f.path.storage),
+                     num(f.loss), num(f.max_batch_loss), f.nonfinite_batches, first);
 }
 
 std::string compute_text(const Report& r) {
-  std::string s = "== compute: the forward at the initial weights ==\n";
-  s += "stages: dense_1 (its ReLU included), dense_2 (the prediction), loss.\n";
-  s += fmt::format("{:<{}}{:<9}{:>10}  {:<7}{}\n", "path", kPathWidth, "storage", "loss", "finite",
+  std::string s = "== compute: the forward at the initial weights, every batch ==\n";
+  s += wrap("", fmt::format("{} batches of {} rows, in order. stages: dense_1 (its ReLU included), dense_2 (the "
+                            "prediction), loss (the batch mean). loss: the mean of the batch losses.",
+                            r.data.batches,
+                            r.options.batch == 0 ? r.data.rows : std::min(r.options.batch, r.data.rows)));
+  s += fmt::format("{:<{}}{:<6}{:>10}{:>10}{:>8}  {}\n", "path", kPathWidth, "type", "loss", "max loss", "bad",
                    "first non-finite");
-  s += forward_row(r.baseline, r.baseline.path.name + " (baseline)");
+  s += forward_row(r.baseline, r.baseline.path.name + " (f32)");
   for (const ForwardReport& f : r.compute) s += forward_row(f, path_cell(f.path));
   return s;
 }
@@ -138,7 +141,7 @@ std::string trajectory(const std::vector<ScaleRun>& runs) {
     return x.first_step == x.last_step ? fmt::format("{} ({})", scale_text(x.scale), x.first_step)
                                        : fmt::format("{} ({}-{})", scale_text(x.scale), x.first_step, x.last_step);
   };
-  if (runs.size() <= 2) {
+  if (runs.size() <= 4) {
     std::string s;
     for (const ScaleRun& x : runs) s += (s.empty() ? "" : ", ") + one(x);
     return s;
@@ -146,143 +149,101 @@ std::string trajectory(const std::vector<ScaleRun>& runs) {
   return fmt::format("{}, ..., {} [{} runs]", one(runs.front()), one(runs.back()), runs.size());
 }
 
-std::string optimization_text(const Report& r) {
-  std::string s = "== optimization: gradients dW1, db1, dW2, db2 at the initial weights ==\n";
-  const std::size_t count = r.optimization.empty() ? 0 : r.optimization.front().at_1.count;
-  const std::size_t ref = r.optimization.empty() ? 0 : r.optimization.front().at_1.reference_nonzero;
-  s += wrap("", fmt::format("{} values, {} non-zero in f32 at loss scale 1. underflow: the share of those that "
-                            "are zero; subnormal: the share that are subnormal; threshold {}.",
-                            count, ref, percent(r.options.underflow_share)));
-  s += fmt::format("{:<{}}{:>6}{:>12}{:>11}{:>11}\n", "path", kPathWidth, "scale", "non-finite", "underflow",
-                   "subnormal");
+std::string worst_text(const BatchDistribution& d) {
+  std::string s;
+  for (const BatchRef& w : d.worst) {
+    s += fmt::format("{}{} (rows {}-{}{})", s.empty() ? "" : ", ", w.batch, w.first_row, w.last_row,
+                     w.nonfinite > 0 ? fmt::format(", {} non-finite", w.nonfinite) : "");
+  }
+  return s.empty() ? "-" : s;
+}
+
+std::string gradients_text(const Report& r) {
+  std::string s = "== optimization: gradients dW1, db1, dW2, db2 of every batch at the initial weights ==\n";
+  const std::size_t count = r.optimization.empty() ? 0 : r.optimization.front().at_1.pooled.count;
+  s += wrap("", fmt::format("{} batches x {} values. underflow: the share of the values non-zero in f32 (same "
+                            "batch, S = 1) that are zero, pooled, and its median and max over batches; over: "
+                            "batches above the {} share; bad: batches with a non-finite value.",
+                            r.data.batches, r.data.batches == 0 ? 0 : count / r.data.batches,
+                            percent(r.options.underflow_share)));
+  s += fmt::format("{:<{}}{:>6}{:>10}{:>8}{:>8}{:>7}{:>7}\n", "path", kPathWidth, "scale", "underflow", "median",
+                   "max", "over", "bad");
+  std::string worst;
   for (const OptimizationReport& o : r.optimization) {
     bool first = true;
-    for (const GradStats* g : {&o.at_1, &o.at_keras, &o.at_pytorch}) {
-      s += fmt::format("{:<{}}{:>6}{:>12}{:>11}{:>11}\n", first ? path_cell(o.path) : "", kPathWidth,
-                       scale_text(g->scale), g->nonfinite, percent(g->underflow_share()),
-                       percent(g->subnormal_share()));
+    for (const BatchDistribution* d : {&o.at_1, &o.at_keras, &o.at_pytorch}) {
+      s += fmt::format("{:<{}}{:>6}{:>10}{:>8}{:>8}{:>7}{:>7}\n", first ? path_cell(o.path) : "", kPathWidth,
+                       scale_text(d->pooled.scale), percent(d->pooled.underflow_share()),
+                       percent(d->underflow_median), percent(d->underflow_max), d->batches_over_share,
+                       d->batches_nonfinite);
+      if (!d->worst.empty()) {
+        worst += wrap("  ", fmt::format("{} at {}: batch {}", o.path.name, scale_text(d->pooled.scale),
+                                        worst_text(*d)));
+      }
       first = false;
     }
   }
-  s += "\n";
-  s += wrap("", fmt::format("loss-scale window over S = 2^0 .. 2^{}: S_min, the smallest S with finite gradients "
-                            "and underflow <= {}; S_max, the last S before a non-finite gradient.",
-                            kWindowMaxLog2, percent(r.options.underflow_share)));
-  s += fmt::format("{:<{}}{:>7}{:>7}{:>8}  {:<12}{}\n", "path", kPathWidth, "S_min", "S_max", "window",
-                   "Keras 2^15", "PyTorch 2^16");
+  if (!worst.empty()) s += "worst batches (index, rows):\n" + worst;
+  return s;
+}
+
+std::string window_table(const Report& r) {
+  std::string s = wrap("", fmt::format("loss-scale window over S = 2^0 .. 2^{}, per batch: S_min, the smallest S "
+                                       "with finite gradients and underflow <= {}; S_max, the last S before a "
+                                       "non-finite gradient; shown for nearly all batches (all but the worst 1 %), with the "
+                                       "lowest and highest S_max of the batches themselves.",
+                                       kWindowMaxLog2, percent(r.options.underflow_share)));
+  s += fmt::format("{:<{}}{:>8}{:>7}{:>7}{:>8}  {:<12}{:<14}{}\n", "path", kPathWidth, "batches", "S_min", "S_max",
+                   "window", "Keras 2^15", "PyTorch 2^16", "S_max per batch");
   for (const OptimizationReport& o : r.optimization) {
     const LossWindow& w = o.window;
-    s += fmt::format("{:<{}}{:>7}{:>7}{:>8}  {:<12}{}\n", path_cell(o.path), kPathWidth, window_cell(w.S_min_log2),
-                     window_cell(w.S_max_log2), w.empty ? "empty" : "ok", w.keras_inside ? "inside" : "outside",
-                     w.pytorch_inside ? "inside" : "outside");
-  }
-  s += "\n";
-  const Options& op = r.options;
-  s += wrap("", fmt::format("dynamic loss scaling: {} steps of SGD (lr {}) on {}, f32 master weights; x2 after {} "
-                            "good steps, x0.5 and a skipped step on a non-finite gradient; final loss in f32.",
-                            op.steps, num(op.lr),
-                            op.batch == 0 ? "the full data" : fmt::format("minibatches of {} rows", op.batch),
-                            op.growth_interval.value_or(loss_scale::kGrowthInterval)));
-  s += fmt::format("{:<{}}{:<9}{:>8}{:>8}{:>11}  {}\n", "path", kPathWidth, "framework", "skipped", "final",
-                   "final loss", "scale (steps)");
-  for (const OptimizationReport& o : r.optimization) {
-    bool first = true;
-    for (const Simulation& m : o.simulations) {
-      s += fmt::format("{:<{}}{:<9}{:>8}{:>8}{:>11}  {}\n", first ? path_cell(o.path) : "", kPathWidth, m.framework,
-                       m.skipped, scale_text(m.final_scale), num(m.final_loss), trajectory(m.runs));
-      first = false;
+    // The spread of the batches' own S_max: how much the batches differ.
+    std::optional<int> lo, hi;
+    bool none = false;
+    for (const BatchWindow& b : w.per_batch) {
+      if (!b.S_max_log2) {
+        none = true;
+        continue;
+      }
+      lo = std::min(lo.value_or(*b.S_max_log2), *b.S_max_log2);
+      hi = std::max(hi.value_or(*b.S_max_log2), *b.S_max_log2);
     }
+    const std::string spread = none || !lo ? "none .. " + window_cell(hi) : window_cell(lo) + " .. " + window_cell(hi);
+    s += fmt::format("{:<{}}{:>8}{:>7}{:>7}{:>8}  {:<12}{:<14}{}\n", path_cell(o.path), kPathWidth, w.batches,
+                     window_cell(w.S_min_log2), window_cell(w.S_max_log2), w.empty ? "empty" : "ok",
+                     w.keras_inside ? "inside" : "outside", w.pytorch_inside ? "inside" : "outside", spread);
   }
   return s;
 }
 
-// ---- JSON ------------------------------------------------------------------------------------------------------
-
-using Json = nlohmann::ordered_json;
-
-Json jnum(double v) {
-  if (std::isfinite(v)) return v;
-  return num(v);
-}
-
-Json jstorage(const StorageEffect& e) {
-  return Json{{"overflow", e.overflow}, {"flushed", e.flushed}, {"subnormal", e.subnormal}};
-}
-
-Json jcolumn(const ColumnStats& c) {
-  Json j;
-  j["name"] = c.name;
-  j["count"] = c.count;
-  j["nan"] = c.nan;
-  j["inf"] = c.inf;
-  j["first_nonfinite_row"] = c.first_nonfinite_row ? Json(*c.first_nonfinite_row) : Json(nullptr);
-  j["min"] = jnum(c.min);
-  j["max"] = jnum(c.max);
-  j["p01"] = jnum(c.p01);
-  j["p99"] = jnum(c.p99);
-  j["abs_max"] = jnum(c.abs_max);
-  j["mean"] = jnum(c.mean);
-  j["std"] = jnum(c.std);
-  j["near_zero_spread"] = c.near_zero_spread;
-  j["f16"] = jstorage(c.f16);
-  j["bf16"] = jstorage(c.bf16);
-  return j;
-}
-
-Json jpath(const PathInfo& p) {
-  return Json{{"path", p.name},
-              {"mode", mode_name(p.mode)},
-              {"isa", isa_name(p.isa)},
-              {"storage", dtype_name(p.storage)},
-              {"keras_like", p.keras_like}};
-}
-
-Json jforward(const ForwardReport& f) {
-  Json j = jpath(f.path);
-  j["loss"] = jnum(f.loss);
-  j["finite"] = f.finite();
-  if (const auto& n = f.first_nonfinite) {
-    j["first_nonfinite"] = Json{{"stage", n->stage}, {"row", n->row}, {"column", n->column},
-                                {"value", jnum(n->value)}, {"accumulated", n->accumulated}};
-  } else {
-    j["first_nonfinite"] = nullptr;
-  }
-  return j;
-}
-
-Json jgrads(const GradStats& g) {
-  return Json{{"scale", g.scale},         {"count", g.count},
-              {"reference_nonzero", g.reference_nonzero}, {"nonfinite", g.nonfinite},
-              {"zero", g.zero},           {"subnormal", g.subnormal},
-              {"underflow_share", g.underflow_share()},   {"subnormal_share", g.subnormal_share()}};
-}
-
-Json jopt(const OptimizationReport& o) {
-  Json j = jpath(o.path);
-  j["at"] = Json::array({jgrads(o.at_1), jgrads(o.at_keras), jgrads(o.at_pytorch)});
-  const LossWindow& w = o.window;
-  j["window"] = Json{{"S_min_log2", w.S_min_log2 ? Json(*w.S_min_log2) : Json(nullptr)},
-                     {"S_max_log2", w.S_max_log2 ? Json(*w.S_max_log2) : Json(nullptr)},
-                     {"empty", w.empty},
-                     {"keras_inside", w.keras_inside},
-                     {"pytorch_inside", w.pytorch_inside}};
-  Json sims = Json::array();
-  for (const Simulation& m : o.simulations) {
-    Json runs = Json::array();
-    for (const ScaleRun& x : m.runs) {
-      runs.push_back(Json{{"scale", jnum(x.scale)}, {"first_step", x.first_step}, {"last_step", x.last_step}});
+std::string simulation_table(const Report& r) {
+  const Options& op = r.options;
+  std::string s = wrap(
+      "", fmt::format("dynamic loss scaling: {} steps of SGD (lr {}) on batches of {} rows{}, f32 master weights; "
+                      "x2 after {} good steps, x0.5 and a skipped step on a non-finite gradient; final loss in f32; "
+                      "underflow over the good steps.",
+                      total_steps(r.data.rows, op), num(op.lr),
+                      op.batch == 0 ? r.data.rows : std::min(op.batch, r.data.rows),
+                      op.shuffle ? fmt::format(" shuffled each epoch (seed {})", *op.shuffle) : " in order",
+                      op.growth_interval.value_or(loss_scale::kGrowthInterval)));
+  s += fmt::format("{:<{}}{:<8}{:>8}{:>7}{:>10}{:>11}  {}\n", "path", kPathWidth, "scaler", "skipped", "final",
+                   "underflow", "final loss", "outcome");
+  std::string runs;
+  for (const OptimizationReport& o : r.optimization) {
+    bool first = true;
+    for (const Simulation& m : o.simulations) {
+      s += fmt::format("{:<{}}{:<8}{:>8}{:>7}{:>10}{:>11}  {}\n", first ? path_cell(o.path) : "", kPathWidth,
+                       m.framework, m.skipped, scale_text(m.final_scale), percent(m.good_steps.underflow_share()),
+                       num(m.final_loss), outcome_name(m.outcome));
+      runs += wrap("  ", fmt::format("{} {}: {}", o.path.name, m.framework, trajectory(m.runs)));
+      first = false;
     }
-    sims.push_back(Json{{"framework", m.framework},
-                        {"initial_scale", m.initial_scale},
-                        {"growth_interval", m.growth_interval},
-                        {"steps", m.steps},
-                        {"skipped", m.skipped},
-                        {"final_scale", jnum(m.final_scale)},
-                        {"final_loss", jnum(m.final_loss)},
-                        {"runs", runs}});
   }
-  j["simulations"] = sims;
-  return j;
+  return s + "scale (steps):\n" + runs;
+}
+
+std::string optimization_text(const Report& r) {
+  return gradients_text(r) + "\n" + window_table(r) + "\n" + simulation_table(r);
 }
 
 }  // namespace
@@ -290,8 +251,8 @@ Json jopt(const OptimizationReport& o) {
 std::string render_text(const Report& r) {
   const Options& o = r.options;
   std::string s = wrap("", fmt::format("halfmap diagnose: {} rows, {} feature columns; seed model Dense({}, ReLU) "
-                                       "-> Dense(1), squared loss, seed {}. * marks Keras mixed_float16's path "
-                                       "(fp16 storage, f32 accumulation).",
+                                       "-> Dense(1), squared loss, seed {}. * marks f16_f32acc (fp16 storage, "
+                                       "f32 accumulation: an f32-accumulating GEMM, Keras mixed_float16 on a GPU).",
                                        r.data.rows, r.data.features.size(), o.hidden, o.seed));
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about "\n" + std::string&&.
   for (const std::string& section : {data_text(r), compute_text(r), optimization_text(r)}) {
@@ -302,36 +263,8 @@ std::string render_text(const Report& r) {
   s += fmt::format("== verdict: {} ==\n", boundary_name(r.verdict.boundary));
   s += wrap("reason: ", r.verdict.reason);
   s += wrap("fix:    ", r.verdict.fix);
+  for (const std::string& n : r.verdict.notes) s += wrap("note:   ", n);
   return s;
-}
-
-std::string render_json(const Report& r) {
-  const Options& o = r.options;
-  Json j;
-  j["halfmap_diagnose"] = 1;
-  j["options"] = Json{{"hidden", o.hidden},
-                      {"seed", o.seed},
-                      {"steps", o.steps},
-                      {"lr", o.lr},
-                      {"batch", o.batch},
-                      {"growth_interval", o.growth_interval ? Json(*o.growth_interval) : Json(nullptr)},
-                      {"underflow_share", o.underflow_share}};
-  Json features = Json::array();
-  for (const ColumnStats& c : r.data.features) features.push_back(jcolumn(c));
-  j["data"] = Json{{"rows", r.data.rows},
-                   {"feature_columns", r.data.features.size()},
-                   {"features", features},
-                   {"labels", jcolumn(r.data.labels)}};
-  Json paths = Json::array();
-  for (const ForwardReport& f : r.compute) paths.push_back(jforward(f));
-  j["compute"] = Json{{"baseline", jforward(r.baseline)}, {"paths", paths}};
-  Json opt = Json::array();
-  for (const OptimizationReport& x : r.optimization) opt.push_back(jopt(x));
-  j["optimization"] = Json{{"underflow_share", o.underflow_share}, {"paths", opt}};
-  j["verdict"] = Json{{"boundary", boundary_name(r.verdict.boundary)},
-                      {"reason", r.verdict.reason},
-                      {"fix", r.verdict.fix}};
-  return j.dump(2) + "\n";
 }
 
 }  // namespace halfmap::diagnose

@@ -1,105 +1,151 @@
-// The optimization section: gradient statistics at a loss scale, the loss-scale window, and the simulation of
-// dynamic loss scaling with the frameworks' defaults.
+// The simulation of dynamic loss scaling with the frameworks' defaults (include/halfmap/diagnose.hpp, "Dynamic
+// loss scaling simulation"): per path and framework, one task on a thread, the batches drawn in order or from a
+// per-epoch permutation, and the outcome that the verdict follows.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <atomic>
+#include <numeric>
 
 #include "diagnose/internal.hpp"
-#include "halfmap/storage.hpp"
+#include "halfmap/detmath.hpp"
 
 namespace halfmap::diagnose {
 
+std::string_view outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::trains: return "trains";
+    case Outcome::collapses: return "collapses";
+    case Outcome::keeps_skipping: return "keeps_skipping";
+    case Outcome::underflows: return "underflows";
+  }
+  return "?";
+}
+
 namespace {
+
 // The kernels take the loss scale as an f32: it stays a normal f32 however often it is halved.
 constexpr double kMinScale = 0x1p-126;
-}  // namespace
+// The f32 loss of the final weights is evaluated over all rows in chunks of this many rows.
+constexpr std::size_t kEvalRows = 4096;
 
-GradStats grad_stats(Runner& r, const std::vector<double>& reference, double S) {
-  const Gradients g = r.gradients(0, r.rows(), S);
-  const double min_norm = min_normal(r.path().info.storage);
-  GradStats s;
-  s.scale = S;
-  s.count = g.values.size();
-  s.nonfinite = g.nonfinite;
-  for (std::size_t i = 0; i < g.values.size(); ++i) {
-    if (reference[i] == 0) continue;  // zero in f32 too (e.g. a dead ReLU unit): nothing was lost
-    ++s.reference_nonzero;
-    const double v = g.values[i];
-    if (v == 0) ++s.zero;
-    if (v != 0 && std::fabs(v) < min_norm) ++s.subnormal;
+/// The rows of each epoch: in order (empty permutation) or shuffled anew per epoch.
+class BatchOrder {
+ public:
+  BatchOrder(std::size_t rows, std::size_t per, const std::optional<std::uint64_t>& shuffle)
+      : rows_(rows), per_(per), batches_((rows + per - 1) / per), shuffle_(shuffle) {}
+  /// Rows of step `step` (from 0): first row and count; `idx` points into the permutation when shuffled.
+  std::size_t next(std::size_t step, std::size_t& row0, const std::size_t*& idx) {
+    const std::size_t epoch = step / batches_, b = step % batches_;
+    if (shuffle_ && (perm_.empty() || epoch != epoch_)) {
+      perm_.resize(rows_);
+      std::iota(perm_.begin(), perm_.end(), std::size_t{0});
+      det::Xoshiro256ss rng(*shuffle_, det::name_key("diagnose-shuffle"), epoch, 0);
+      for (std::size_t i = rows_ - 1; i > 0; --i) std::swap(perm_[i], perm_[std::size_t(rng.unit() * double(i + 1))]);
+      epoch_ = epoch;
+    }
+    row0 = b * per_;
+    idx = shuffle_ ? perm_.data() + row0 : nullptr;
+    return std::min(per_, rows_ - row0);
   }
-  return s;
+
+ private:
+  std::size_t rows_, per_, batches_;
+  std::optional<std::uint64_t> shuffle_;
+  std::vector<std::size_t> perm_;
+  std::size_t epoch_ = 0;
+};
+
+double final_loss(const Table& x, const Table& y, const Path& base, const Weights& w, std::size_t h) {
+  const std::size_t rows = x.rows(), per = std::min(rows, kEvalRows);
+  Runner eval(base, x.cols(), h, per);
+  eval.set_weights(w);
+  double sum = 0;
+  for (std::size_t row0 = 0; row0 < rows; row0 += per) {
+    const std::size_t m = std::min(per, rows - row0);
+    eval.load(x, y, row0, m);
+    sum += eval.forward().loss * double(m);
+  }
+  return sum / double(rows);
 }
 
-LossWindow loss_window(Runner& r, const std::vector<double>& reference, double share) {
-  LossWindow w;
-  std::vector<GradStats> at;
-  for (int k = 0; k <= kWindowMaxLog2; ++k) at.push_back(grad_stats(r, reference, std::ldexp(1.0, k)));
-  auto good = [share](const GradStats& s) { return s.nonfinite == 0 && s.underflow_share() <= share; };
-  int first_bad = kWindowMaxLog2 + 1;
-  for (int k = 0; k <= kWindowMaxLog2; ++k) {
-    if (at[std::size_t(k)].nonfinite > 0) {
-      first_bad = k;
-      break;
-    }
-  }
-  if (first_bad > 0) w.S_max_log2 = first_bad - 1;
-  for (int k = 0; k < first_bad; ++k) {
-    if (good(at[std::size_t(k)])) {
-      w.S_min_log2 = k;
-      break;
-    }
-  }
-  w.empty = !w.S_min_log2 || !w.S_max_log2;
-  w.keras_inside = good(at[loss_scale::kKerasInitialLog2]);
-  w.pytorch_inside = good(at[loss_scale::kPytorchInitialLog2]);
-  return w;
+Outcome outcome_of(const Simulation& s, double share) {
+  if (!s.settled_scale || s.min_scale < 1.0) return Outcome::collapses;
+  const double allowed = std::log2(s.initial_scale / s.final_scale) + 1.0 + double(s.growths);
+  if (double(s.skipped) > std::max(allowed, 1.0)) return Outcome::keeps_skipping;
+  if (s.good_steps.underflow_share() > share) return Outcome::underflows;
+  return Outcome::trains;
 }
 
-Simulation simulate(Runner& r, Runner& eval, const Weights& start, const Options& o, std::string framework,
-                    double initial) {
+Simulation simulate(const Table& x, const Table& y, const Path& path, const Path& base, const Weights& start,
+                    const Options& o, std::string framework, double initial) {
   Simulation sim;
   sim.framework = std::move(framework);
   sim.initial_scale = initial;
   sim.growth_interval = o.growth_interval.value_or(loss_scale::kGrowthInterval);
-  sim.steps = o.steps;
+  sim.steps = total_steps(x.rows(), o);
+  const std::size_t per = o.batch == 0 ? x.rows() : std::min(o.batch, x.rows());
+  Runner r(path, x.cols(), o.hidden, per), ref_runner(base, x.cols(), o.hidden, per);
+  BatchOrder order(x.rows(), per, o.shuffle);
   Weights w = start;
-  const std::size_t rows = r.rows();
-  const std::size_t batch = o.batch == 0 ? rows : std::min(o.batch, rows);
   const float lr = float(o.lr);
   double scale = initial;
-  std::size_t good = 0, row0 = 0;
-  for (std::size_t step = 1; step <= o.steps; ++step) {
+  sim.min_scale = initial;
+  std::size_t good = 0, nf = 0;
+  for (std::size_t step = 1; step <= sim.steps; ++step) {
     if (sim.runs.empty() || sim.runs.back().scale != scale) sim.runs.push_back({scale, step, step});
     sim.runs.back().last_step = step;
-    const std::size_t m = std::min(batch, rows - row0);
+    std::size_t row0 = 0;
+    const std::size_t* idx = nullptr;
+    const std::size_t m = order.next(step - 1, row0, idx);
     r.set_weights(w);
-    const Gradients g = r.gradients(row0, m, scale);
-    row0 = row0 + m == rows ? 0 : row0 + m;
-    if (g.nonfinite > 0) {  // skip the step and back off, as both frameworks do
+    r.load(x, y, row0, m, idx);
+    r.forward();
+    const std::vector<double>& g = r.gradients(scale, nf);
+    if (nf > 0) {  // skip the step and back off, as both frameworks do
       ++sim.skipped;
+      ++(sim.settled_scale ? sim.late_skipped : sim.backoff_skipped);
       scale = std::max(scale * loss_scale::kBackoffFactor, kMinScale);
+      sim.min_scale = std::min(sim.min_scale, scale);
       good = 0;
       continue;
     }
+    if (!sim.settled_scale) sim.settled_scale = scale;
+    // The reference: the f32 baseline's gradient at the same weights on the same rows.
+    ref_runner.set_weights(w);
+    ref_runner.load(x, y, row0, m, idx);
+    ref_runner.forward();
+    std::size_t ref_nf = 0;
+    const std::vector<double>& ref = ref_runner.gradients(1.0, ref_nf);
+    sim.good_steps.add(compare_grads(g, nf, ref, scale, path.info.storage));
     // Unscale (exact: the scale is a power of two) and round to f32, then plain SGD on the f32 master weights.
     std::size_t i = 0;
     for (std::vector<float>* p : {&w.w1, &w.b1, &w.w2, &w.b2}) {
-      for (float& v : *p) v -= lr * float(g.values[i++] / scale);
+      for (float& v : *p) v -= lr * float(g[i++] / scale);
     }
     if (++good == sim.growth_interval) {
       scale *= loss_scale::kGrowthFactor;
+      ++sim.growths;
       good = 0;
-    }
-    if (o.progress && step % 100 == 0) {
-      std::fprintf(stderr, "\rdiagnose: %s, %s: step %zu / %zu   ", r.path().info.name.c_str(),
-                   sim.framework.c_str(), step, o.steps);
     }
   }
   sim.final_scale = scale;
-  eval.set_weights(w);
-  sim.final_loss = eval.forward(0, eval.rows()).loss;
+  sim.final_loss = final_loss(x, y, base, w, o.hidden);
+  sim.outcome = outcome_of(sim, o.underflow_share);
   return sim;
+}
+
+}  // namespace
+
+void simulate_all(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+                  const Weights& w0, const Options& o, Report& r) {
+  const double initial[2] = {loss_scale::kKerasInitial, loss_scale::kPytorchInitial};
+  std::vector<Simulation> sims(paths.size() * 2);
+  std::atomic<std::size_t> done{0};
+  parallel_for(sims.size(), o.threads, [&](std::size_t i) {
+    sims[i] = simulate(x, y, paths[i / 2], base, w0, o, i % 2 == 0 ? "keras" : "pytorch", initial[i % 2]);
+    progress(o, "loss-scaling simulations", done.fetch_add(1) + 1, sims.size());
+  });
+  for (std::size_t i = 0; i < sims.size(); ++i) r.optimization[i / 2].simulations.push_back(std::move(sims[i]));
 }
 
 }  // namespace halfmap::diagnose

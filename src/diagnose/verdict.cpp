@@ -38,7 +38,7 @@ std::string where(const ColumnStats& c, std::size_t feature_count) {
 std::optional<Verdict> nonfinite_data(const Report& r) {
   for (const ColumnStats* c : columns(r)) {
     if (c->nan + c->inf == 0) continue;
-    Verdict v{Boundary::data, "", ""};
+    Verdict v{Boundary::data, "", "", {}};
     v.reason = fmt::format("column {} holds {} NaN and {} inf; the first is at row {} ({}).", c->name, c->nan, c->inf,
                            *c->first_nonfinite_row, where(*c, r.data.features.size()));
     v.fix = fmt::format("fix the data: remove or impute the non-finite values (the first at row {} of column {}) "
@@ -84,7 +84,7 @@ std::optional<Verdict> storage_data(const Report& r) {
   }
   if (reason.empty()) return std::nullopt;
   reason.pop_back();
-  Verdict v{Boundary::data, reason, ""};
+  Verdict v{Boundary::data, reason, "", {}};
   v.fix = fmt::format("normalise {} before training, x' = (x - mean) / std per column, with {}{}.",
                       labels ? "the inputs and the labels" : "the inputs", stats,
                       labels ? " (predict the normalised labels and undo the scaling on the predictions)" : "");
@@ -124,9 +124,10 @@ std::optional<Verdict> compute(const Report& r) {
   const ForwardReport* f =
       pick(r.compute, [](const ForwardReport& x) { return !x.finite(); }, others, keras_clear);
   if (f == nullptr) return std::nullopt;
-  Verdict v{Boundary::compute, "", ""};
-  v.reason = fmt::format("the forward is finite in f32 but not on {}: the first non-finite value is {}{}.{}",
-                         path_label(f->path), nonfinite_text(*f),
+  Verdict v{Boundary::compute, "", "", {}};
+  v.reason = fmt::format("the forward is finite in f32 but not on {} ({} of {} batches): the first non-finite "
+                         "value is {}{}.{}",
+                         path_label(f->path), f->nonfinite_batches, r.data.batches, nonfinite_text(*f),
                          others.empty() ? "" : fmt::format("; also non-finite on {}", others), keras_clear);
   const std::string& stage = f->first_nonfinite->stage;
   if (stage == "loss") {
@@ -140,9 +141,12 @@ std::optional<Verdict> compute(const Report& r) {
   return v;
 }
 
-bool optimization_crossed(const OptimizationReport& o, double share) {
-  return o.at_1.underflow_share() > share || o.at_keras.nonfinite > 0 || o.at_pytorch.nonfinite > 0 ||
-         o.window.empty;
+/// The first simulation of a path whose scaler fails, or null.
+const Simulation* failing(const OptimizationReport& o) {
+  for (const Simulation& m : o.simulations) {
+    if (m.outcome != Outcome::trains) return &m;
+  }
+  return nullptr;
 }
 
 std::string window_text(const LossWindow& w) {
@@ -153,54 +157,130 @@ std::string window_text(const LossWindow& w) {
   return fmt::format("[2^{}, {}2^{}]", *w.S_min_log2, *w.S_max_log2 == kWindowMaxLog2 ? ">=" : "", *w.S_max_log2);
 }
 
+std::string framework_name(const Simulation& m) { return m.framework == "keras" ? "Keras" : "PyTorch"; }
+
+std::string times(std::size_t n) {
+  if (n == 1) return "once";
+  if (n == 2) return "twice";
+  return fmt::format("{} times", n);
+}
+
+/// What a failing scaler did, with the numbers.
+std::string failure_text(const Simulation& m, double share) {
+  const std::string who = fmt::format("{}'s scaler (from {})", framework_name(m), scale_text(m.initial_scale));
+  switch (m.outcome) {
+    case Outcome::collapses:
+      if (!m.settled_scale) {
+        return fmt::format("{} collapses: all {} steps skipped, the scale fell to {}", who, m.steps,
+                           scale_text(m.final_scale));
+      }
+      return fmt::format("{} collapses: the scale fell to {} (below 1), {} of {} steps skipped", who,
+                         scale_text(m.min_scale), m.skipped, m.steps);
+    case Outcome::keeps_skipping:
+      return fmt::format("{} keeps skipping after its back-off: {} of {} steps skipped ({} during the back-off to "
+                         "{}, {} after it, {} growths), final scale {}",
+                         who, m.skipped, m.steps, m.backoff_skipped, scale_text(m.settled_scale.value_or(0)),
+                         m.late_skipped, m.growths, scale_text(m.final_scale));
+    case Outcome::underflows:
+      return fmt::format("{} settles at {} where {:.1f} % of the gradients (non-zero in f32) underflow to zero over "
+                         "its good steps, above the {:.1f} % share",
+                         who, scale_text(m.final_scale), 100.0 * m.good_steps.underflow_share(), 100.0 * share);
+    case Outcome::trains: break;
+  }
+  return who + " trains";
+}
+
 std::optional<Verdict> optimization(const Report& r) {
   const double share = r.options.underflow_share;
   std::string others;
   std::string keras_clear;
-  const OptimizationReport* o =
-      pick(r.optimization, [share](const OptimizationReport& x) { return optimization_crossed(x, share); }, others,
-           keras_clear);
+  const OptimizationReport* o = pick(
+      r.optimization, [](const OptimizationReport& x) { return failing(x) != nullptr; }, others, keras_clear);
   if (o == nullptr) return std::nullopt;
-  Verdict v{Boundary::optimization, "", ""};
+  Verdict v{Boundary::optimization, "", "", {}};
   std::string what;
-  if (o->at_1.underflow_share() > share) {
-    what = fmt::format("{:.1f} % of the gradients that are non-zero in f32 are zero at loss scale 1 (underflow)",
-                       100.0 * o->at_1.underflow_share());
-  }
-  for (const GradStats* g : {&o->at_keras, &o->at_pytorch}) {
-    if (g->nonfinite > 0) {
-      what += fmt::format("{}{} gradient value{} non-finite at loss scale {}", what.empty() ? "" : "; ",
-                          g->nonfinite, g->nonfinite == 1 ? " is" : "s are", scale_text(g->scale));
-    }
-  }
-  if (what.empty()) what = "no loss scale gives finite gradients without underflow";
-  std::string sims;
   for (const Simulation& m : o->simulations) {
-    sims += fmt::format("{}{} skipped {} of {} steps (final scale {})", sims.empty() ? "" : ", ", m.framework,
-                        m.skipped, m.steps, scale_text(m.final_scale));
+    if (m.outcome != Outcome::trains) what += (what.empty() ? "" : "; ") + failure_text(m, share);
   }
-  v.reason = fmt::format("on {}, {}; the loss-scale window is {}{}. Dynamic loss scaling: {}.{}",
+  const BatchDistribution& at16 = o->at_pytorch;
+  v.reason = fmt::format("on {}, {}. The loss-scale window of nearly all batches is {}{}; at 2^16, {} of {} "
+                         "batches have non-finite gradients.{}",
                          path_label(o->path), what, window_text(o->window),
-                         others.empty() ? "" : fmt::format(" (also crossed on {})", others), sims, keras_clear);
+                         others.empty() ? "" : fmt::format(" (scalers also fail on {})", others),
+                         at16.batches_nonfinite, at16.batches, keras_clear);
   const LossWindow& w = o->window;
   if (w.empty) {
-    v.fix = "no loss scale works on this path: normalise the data (so that gradients are of order 1) or keep this "
-            "model's gradients in float32.";
-  } else if (w.keras_inside && w.pytorch_inside) {
-    v.fix = fmt::format("train with a loss scale inside {}: the defaults Keras 2^15 and PyTorch 2^16 are inside, so "
-                        "keep dynamic loss scaling on (LossScaleOptimizer, GradScaler); never train this without it.",
-                        window_text(w));
+    v.fix = "no loss scale works for nearly all batches on this path: normalise the data (features and labels to "
+            "order 1, so that every batch's gradients are of the same size) or keep this model's gradients in "
+            "float32 (Keras: dtype='float32' on the layers whose gradients fail).";
   } else {
-    const int k = (*w.S_min_log2 + *w.S_max_log2) / 2;
-    v.fix = fmt::format("start the loss scale at 2^{}, inside {} (Keras 2^15 is {}, PyTorch 2^16 is {}): "
-                        "LossScaleOptimizer(opt, initial_scale=2**{}), GradScaler(init_scale=2**{}).",
-                        k, window_text(w), w.keras_inside ? "inside" : "outside",
-                        w.pytorch_inside ? "inside" : "outside", k, k);
+    const int k = std::min((*w.S_min_log2 + *w.S_max_log2) / 2, 24);
+    v.fix = fmt::format("use a fixed loss scale inside the window {}, e.g. 2^{}: Keras "
+                        "LossScaleOptimizer(opt, dynamic=False, initial_scale=2**{}), PyTorch "
+                        "GradScaler(init_scale=2**{}, growth_interval=10**9); or normalise the data.",
+                        window_text(w), k, k, k);
   }
   return v;
 }
 
+/// How one scaler that trains behaved: "PyTorch backs off once, to 2^15, then trains".
+std::string scaler_note(const Simulation& m) {
+  if (m.skipped == 0) {
+    return fmt::format("{} trains at {} without skipping a step", framework_name(m), scale_text(m.initial_scale));
+  }
+  return fmt::format("{} backs off {}, to {}, then trains", framework_name(m), times(m.skipped),
+                     scale_text(m.final_scale));
+}
+
+std::vector<std::string> ok_notes(const Report& r) {
+  std::vector<std::string> notes;
+  const OptimizationReport* keras = nullptr;
+  for (const OptimizationReport& o : r.optimization) {
+    if (o.path.keras_like) keras = &o;
+  }
+  if (keras == nullptr && !r.optimization.empty()) keras = &r.optimization.front();
+  if (keras != nullptr) {
+    std::string s;
+    for (const Simulation& m : keras->simulations) s += (s.empty() ? "" : "; ") + scaler_note(m);
+    bool backed_off = false;
+    for (const Simulation& m : keras->simulations) backed_off = backed_off || m.skipped > 0;
+    notes.push_back(fmt::format("dynamic loss scaling on {}: {}, over {} steps of batches of {} rows{}.",
+                                path_label(keras->path), s, total_steps(r.data.rows, r.options),
+                                r.options.batch == 0 ? r.data.rows : std::min(r.options.batch, r.data.rows),
+                                backed_off ? "; backing off from the initial scale is the scaler doing its job, "
+                                             "not a fault"
+                                           : ""));
+  }
+  return notes;
+}
+
 }  // namespace
+
+NoLossScaling no_loss_scaling(const Report& r) {
+  NoLossScaling n;
+  const OptimizationReport* o = nullptr;
+  for (const OptimizationReport& x : r.optimization) {
+    if (x.path.keras_like) o = &x;
+  }
+  if (o == nullptr && !r.optimization.empty()) o = &r.optimization.front();
+  if (o == nullptr) return n;
+  const double share = r.options.underflow_share;
+  n.path = o->path.name;
+  n.underflow_share = o->at_1.pooled.underflow_share();
+  n.batches = o->at_1.batches;
+  n.batches_over_share = o->at_1.batches_over_share;
+  n.stalls = n.underflow_share > 0.5;
+  if (n.underflow_share > share) {
+    n.warning = fmt::format(
+        "without loss scaling (S = 1: a custom loop without LossScaleOptimizer, PyTorch without GradScaler), "
+        "{:.1f} % of the gradients that are non-zero in f32 underflow to zero on {} ({} of {} batches above the "
+        "{:.1f} % share){}.",
+        100.0 * n.underflow_share, n.path, n.batches_over_share, n.batches, 100.0 * share,
+        n.stalls ? ": that alone would stall training, so keep loss scaling on"
+                 : ": training would lose those updates, so keep loss scaling on");
+  }
+  return n;
+}
 
 Verdict decide(const Report& r) {
   if (auto v = nonfinite_data(r)) return *v;
@@ -208,15 +288,25 @@ Verdict decide(const Report& r) {
     return {Boundary::baseline,
             fmt::format("the f32 baseline ({}) is non-finite with finite data: {}.", r.baseline.path.name,
                         nonfinite_text(r.baseline)),
-            "the f32 baseline itself fails: fix the data or the loss first."};
+            "the f32 baseline itself fails: fix the data or the loss first.",
+            {}};
   }
   if (auto v = storage_data(r)) return *v;
   if (auto v = compute(r)) return *v;
-  if (auto v = optimization(r)) return *v;
-  return {Boundary::ok,
-          "no boundary is crossed: the data fits fp16 and bf16 storage, every low-precision forward is finite, and "
-          "the gradients neither underflow at loss scale 1 nor overflow at 2^15 or 2^16.",
-          "none needed."};
+  Verdict v;
+  if (auto o = optimization(r)) {
+    v = *o;
+  } else {
+    v = {Boundary::ok,
+         "no boundary is crossed: the data fits fp16 and bf16 storage, every low-precision forward is finite on "
+         "every batch, and the simulated dynamic loss scalers of Keras and PyTorch settle at a scale where the "
+         "gradients neither overflow nor underflow.",
+         "none needed.",
+         ok_notes(r)};
+  }
+  const NoLossScaling n = no_loss_scaling(r);
+  if (!n.warning.empty()) v.notes.push_back(n.warning);
+  return v;
 }
 
 }  // namespace halfmap::diagnose

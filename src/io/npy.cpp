@@ -72,7 +72,8 @@ Array parse(std::span<const unsigned char> bytes, const std::string& name, std::
   return a;
 }
 
-Array load(const std::string& path, std::size_t max_data_bytes) {
+void load_chunked(const std::string& path, std::size_t max_data_bytes, const std::function<void(const Info&)>& begin,
+                  const std::function<void(std::size_t, std::span<const double>)>& chunk) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
@@ -86,7 +87,7 @@ Array load(const std::string& path, std::size_t max_data_bytes) {
   if (ec) fail(path, "cannot be read (" + ec.message() + ").");
 
   // Magic, version and header length first; then exactly the header they declare, which header_end checked
-  // to lie within the file and to be small; then the data, converted in chunks (no second copy of the array).
+  // to lie within the file and to be small; then the data, converted in chunks.
   std::vector<unsigned char> head(std::size_t(std::min<std::uint64_t>(size, detail::kMaxPrefix)));
   read_exact(f.get(), head.data(), head.size(), path);
   const std::size_t data_offset = detail::header_end(head, size, path);
@@ -94,15 +95,41 @@ Array load(const std::string& path, std::size_t max_data_bytes) {
   head.resize(data_offset);
   read_exact(f.get(), head.data() + have, data_offset - have, path);
   const detail::Layout l = detail::read_layout(head, size, path, max_data_bytes);
+  const bool is_float = l.dtype.kind == detail::Kind::Float;
+  begin(Info{l.rows, l.cols, l.ndim, l.descr, l.fortran_order, is_float ? l.dtype.size <= 4 : l.dtype.size <= 2});
 
-  Array a = make_array(l);
-  const std::size_t chunk = (std::size_t{1} << 20) / l.dtype.size;
-  std::vector<unsigned char> buf(std::min(l.count, chunk) * l.dtype.size);
-  for (std::size_t k = 0; k < l.count; k += chunk) {
-    const std::size_t n = std::min(chunk, l.count - k);
+  // convert() places element k at out[k] for a C-order layout: with first = 0 it decodes a chunk in file order.
+  detail::Layout flat = l;
+  flat.fortran_order = false;
+  const std::size_t n_chunk = (std::size_t{1} << 20) / l.dtype.size;
+  std::vector<unsigned char> buf(std::min(l.count, n_chunk) * l.dtype.size);
+  std::vector<double> vals(std::min(l.count, n_chunk));
+  for (std::size_t k = 0; k < l.count; k += n_chunk) {
+    const std::size_t n = std::min(n_chunk, l.count - k);
     read_exact(f.get(), buf.data(), n * l.dtype.size, path);
-    detail::convert(buf.data(), k, n, l, a.values.data());
+    detail::convert(buf.data(), 0, n, flat, vals.data());
+    chunk(k, std::span<const double>(vals.data(), n));
   }
+}
+
+Array load(const std::string& path, std::size_t max_data_bytes) {
+  Array a;
+  load_chunked(
+      path, max_data_bytes,
+      [&a](const Info& info) {
+        a.values.resize(info.rows * info.cols);
+        a.rows = info.rows;
+        a.cols = info.cols;
+        a.ndim = info.ndim;
+        a.descr = info.descr;
+        a.fortran_order = info.fortran_order;
+      },
+      [&a](std::size_t first, std::span<const double> v) {
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          const std::size_t k = first + i;  // the k-th element of the file's order, placed row-major
+          a.values[a.fortran_order ? (k % a.rows) * a.cols + k / a.rows : k] = v[i];
+        }
+      });
   return a;
 }
 
