@@ -15,6 +15,11 @@ native_packages=(
   libxsimd-dev libxtensor-dev xtl-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
+# The one-node Slurm cluster that tests/slurm_test.sh starts under the build folder to run tools/sweep_slurm.sh:
+# slurm-wlm (slurmctld, slurmd and the client commands sbatch, squeue, scontrol) and munge, Slurm's usual
+# authentication (a dependency of slurm-wlm; the test's cluster uses auth/none and starts its own daemons with
+# its own configuration, never the system's services).
+slurm_packages=(slurm-wlm munge)
 peer_packages=(libopenblas-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libeigen3-dev)
 # The cross build (on a host that is not arm64): Debian's cross compiler, qemu to run its tests, and the arm64
 # libraries it links (multiarch, /usr/lib/aarch64-linux-gnu). libgmock-dev is listed because GTest's CMake
@@ -76,7 +81,7 @@ fi
 if [ "$fuzz" -eq 1 ]; then
   wanted=("${fuzz_packages[@]}")
 else
-  wanted=("${native_packages[@]}")
+  wanted=("${native_packages[@]}" "${slurm_packages[@]}")
   [ "$with_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
   [ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
 fi

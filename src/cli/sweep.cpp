@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -98,6 +100,30 @@ std::optional<std::vector<std::size_t>> parse_dims(const std::string& s, std::si
   return out;
 }
 
+/// `--shard slurm`: K/N from the job array's variables. An array's ids may start at 0 or 1 (or anywhere), so K is
+/// the id's place from SLURM_ARRAY_TASK_MIN; the ids must be contiguous (MAX - MIN + 1 = COUNT: `--array=1-8` or
+/// `0-7`, with or without a `%` throttle), since a stepped or listed array (`0-7:2`, `1,3,5`) has no such place.
+std::string shard_from_slurm(unsigned& k, unsigned& n) {
+  const char* names[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+                         "SLURM_ARRAY_TASK_COUNT"};
+  unsigned long long v[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    const char* e = std::getenv(names[i]);
+    if (e == nullptr || !parse_uint(std::string_view(e), v[i])) {
+      return fmt::format("--shard slurm needs {} set to a non-negative integer, as Slurm sets it in each task of a "
+                         "job array (sbatch --array=1-N).", names[i]);
+    }
+  }
+  const auto [id, lo, hi, count] = std::tuple(v[0], v[1], v[2], v[3]);
+  if (count == 0 || count > 1u << 20 || lo > hi || hi - lo + 1 != count || id < lo || id > hi) {
+    return fmt::format("--shard slurm: SLURM_ARRAY_TASK_ID={} MIN={} MAX={} COUNT={} is not a task of a contiguous "
+                       "job array (e.g. --array=1-4 or 0-3).", id, lo, hi, count);
+  }
+  k = static_cast<unsigned>(id - lo + 1);
+  n = static_cast<unsigned>(count);
+  return {};
+}
+
 struct SweepArgs {
   std::string kernels, paths, dists;
   std::string s_min = "2^-40", s_max = "2^40", s_step = "2^0.5";
@@ -172,7 +198,9 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
     return fmt::format("--threads '{}' is not a positive integer.", a.threads);
   }
   sharded = !a.shard.empty();
-  if (sharded) {
+  if (a.shard == "slurm") {
+    if (std::string err = shard_from_slurm(o.shard_k, o.shard_n); !err.empty()) return err;
+  } else if (sharded) {
     const std::size_t slash = a.shard.find('/');
     if (slash == std::string::npos || !parse_uint(std::string_view(a.shard).substr(0, slash), o.shard_k) ||
         !parse_uint(std::string_view(a.shard).substr(slash + 1), o.shard_n) || o.shard_k == 0 ||
@@ -215,7 +243,8 @@ Command add_sweep_command(CLI::App& parent) {
   sub->add_option("--underflow-share", a->share,
                   "Share of non-zero values that may flush to zero before a boundary counts as crossed (default 0.001)");
   sub->add_option("--threads", a->threads, "Worker threads (default: hardware concurrency)");
-  sub->add_option("--shard", a->shard, "Run only shard K of N of the work items (K/N), for 'halfmap merge'");
+  sub->add_option("--shard", a->shard, "Run only shard K of N of the work items (K/N), for 'halfmap merge'; 'slurm' takes K/N "
+                  "from the job array's SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT (tools/sweep_slurm.sh)");
   sub->add_option("--plant-nan", a->plant_nan, "Testing aid: put a NaN at this index of the first input");
   sub->add_option("--out", a->out, "Output folder (default sweep-out)");
   sub->add_flag("--quiet", a->quiet, "No progress line on stderr");
