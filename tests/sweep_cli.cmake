@@ -15,6 +15,16 @@ function(run_ok)
   endif()
 endfunction()
 
+# Fails unless each of the files (after `why`) is byte-identical in folders a and b.
+function(expect_same a b why)
+  foreach(f IN LISTS ARGN)
+    execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${a}/${f} ${b}/${f} RESULT_VARIABLE d)
+    if(NOT d EQUAL 0)
+      message(FATAL_ERROR "${f}: ${why}")
+    endif()
+  endforeach()
+endfunction()
+
 run_ok(sweep ${common} --threads ${THREADS} --out ${WORK}/single)
 run_ok(sweep ${common} --threads 1 --shard 2/2 --out ${WORK}/s2)
 run_ok(sweep ${common} --threads 1 --shard 1/2 --out ${WORK}/s1)
@@ -27,19 +37,17 @@ execute_process(COMMAND ${CMAKE_COMMAND} -E env SLURM_ARRAY_TASK_ID=0 SLURM_ARRA
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "halfmap sweep --shard slurm (task 0 of 0-1) -> exit ${rc}: ${err}")
 endif()
-foreach(f cells.csv thresholds.json shard.json)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK}/s1/${f} ${WORK}/slurm0/${f} RESULT_VARIABLE d)
-  if(NOT d EQUAL 0)
-    message(FATAL_ERROR "${f}: --shard slurm in task 0 of --array=0-1 differs from --shard 1/2")
-  endif()
-endforeach()
-foreach(f cells.csv thresholds.json thresholds.md)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${WORK}/single/${f} ${WORK}/merged/${f} RESULT_VARIABLE d)
-  if(NOT d EQUAL 0)
-    message(FATAL_ERROR "${f}: the merge of two shards differs from the single run")
-  endif()
-endforeach()
+expect_same(${WORK}/s1 ${WORK}/slurm0 "--shard slurm in task 0 of --array=0-1 differs from --shard 1/2"
+            cells.csv thresholds.json shard.json)
+expect_same(${WORK}/single ${WORK}/merged "the merge of two shards differs from the single run"
+            cells.csv thresholds.json thresholds.md)
 run_ok(compare ${WORK}/single ${WORK}/merged --out ${WORK}/compare.md)
+# thresholds.md ends with the recipes of the kernels it lists (include/halfmap/kernel_spec.hpp).
+file(READ ${WORK}/single/thresholds.md md)
+if(NOT md MATCHES "\n## Kernels: how to recompute these numbers\n" OR NOT md MATCHES "\n\\| f16_sum__ref \\| f16 \\| f16 \\| 1 \\| sequential \\|"
+   OR NOT md MATCHES "\n\\| dense_fwd/f16 \\| acc = fma\\(x_mk, w_kn, acc\\)")
+  message(FATAL_ERROR "thresholds.md lacks the kernels' recipes (or f16_sum__ref's row, or dense_fwd/f16's recipe)")
+endif()
 
 run_ok(sweep ${common} --threads 1 --plant-nan 2 --out ${WORK}/nan)
 file(STRINGS ${WORK}/nan/cells.csv rows)

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include "cli/command.hpp"
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
+#include "halfmap/kernel_spec.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap::cli {
@@ -41,17 +43,6 @@ std::string why_disabled(Isa isa) {
   }
   const std::optional<Isa> cap = isa_cap();
   return cap ? fmt::format("above HALFMAP_ISA={}", isa_name(*cap)) : std::string("held back by HALFMAP_ISA");
-}
-
-/// The kernel's fp16 FMA where its rounding matters: none for kernels without one (the f32-accumulating ones,
-/// FmaKind::none), nor for the fp16 ops that only add and divide (sum, max|x|, softmax, xent).
-std::optional<std::string_view> fma_name(const Kernel& k) {
-  if (k.fma == FmaKind::none) return std::nullopt;
-  if (k.op == Op::sum || k.op == Op::maxabs || k.op == Op::softmax || k.op == Op::softmax_naive ||
-      k.op == Op::xent) {
-    return std::nullopt;
-  }
-  return k.fma == FmaKind::fused ? "fused" : "f32_round";
 }
 
 /// Appends one formatted line to the text output.
@@ -120,7 +111,7 @@ std::string format_text(const FpEnv& env) {
     const std::string why = why_disabled(k.isa);
     line("  {:<{}}  {:<13}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", k.name, name_w, op_name(k.op),
          mode_name(k.mode), mode_w, isa_name(k.isa), kisa_w, dtype_name(k.storage), k.lanes,
-         fma_name(k).value_or("-"), kernel_enabled(k) ? std::string("yes") : fmt::format("no ({})", why));
+         kernel_fma_name(k).value_or("-"), kernel_enabled(k) ? std::string("yes") : fmt::format("no ({})", why));
   }
   line("");
 
@@ -157,7 +148,8 @@ std::string format_json(const FpEnv& env) {
 
   j["kernels"] = json::array();
   for (const Kernel& k : kernels()) {
-    const std::optional<std::string_view> fma = fma_name(k);
+    const std::optional<std::string_view> fma = kernel_fma_name(k);
+    const KernelSpec spec = kernel_spec(k);
     j["kernels"].push_back({{"name", k.name},
                             {"op", op_name(k.op)},
                             {"mode", mode_name(k.mode)},
@@ -165,6 +157,10 @@ std::string format_json(const FpEnv& env) {
                             {"storage", dtype_name(k.storage)},
                             {"lanes", k.lanes},
                             {"fma", fma ? json(*fma) : json(nullptr)},
+                            {"accumulator", spec.accumulator},
+                            {"order", spec.order},
+                            {"recipe", spec.recipe},
+                            {"recipe_text", kernel_recipe_text(spec.recipe)},
                             {"supported", kernel_enabled(k)}});
   }
 
@@ -178,14 +174,27 @@ std::string format_json(const FpEnv& env) {
   return j.dump(2) + "\n";
 }
 
+/// Every kernel's recipe (the tables of README.md's "Recomputing the numbers", between its markers).
+std::string format_kernel_spec() {
+  std::vector<const Kernel*> ks;
+  for (const Kernel& k : kernels()) ks.push_back(&k);
+  return kernel_spec_table(ks) + "\n" + kernel_recipe_table({});
+}
+
 }  // namespace
 
 Command add_info_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
       "info", "Show the CPU, the ISA paths and kernels this machine can run, the FP environment and the build");
   auto json = std::make_shared<bool>(false);
+  auto spec = std::make_shared<bool>(false);
   sub->add_flag("--json", *json, "Print one JSON object instead of text");
-  return {sub, [json] {
+  sub->add_flag("--kernel-spec", *spec,
+                "Print, as Markdown, what it takes to recompute every kernel's numbers: storage, accumulator, "
+                "lanes, their order, FMA, the rounding steps")
+      ->excludes("--json");
+  return {sub, [json, spec] {
+            if (*spec) return write_stdout(format_kernel_spec());
             // Read before formatting anything, so the report is of the state the process started in.
             const FpEnv env = read_fp_env();
             return write_stdout(*json ? format_json(env) : format_text(env));

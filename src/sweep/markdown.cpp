@@ -1,10 +1,15 @@
-// thresholds.md: the thresholds.json document as Markdown tables, one section per op.
+// thresholds.md: the thresholds.json document as Markdown tables, one section per op, then the recipes of the
+// kernels listed.
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "halfmap/kernel_spec.hpp"
 #include "halfmap/loss_scale.hpp"
+#include "halfmap/registry.hpp"
 #include "sweep/output.hpp"
 
 namespace halfmap::sweep {
@@ -104,6 +109,40 @@ void windows_table(Lines& line, const json& st, const json& results, const std::
   }
 }
 
+/// What it takes to recompute the numbers of every kernel listed (include/halfmap/kernel_spec.hpp), from this
+/// build's registry. A kernel this build lacks (a merge of another machine's shards) is named, without its spec.
+void kernels_section(Lines& line, const json& results) {
+  std::vector<const Kernel*> ks;
+  std::vector<std::string> seen, missing;
+  for (const json& r : results) {
+    for (const char* key : {"kernel", "grad_kernel"}) {
+      if (!r[key].is_string()) continue;
+      const std::string name = r[key].get<std::string>();
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+      seen.push_back(name);
+      if (const Kernel* k = find_kernel(name)) ks.push_back(k);
+      else missing.push_back(name);
+    }
+  }
+  line("");
+  line("## Kernels: how to recompute these numbers");
+  line("");
+  line("From halfmap's kernel registry (`halfmap info --kernel-spec` lists every kernel of a build): the storage "
+       "and accumulator types, the fp16 lanes and the order they are folded in, the kind of fp16 FMA, and the "
+       "recipe, every step at which an intermediate is rounded. The f16 family (modes f16 and f16_model) is bit "
+       "for bit the f16 model (src/models/) run with the kernel's lanes and FMA.");
+  line("");
+  line.md += kernel_spec_table(ks);
+  line("");
+  line.md += kernel_recipe_table(ks);
+  if (!missing.empty()) {
+    std::string names;
+    for (const std::string& n : missing) names += (names.empty() ? "" : ", ") + n;
+    line("");
+    line(fmt::format("Not in this build (merged from another machine's shards): {}.", names));
+  }
+}
+
 }  // namespace
 
 std::string thresholds_markdown(const json& doc) {
@@ -117,6 +156,7 @@ std::string thresholds_markdown(const json& doc) {
     op = r["op"].get<std::string>();
     if (op_table(line, results, op)) windows_table(line, st, results, op);
   }
+  kernels_section(line, results);
   return line.md;
 }
 

@@ -1,0 +1,163 @@
+// The kernels' recipes (include/halfmap/kernel_spec.hpp): what registry.hpp's contracts say about each op in
+// each family of modes, with the entry's own lanes and FMA. The recipes restate the contracts of LossArgs,
+// SoftmaxArgs, XentArgs, DenseArgs and ReduceFn, which the tests pin bit for bit against the f16 models
+// (src/models/) for the f16 family; one text per (op, family) here, so a kernel's spec is its registry entry.
+#include "halfmap/kernel_spec.hpp"
+
+#include <array>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace halfmap {
+namespace {
+
+struct Recipe {
+  std::string_view key, text;
+};
+
+// r(v): v rounded to the nearest fp16 (ties to even); R(v): v rounded once to the storage type T; f32(h): h widened
+// exactly; fma: the kernel's fp16 FMA; fold: the order column.
+constexpr std::array<Recipe, 19> kRecipes = {{
+    {"sum/f16", "acc = r(acc + x_i) per lane; lanes folded with r(a + b); the result is the fp16 accumulator"},
+    {"sumsq/f16", "acc = fma(x_i, x_i, acc) per lane; lanes folded with r(a + b)"},
+    {"dot/f16", "acc = fma(x_i, y_i, acc) per lane; lanes folded with r(a + b)"},
+    {"maxabs", "max_i abs(x_i), exact in every mode and order (compares the bit patterns of abs(x)); NaN if any "
+               "x_i is NaN"},
+    {"dense_fwd/f16", "acc = fma(x_mk, w_kn, acc) over k from +0; y = act(r(acc + b_n)) (the sweep: b = 0, "
+                      "identity)"},
+    {"dense_bwd/f16", "dX = fma over n of dY·Wᵀ, dW = fma over m of Xᵀ·dY, each from +0 in index order; "
+                      "db = r(acc + dY_mn) over m"},
+    {"mse/f16", "d_i = r(p_i - y_i); acc = fma(d_i, d_i, acc) per lane, lanes folded with r(a + b); "
+                "L = r(f32(acc) / float(n)) (f32 division); dp_i = r(c·f32(d_i)), c = (2·S)/float(n) in f32"},
+    {"softmax/f16", "m = max_j x_j (exact); t_j = r(x_j - m); e_j = r(exp_f32(f32(t_j))); s = sum of e_j with "
+                    "r(a + b) per lane, lanes folded; y_j = r(f32(e_j) / f32(s)) (f32 division)"},
+    {"softmax_naive/f16", "t_j = x_j (no max); e_j = r(exp_f32(f32(t_j))); s = sum of e_j with r(a + b) per lane, "
+                          "lanes folded; y_j = r(f32(e_j) / f32(s))"},
+    {"xent/f16", "p = softmax/f16 of the row (no log-sum-exp), stored in fp16; label pick from the stored p: "
+                 "loss_r = r(-logf(f32(p[label_r]))) (+inf where p[label_r] = 0); sum of loss_r with r(a + b) in "
+                 "row order from +0; L = r(f32(sum) / float(rows)); dlogits = r(c·f32(r(p - onehot))), "
+                 "c = S/float(rows) in f32"},
+    {"sum/f32acc", "x_i widened to f32; sum in f32; the result R(sum)"},
+    {"sumsq/f32acc", "x_i widened to f32; sum of x_i·x_i in f32 (exact products for fp16/bf16 inputs); R(sum)"},
+    {"dot/f32acc", "x_i, y_i widened to f32; sum of x_i·y_i in f32; R(sum)"},
+    {"dense_fwd/f32acc", "X, W widened to f32; acc = sum over k of x_mk·w_kn in f32; y = R(act(acc + b_n))"},
+    {"dense_bwd/f32acc", "dX = dY·Wᵀ, dW = Xᵀ·dY, db = column sums of dY, accumulated in f32, each rounded once "
+                         "by R"},
+    {"mse/f32acc", "d_i = p_i - y_i in f32; sum of d_i² in f32; L = R(sum / float(n)); dp_i = R(c·d_i), "
+                   "c = (2·S)/float(n) in f32"},
+    {"softmax/f32acc", "m = max_j x_j (exact); e_j = exp_f32(x_j - m), s = sum of e_j and e_j / s in f32; "
+                       "y_j = R(e_j / s)"},
+    {"softmax_naive/f32acc", "e_j = exp_f32(x_j) (no max), s = sum of e_j and e_j / s in f32; y_j = R(e_j / s)"},
+    {"xent/f32acc", "p = softmax/f32acc of the row, stored: R(e_j / s); label pick from the stored p: "
+                    "loss_r = -logf(p[label_r]) in f32 (+inf where p[label_r] = 0); L = R(sum of loss_r in row "
+                    "order, in f32, / float(rows)); dlogits = R(c·(p - onehot)) in f32, c = S/float(rows)"},
+}};
+
+bool f16_family(Mode m) { return m == Mode::f16 || m == Mode::f16_model; }
+
+std::string_view recipe_key(const Kernel& k) {
+  if (k.op == Op::maxabs) return "maxabs";
+  const std::string_view fam = f16_family(k.mode) ? "f16" : "f32acc";
+  for (const Recipe& r : kRecipes) {
+    const std::string_view key = r.key;
+    if (key.substr(0, key.find('/')) == op_name(k.op) && key.substr(key.find('/') + 1) == fam) return key;
+  }
+  return "?";
+}
+
+/// The order of an fp16 accumulation with `lanes` lanes (f16_model::fold_lanes), in the legend's words.
+std::string lane_order(unsigned lanes) {
+  if (lanes <= 1) return "sequential";
+  const std::string folds = lanes == 2   ? std::string("1")
+                            : lanes == 4 ? std::string("2, 1")
+                                         : fmt::format("{}, {}, ..., 1", lanes / 2, lanes / 4);
+  return fmt::format("i mod {}, fold {}", lanes, folds);
+}
+
+/// The f32-accumulating kernels fix no order (they are checked within a bound of float64, registry.hpp); the
+/// portable ones are sequential, avx512bf16 has vdpbf16ps's pairs and its flushing.
+std::string f32acc_order(const Kernel& k) {
+  if (k.isa == Isa::avx512bf16) {
+    const bool dp = is_reduction(k.op) || k.op == Op::dense_fwd || k.op == Op::dense_bwd;
+    return dp ? "vdpbf16ps pairs, flushes" : "SIMD, not fixed; flushes";
+  }
+  return k.isa == Isa::ref ? "sequential" : "SIMD, not fixed";
+}
+
+}  // namespace
+
+std::optional<std::string_view> kernel_fma_name(const Kernel& k) {
+  if (k.fma == FmaKind::none) return std::nullopt;
+  if (k.op == Op::sum || k.op == Op::maxabs || k.op == Op::softmax || k.op == Op::softmax_naive ||
+      k.op == Op::xent) {
+    return std::nullopt;
+  }
+  return k.fma == FmaKind::fused ? "fused" : "f32_round";
+}
+
+KernelSpec kernel_spec(const Kernel& k) {
+  KernelSpec s;
+  s.accumulator = f16_family(k.mode) ? "f16" : "f32";
+  s.fma = kernel_fma_name(k).value_or("-");
+  s.recipe = recipe_key(k);
+  if (k.op == Op::maxabs) {
+    s.order = "any (exact)";
+  } else if (!f16_family(k.mode)) {
+    s.order = f32acc_order(k);
+  } else if (k.op == Op::dense_fwd || k.op == Op::dense_bwd) {
+    s.order = "inner index in order";
+  } else if (k.op == Op::xent) {
+    s.order = lane_order(k.lanes) + "; rows in order";
+  } else {
+    s.order = lane_order(k.lanes);
+  }
+  return s;
+}
+
+std::string_view kernel_recipe_text(std::string_view key) {
+  for (const Recipe& r : kRecipes) {
+    if (r.key == key) return r.text;
+  }
+  return "?";
+}
+
+std::string kernel_spec_table(std::span<const Kernel* const> ks) {
+  std::string md =
+      "order: `sequential`: element i = 0, 1, ... into one accumulator from +0; `i mod L, fold w, ...`: element "
+      "i into lane i mod L (L = lanes) from +0, then acc[j] = r(acc[j] + acc[j+w]) for j < w, for each w in "
+      "turn (f16_model::fold_lanes); `inner index in order`: each output accumulates over k (dX: n, dW: m) in "
+      "order from +0; `rows in order`: the row losses are summed in row order; `any (exact)`: the result does "
+      "not depend on it; `SIMD, not fixed`: the path's f32 blocking, which the contract leaves open (f32-acc "
+      "kernels are checked within a bound of float64, NUMERICS.md); `vdpbf16ps pairs`: each f32 lane adds "
+      "x[2i]·y[2i] + x[2i+1]·y[2i+1] (sum: y = 1, sumsq: y = x); `flushes`: bf16 subnormal inputs of vdpbf16ps "
+      "read as 0 and its subnormal results are flushed, and vcvtneps2bf16 flushes f32-subnormal outputs, "
+      "whatever MXCSR says. fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
+      "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
+                   "| --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const Kernel* k : ks) {
+    const KernelSpec s = kernel_spec(*k);
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", k->name, dtype_name(k->storage), s.accumulator,
+                      f16_family(k->mode) ? std::to_string(k->lanes) : std::string("-"), s.order, s.fma, s.recipe);
+  }
+  return md;
+}
+
+std::string kernel_recipe_table(std::span<const Kernel* const> ks) {
+  std::vector<std::string_view> used;
+  for (const Kernel* k : ks) used.push_back(recipe_key(*k));
+  std::string md =
+      "r(v): v rounded to the nearest fp16, ties to even; R(v): rounded once to the storage type, to nearest even "
+      "(nothing to round for f32); f32(h): exact widening; fma(a, b, c): the kernel's fp16 FMA (fused: a·b + c "
+      "rounded once to fp16; f32_round: fused in f32, then r); exp_f32: halfmap's exp "
+      "(include/halfmap/math.hpp), on every path; logf: the C library's; S: the loss scale; act: the dense "
+      "activation.\n\n| recipe | rounding steps, in order |\n| --- | --- |\n";
+  for (const Recipe& r : kRecipes) {
+    bool want = ks.empty();
+    for (std::string_view u : used) want = want || u == r.key;
+    if (want) md += fmt::format("| {} | {} |\n", r.key, r.text);
+  }
+  return md;
+}
+
+}  // namespace halfmap
