@@ -118,6 +118,12 @@ wait_for() {
 node_idle() { [[ $(sinfo -h -n "$node" -o %T) == idle* ]]; }
 wait_for 30 node_idle || fail "the node did not become idle within 30 s (sinfo: $(sinfo -h -o '%T %E' 2>&1))."
 
+# Bad sweep options are refused before anything is submitted: exit 2, no job.
+bash "$script" --out "$work/refused" --halfmap "$halfmap" -- --kernels nosuch 2>"$work/refused.err"
+rc=$?
+[ "$rc" -eq 2 ] || fail "tools/sweep_slurm.sh with a bad sweep option exited $rc, not 2."
+[ -z "$(squeue -h -o %i)" ] || fail "tools/sweep_slurm.sh submitted jobs for a bad sweep option."
+
 opts=(--kernels sum,dense_fwd --dists normal,uniform --s-min 2^-8 --s-max 2^8 --s-step 2^2 --S-max 2^8
       --S-step 2^4 --dense 4x8x4 --n 64 --seed 5)
 submitted=$(bash "$script" --out "$work/cluster" --shards 3 --halfmap "$halfmap" -- "${opts[@]}") ||

@@ -21,8 +21,8 @@
 #   -- ...           options for `halfmap sweep` (--kernels, --dists, the grids, sizes, --seed, ...); --out, --shard
 #                    and --threads belong to this script
 #
-# Prints the two job ids (`array <id>`, `merge <id>`). Bad options are one sentence and exit code 2; nothing is
-# submitted. A failed shard leaves the merge job unsatisfiable, and --kill-on-invalid-dep cancels it.
+# Prints the two job ids (`array <id>`, `merge <id>`). Bad options, the sweep's included (halfmap checks them on
+# this node first), are one sentence and exit code 2; nothing is submitted. A failed shard leaves the merge job unsatisfiable, and --kill-on-invalid-dep cancels it.
 set -euo pipefail
 
 die() { echo "sweep_slurm.sh: $*" >&2; exit 2; }
@@ -61,6 +61,16 @@ fi
 [ -x "$halfmap" ] || die "--halfmap '$halfmap' is not an executable."
 command -v sbatch >/dev/null || die "sbatch is not on PATH: run this on a Slurm login node."
 halfmap=$(cd "$(dirname "$halfmap")" && pwd)/$(basename "$halfmap")
+
+# The sweep options are checked here, before anything is submitted: halfmap validates every option before it runs,
+# and shard N/N of N = 2^32-1 holds no work item, so this writes an empty shard in milliseconds.
+check=$(mktemp -d)
+if ! msg=$("$halfmap" sweep "${sweep_opts[@]}" --shard 4294967295/4294967295 --threads 1 --quiet \
+             --out "$check/shard" 2>&1); then
+  rm -rf "$check"
+  die "the sweep options are refused: ${msg#halfmap: }"
+fi
+rm -rf "$check"
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

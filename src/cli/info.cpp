@@ -1,7 +1,8 @@
 // `halfmap info`: what this build and this machine can run, and the conditions results are produced under:
 // the CPU and its raw feature flags, every ISA path (compiled / supported / enabled under HALFMAP_ISA), every
 // registered kernel, the floating-point environment (read, never changed) and the build. Text for people,
-// `--json` for scripts; both come from the same facts, gathered once.
+// `--json` for scripts; both come from the same facts, gathered once. `--kernel-spec`: every kernel's recipe
+// (include/halfmap/kernel_spec.hpp) as Markdown, README.md's tables.
 #include <algorithm>
 #include <iterator>
 #include <memory>
