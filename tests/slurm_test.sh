@@ -13,7 +13,7 @@ halfmap=$1 script=$2 work=$3
 started=$SECONDS
 fail() {
   echo "slurm_test: FAILED: $*" >&2
-  for f in "$work"/slurmctld.log "$work"/slurmd.log "$work"/cluster/logs/*.log; do
+  for f in "$work"/slurm*.out "$work"/slurmctld.log "$work"/slurmd.log "$work"/cluster*/logs/*.log; do
     [ -f "$f" ] && { echo "--- $f (last 30 lines)" >&2; tail -n 30 "$f" >&2; }
   done
   exit 1
