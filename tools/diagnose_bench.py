@@ -10,16 +10,19 @@ normal), float32, as in the `clean` case of the tests (tests/diagnose_cases.hpp)
 seed 12): what a user saves with numpy.save. Each case runs `halfmap diagnose --features X --labels Y --json`
 --repeats times, one after the other, with the default options (threads: one per hardware thread); per run the
 wall time (spawn to exit) and, from GNU time (/usr/bin/time: the kernel's rusage of the child), its peak
-resident size and CPU time (user + system). The files are written into a temporary folder (under --tmp, else the system's), read from the page cache by
-every run (the first run too: they were just written), and removed at the end, also on failure.
+resident size and CPU time (user + system). The files are written into a temporary folder (under --tmp, else
+the system's), read from the page cache by every run (the first run too: they were just written), and removed:
+each case's before the next case is written, the folder at the end, also on failure.
 
 The JSON (keys stable): {"diagnose_bench": 1, "command", "date", "cpus", "load_avg_start", "load_avg_end",
 "repeats", "generator", "step_wall_s" (this whole script), "generate_wall_s", "cases": [{"rows", "cols",
 "dtype", "features_bytes", "labels_bytes", "file_bytes", "wall_s": [per run], "wall_s_median", "cpu_s": [per run],
 "peak_rss_bytes": [per run], "peak_rss_bytes_max", "verdict"}]}. A run that fails (exit code not 0) stops the
-script with its stderr, exit 1; without NumPy or GNU time it says so, exit 3 (tools/main.sh then skips the step).
+script with its stderr, exit 1; without NumPy or GNU time it says so, exit 3 (tools/main.sh then skips the
+step).
 
-Python 3, NumPy and GNU time (python3-numpy and time, tools/setup.sh). The JSON is written to a temporary name and renamed.
+Python 3, NumPy and GNU time (python3-numpy and time, tools/setup.sh). The JSON is written to a temporary name
+and renamed.
 """
 
 import argparse
@@ -32,6 +35,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_report import write_atomic  # noqa: E402  (the same temporary-name-and-rename as bench.md's)
 
 GNU_TIME = "/usr/bin/time"
 DEFAULT_CASES = "65536x100,262144x100,1048576x100,262144x16"
@@ -106,18 +112,6 @@ def measure(halfmap, directory, np, rows, cols, repeats):
     return case, generated
 
 
-def write_atomic(path, text):
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(os.path.abspath(path)))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--halfmap", required=True, help="the halfmap binary (build/release/halfmap)")
@@ -140,13 +134,14 @@ def main(argv):
         return 3
     start = time.perf_counter()
     load_start = os.getloadavg()
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # when it started
     directory = tempfile.mkdtemp(prefix="halfmap-diagnose-bench-", dir=args.tmp)
     try:
         measured = [measure(os.path.abspath(args.halfmap), directory, np, r, c, args.repeats) for r, c in cases]
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     doc = {"diagnose_bench": 1, "command": "halfmap diagnose --features X.npy --labels Y.npy --json",
-           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "date": date,
            "cpus": os.cpu_count(), "load_avg_start": [round(x, 2) for x in load_start],
            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "repeats": args.repeats,
            "generator": f"NumPy {np.__version__} default_rng([{SEED}, rows, cols]): features standard normal "
