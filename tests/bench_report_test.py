@@ -18,14 +18,15 @@ import bench_report  # noqa: E402
 from benchreport import results as bench_results  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "data", "bench_report_fixture.json")
+DIAGNOSE_FIXTURE = os.path.join(HERE, "data", "diagnose_bench_fixture.json")
 TARGETS = ("f32 dense ≥ 0.85× the best f32 peer", "f16_f32acc dense ≥ 0.9× halfmap's f32 dense",
            "bf16_f32acc dense ≥ 0.9× oneDNN bf16 matmul", "f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected",
            "sum ≥ 0.85× the read roof at dram", "mse ≥ 0.85× the read roof at dram",
            "f32 softmax ≥ 1.0× XNNPACK f32 softmax")
 
 
-def load():
-    with open(FIXTURE, encoding="utf-8") as f:
+def load(path=FIXTURE):
+    with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -160,6 +161,71 @@ class WithoutPeers(unittest.TestCase):
         self.assertIn("sum ≥ 0.85× the read roof at dram: `f32_sum__avx512` | 29.0 / 30.0 GB/s | 0.967", text)
 
 
+def diagnose_target_lines(text):
+    return [line for line in target_lines_all(text) if "halfmap diagnose" in line]
+
+
+def target_lines_all(text):
+    section = text.split("## Targets", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ") and ("≥" in line or "≤" in line)]
+
+
+def diagnose_section(text):
+    return text.split("## halfmap diagnose", 1)[1].split("\n## ", 1)[0]
+
+
+class DiagnoseBench(unittest.TestCase):
+    def render(self, diagnose):
+        return bench_report.render(load(), {}, "fixture", "bench.json", diagnose=diagnose)
+
+    def test_table_of_the_cases(self):
+        section = diagnose_section(self.render(load(DIAGNOSE_FIXTURE)))
+        # 1048576 rows / 6.25 s; peak 450 MB / 423.6 MB of files = 1.06; CPU: the median of the three runs.
+        self.assertIn("| 2^20 (1,048,576) | 100 | 423.6 | 6.25 [6.00-7.50] | 167,772 | 11.50 | 450 | 1.06 | ok |",
+                      section)
+        # One run: no spread.
+        self.assertIn("| 2^18 (262,144) | 16 | 17.8 | 1.00 | 262,144 | 1.75 | 30 | 1.68 | optimization |", section)
+        self.assertIn("load average 1.25 / 1.50 / 1.75", section)
+        self.assertIn("the whole step took 31.5 s", section)
+
+    def test_targets_met(self):
+        lines = diagnose_target_lines(self.render(load(DIAGNOSE_FIXTURE)))
+        self.assertEqual(len(lines), 2)
+        self.assertIn("under 10 s wall | 6.25 s / 10 s | 0.625 | ≤ 1 | met |", lines[0])
+        self.assertIn("under 1.5× the input files | 450 MB / 424 MB | 1.062 | ≤ 1.5 | met |", lines[1])
+
+    def test_targets_missed(self):
+        doc = load(DIAGNOSE_FIXTURE)
+        big = doc["cases"][1]
+        big["wall_s_median"], big["peak_rss_bytes_max"] = 12.5, 700000000
+        lines = diagnose_target_lines(self.render(doc))
+        self.assertIn("| 1.250 | ≤ 1 | **missed** by 0.25 (25% over) |", lines[0])
+        self.assertIn("| 1.652 | ≤ 1.5 | **missed** by 0.15 (10% over) |", lines[1])
+
+    def test_counted_with_the_other_targets(self):
+        def counts(text):
+            line = next(l for l in text.splitlines() if l.endswith("not measured."))
+            return [int(w) for w in line.replace(",", "").split() if w.isdigit()]
+        met, missed, unmeasured = counts(self.render(None))
+        self.assertEqual(counts(self.render(load(DIAGNOSE_FIXTURE))), [met + 2, missed, unmeasured - 2])
+
+    def test_absent(self):
+        text = self.render(None)
+        lines = diagnose_target_lines(text)
+        self.assertEqual(len(lines), 2)
+        for line in lines:
+            self.assertIn("| not measured: no diagnose benchmark in this run", line)
+        self.assertIn("Not measured: no diagnose benchmark in this run", diagnose_section(text))
+
+    def test_without_the_target_case(self):
+        doc = load(DIAGNOSE_FIXTURE)
+        doc["cases"] = [c for c in doc["cases"] if c["rows"] != 1 << 20]
+        text = self.render(doc)
+        for line in diagnose_target_lines(text):
+            self.assertIn("not measured: no 2^20 x 100 float32 case in the diagnose benchmark", line)
+        self.assertIn("| 2^16 (65,536) | 100 |", diagnose_section(text))
+
+
 class Command(unittest.TestCase):
     def test_writes_the_report(self):
         with tempfile.TemporaryDirectory() as d:
@@ -168,6 +234,13 @@ class Command(unittest.TestCase):
             with open(out, encoding="utf-8") as f:
                 self.assertTrue(f.read().startswith("# Benchmarks on fixture"))
             self.assertEqual(sorted(os.listdir(d)), ["bench.md"])  # no temporary left behind
+
+    def test_writes_the_diagnose_section(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench.md")
+            self.assertEqual(bench_report.main([FIXTURE, "--out", out, "--diagnose", DIAGNOSE_FIXTURE]), 0)
+            with open(out, encoding="utf-8") as f:
+                self.assertIn("| 2^16 (65,536) | 100 | 26.5 | 0.52 [0.50-0.55] |", diagnose_section(f.read()))
 
 
 if __name__ == "__main__":

@@ -2,10 +2,13 @@
 """Turns halfmap_bench's results (Google Benchmark JSON) into one report, bench.md, and one chart per kernel family.
 
     python3 tools/bench_report.py BENCH_JSON --out BENCH_MD [--charts DIR] [--info INFO_JSON] [--machine SLUG]
+        [--diagnose DIAGNOSE_BENCH_JSON]
 
 bench.md: the run, the roofs, the project's performance targets (met or missed by how much), and per family
 (reductions; dense forward and backward; losses, softmax and cross-entropy) each kernel's throughput, fraction of
-the roof and ratio to the best peer doing the same work (tools/benchreport/render.py says what is where).
+the roof and ratio to the best peer doing the same work (tools/benchreport/render.py says what is where); with
+--diagnose, the wall time and peak memory of `halfmap diagnose` at growing sizes (tools/diagnose_bench.py's JSON)
+and its targets (without it they are "not measured").
 
 --charts DIR writes DIR/bench_reductions.png, DIR/bench_dense.png and DIR/bench_nn.png (matplotlib, imported only
 then): the memory-bound kernels' GB/s at l1, l2 and dram with the read roof of each level, and the dense kernels'
@@ -73,14 +76,16 @@ def main(argv):
     parser.add_argument("--charts", help="folder to write bench_<family>.png into (needs matplotlib)")
     parser.add_argument("--info", help="output of `halfmap info --json`, for what the context lacks")
     parser.add_argument("--machine", default="", help="the results/ folder name of this machine")
+    parser.add_argument("--diagnose", help="tools/diagnose_bench.py's JSON (diagnose_bench.json), if it ran")
     args = parser.parse_args(argv)
 
     data = load(args.bench_json, "benchmark JSON")
     info = load(args.info, "info JSON") if args.info else {}
+    diagnose = load(args.diagnose, "diagnose benchmark JSON") if args.diagnose else None
     out_dir = os.path.dirname(os.path.abspath(args.out))
     written, status = charts(data, info, args.charts, out_dir) if args.charts else ([], 0)
     source = os.path.relpath(os.path.abspath(args.bench_json), out_dir)
-    write_atomic(args.out, render(data, info, args.machine, source, written))
+    write_atomic(args.out, render(data, info, args.machine, source, written, diagnose))
     return status
 
 

@@ -5,9 +5,12 @@
 #   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, mse/, softmax/, softmax_naive/, xent/ and
 #                    roof/ benchmarks and the peers' <op>/<lib>_<dtype>__peer/ where built, one run (Google
 #                    Benchmark JSON, with the roofs measured at its start in the context)
+#   diagnose_bench.json   `halfmap diagnose` timed on 2^16, 2^18 and 2^20 rows x 100 float32 columns and 2^18 x 16
+#                    (wall time, CPU time, peak memory, file sizes), by tools/diagnose_bench.py (NumPy data in a
+#                    temporary folder, removed afterwards)
 #   bench.md         the benchmark report: the run, the roofs, the performance targets (met or missed by how
-#                    much), and per kernel family throughput, fraction of the roof and ratio to the best peer, by
-#                    tools/bench_report.py
+#                    much), per kernel family throughput, fraction of the roof and ratio to the best peer, and the
+#                    diagnose benchmark, by tools/bench_report.py
 #   bench_reductions.png, bench_dense.png, bench_nn.png   its charts: GB/s from l1 to dram with the read roof,
 #                    GFLOP/s from 64³ to 1024³ with the FMA roofs and the peers
 #   cells.csv, thresholds.json, thresholds.md, meta.json   the default `halfmap sweep` (README.md, "Results: how to
@@ -81,6 +84,20 @@ step_info() {
   say "results go to $OUT/"
 }
 
+# `halfmap diagnose` at growing sizes (about half a minute on 2 cores, most of it the 2^20 x 100 runs); its JSON
+# goes into bench.md (step_bench). Skipped, with its stale JSON removed, where NumPy or GNU time is missing.
+step_diagnose_bench() {
+  local json=$OUT/diagnose_bench.json rc=0
+  say "timing halfmap diagnose (tools/diagnose_bench.py)"
+  "$PY" tools/diagnose_bench.py --halfmap "$HALFMAP" --out "$json" || rc=$?
+  if [ "$rc" -eq 3 ]; then
+    rm -f "$json"
+    say "SKIPPED the diagnose benchmark: see the line above"
+  elif [ "$rc" -ne 0 ]; then
+    return "$rc"
+  fi
+}
+
 # One run of every suite, the peers' and the roofs', so that the report's ratios (to the roofs, to the peers, between
 # kernels) all come from the same conditions; then the report and its charts.
 step_bench() {
@@ -96,8 +113,10 @@ step_bench() {
   "$BENCH" --benchmark_filter="$filter" --benchmark_out="$tmp" --benchmark_out_format=json
   publish "$tmp" "$json"
   # bench_report.py writes bench.md and each chart to a temporary name and renames it.
+  local diagnose=()
+  [ -f "$OUT/diagnose_bench.json" ] && diagnose=(--diagnose "$OUT/diagnose_bench.json")
   "$PY" tools/bench_report.py "$json" --info "$OUT/info.json" --machine "$MACHINE" --out "$OUT/bench.md" \
-    --charts "$OUT"
+    --charts "$OUT" "${diagnose[@]}"
   say "wrote $json, $OUT/bench.md and $OUT/bench_{reductions,dense,nn}.png"
 }
 
@@ -145,6 +164,7 @@ main() {
   step_setup
   step_build
   step_info
+  step_diagnose_bench
   step_bench
   step_sweep
   say "done: results in $OUT/"

@@ -11,7 +11,7 @@
 set -euo pipefail
 
 native_packages=(
-  cmake g++ ninja-build pkg-config git python3 python3-matplotlib binutils
+  cmake g++ ninja-build pkg-config git python3 python3-matplotlib python3-numpy time binutils
   libxsimd-dev libxtensor-dev xtl-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

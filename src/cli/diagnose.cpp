@@ -19,6 +19,7 @@
 #include "halfmap/diagnose.hpp"
 #include "halfmap/npy.hpp"
 #include "halfmap/atomic_file.hpp"
+#include "halfmap/loss_scale.hpp"
 
 namespace halfmap::cli {
 namespace {
@@ -97,8 +98,9 @@ Command add_diagnose_command(CLI::App& parent) {
       "f32-accumulating GEMM does (a GPU's under Keras mixed_float16; not measured here); f16 rounds every "
       "operation to fp16, as Eigen's half arithmetic does in the Eigen::half GEMM that TensorFlow's CPU kernels "
       "build on (how closely they agree is not measured yet); bf16_f32acc accumulates in f32 like oneDNN's bf16 "
-      "matmul, and on avx512bf16 both use vdpbf16ps, which treats subnormal inputs as zero (the ref twin keeps "
-      "them). PyTorch's CPU kernels are not measured. "
+      "matmul, and both flush subnormals: halfmap's avx512bf16 kernel through vdpbf16ps, oneDNN's matmul with "
+      "vdpbf16ps or AMX (its peer check shows a subnormal result flushed on Zen 4 and on an AMX Xeon); the ref twin "
+      "keeps them. PyTorch's CPU kernels are not measured. "
       "Report: data (per column: NaN/inf and the first row, range, p01/p99, what fp16 and bf16 storage overflow, "
       "flush or make subnormal), compute (each path's forward over every batch; the first stage and row that is "
       "not finite), optimization (per-batch gradients at loss scales 1, 2^15, 2^16: underflow share pooled, "
@@ -121,19 +123,24 @@ Command add_diagnose_command(CLI::App& parent) {
       fmt::format("Training steps of the loss-scaling simulation (default {}, 1 to {})", diagnose::kDefaultSteps,
                   diagnose::kMaxSteps));
   a->epochs_option =
-      sub->add_option("--epochs", a->epochs, "Train the simulation for this many epochs instead of --steps");
+      sub->add_option("--epochs", a->epochs,
+                      fmt::format("Train the simulation for this many epochs instead of --steps (not both; at most "
+                                  "{} steps in all)",
+                                  diagnose::kMaxSteps));
   a->shuffle_option = sub->add_option(
       "--shuffle", a->shuffle, "Shuffle the rows anew each epoch of the simulation, with this seed (default: in order)");
-  sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01)");
+  sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01, above 0 and at most 1e6)");
   a->growth_option = sub->add_option("--growth-interval", a->growth_interval,
-                  "Good steps before the loss scale doubles (default: the frameworks' 2000)");
+                  fmt::format("Good steps before the loss scale doubles (default: the frameworks' {}, 1 to {})",
+                              loss_scale::kGrowthInterval, diagnose::kMaxSteps));
   sub->add_option("--underflow-share", a->o.underflow_share,
-                  "Share of the gradients (non-zero in f32) that may be zero before underflow counts (default 0.01)");
+                  "Share of the gradients (non-zero in f32) that may be zero before underflow counts (default 0.01, "
+                  "in [0, 1))");
   sub->add_flag("--all-paths", a->o.all_paths,
                 "Run every enabled path: the lower ISAs and the scalar ref twins of each mode too");
   sub->add_option("--path", a->o.path_first,
                   "Put this path (<mode>/<isa>, e.g. f16/avx512fp16) first, adding it if it is not a default one");
-  sub->add_option("--threads", a->o.threads, "Threads (default 0: one per hardware thread)");
+  sub->add_option("--threads", a->o.threads, "Threads (default 0: one per hardware thread; at most 1024)");
   sub->add_option("--out", a->out, "Write the report to this file (through a temporary file) instead of stdout");
   return {sub, [a] { return run_diagnose(*a); }};
 }

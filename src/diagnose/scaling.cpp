@@ -5,6 +5,7 @@
 #include <cmath>
 #include <atomic>
 #include <numeric>
+#include <thread>
 
 #include "diagnose/internal.hpp"
 #include "halfmap/detmath.hpp"
@@ -55,17 +56,36 @@ class BatchOrder {
   std::size_t epoch_ = 0;
 };
 
-double final_loss(const Table& x, const Table& y, const Path& base, const Weights& w, std::size_t h) {
-  const std::size_t rows = x.rows(), per = std::min(rows, kEvalRows);
-  Runner eval(base, x.cols(), h, per);
-  eval.set_weights(w);
-  double sum = 0;
-  for (std::size_t row0 = 0; row0 < rows; row0 += per) {
-    const std::size_t m = std::min(per, rows - row0);
-    eval.load(x, y, row0, m);
-    sum += eval.forward().loss * double(m);
+/// The f32 loss over all rows of each of `weights` on the baseline path (Simulation::final_loss), in one pass over
+/// the rows: each chunk of kEvalRows rows is converted once and then run with every set of weights, so the cost of
+/// reading the table is paid once rather than once per simulation. Chunks in ranges on threads; the chunks' losses
+/// are summed in row order, so the result does not depend on the threads.
+std::vector<double> final_losses(const Table& x, const Table& y, const Path& base, const std::vector<Weights>& weights,
+                                 const Options& o) {
+  const std::size_t rows = x.rows(), per = std::min(rows, kEvalRows), chunks = (rows + per - 1) / per;
+  const unsigned hw = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t nranges = std::min<std::size_t>(hw, chunks);
+  std::vector<std::vector<double>> loss(weights.size(), std::vector<double>(chunks));
+  parallel_for(nranges, unsigned(nranges), [&](std::size_t t) {
+    Runner eval(base, x.cols(), o.hidden, per);
+    Staged staged;
+    for (std::size_t c = t * chunks / nranges; c < (t + 1) * chunks / nranges; ++c) {
+      const std::size_t row0 = c * per, m = std::min(per, rows - row0);
+      staged.fill(x, y, row0, m);
+      eval.load(staged);
+      for (std::size_t s = 0; s < weights.size(); ++s) {
+        eval.set_weights(weights[s]);
+        loss[s][c] = eval.forward().loss;
+      }
+    }
+  });
+  std::vector<double> out;
+  for (const std::vector<double>& l : loss) {
+    double sum = 0;
+    for (std::size_t c = 0; c < chunks; ++c) sum += l[c] * double(std::min(per, rows - c * per));
+    out.push_back(sum / double(rows));
   }
-  return sum / double(rows);
+  return out;
 }
 
 Outcome outcome_of(const Simulation& s, double share) {
@@ -76,8 +96,9 @@ Outcome outcome_of(const Simulation& s, double share) {
   return Outcome::trains;
 }
 
+/// One simulation; its final weights are left in `w` (from `start`), for final_losses.
 Simulation simulate(const Table& x, const Table& y, const Path& path, const Path& base, const Weights& start,
-                    const Options& o, std::string framework, double initial) {
+                    const Options& o, std::string framework, double initial, Weights& w) {
   Simulation sim;
   sim.framework = std::move(framework);
   sim.initial_scale = initial;
@@ -86,7 +107,7 @@ Simulation simulate(const Table& x, const Table& y, const Path& path, const Path
   const std::size_t per = o.batch == 0 ? x.rows() : std::min(o.batch, x.rows());
   Runner r(path, x.cols(), o.hidden, per), ref_runner(base, x.cols(), o.hidden, per);
   BatchOrder order(x.rows(), per, o.shuffle);
-  Weights w = start;
+  w = start;
   const float lr = float(o.lr);
   double scale = initial;
   sim.min_scale = initial;
@@ -129,7 +150,6 @@ Simulation simulate(const Table& x, const Table& y, const Path& path, const Path
     }
   }
   sim.final_scale = scale;
-  sim.final_loss = final_loss(x, y, base, w, o.hidden);
   sim.outcome = outcome_of(sim, o.underflow_share);
   return sim;
 }
@@ -140,11 +160,16 @@ void simulate_all(const Table& x, const Table& y, const Path& base, const std::v
                   const Weights& w0, const Options& o, Report& r) {
   const double initial[2] = {loss_scale::kKerasInitial, loss_scale::kPytorchInitial};
   std::vector<Simulation> sims(paths.size() * 2);
+  std::vector<Weights> final_weights(sims.size());
   std::atomic<std::size_t> done{0};
   parallel_for(sims.size(), o.threads, [&](std::size_t i) {
-    sims[i] = simulate(x, y, paths[i / 2], base, w0, o, i % 2 == 0 ? "keras" : "pytorch", initial[i % 2]);
+    sims[i] = simulate(x, y, paths[i / 2], base, w0, o, i % 2 == 0 ? "keras" : "pytorch", initial[i % 2],
+                       final_weights[i]);
     progress(o, "loss-scaling simulations", done.fetch_add(1) + 1, sims.size());
   });
+  progress(o, "final losses", 0, 0);
+  const std::vector<double> losses = final_losses(x, y, base, final_weights, o);
+  for (std::size_t i = 0; i < sims.size(); ++i) sims[i].final_loss = losses[i];
   for (std::size_t i = 0; i < sims.size(); ++i) r.optimization[i / 2].simulations.push_back(std::move(sims[i]));
 }
 

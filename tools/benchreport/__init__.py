@@ -5,6 +5,7 @@
     roofs.py     the roofs of the run and each kernel's roof fraction
     peers.py     the peer libraries of a suite: present, skipped or not built, and the best of a storage type
     targets.py   the project's performance targets, each met or missed
+    diagnose.py  the `halfmap diagnose` benchmark (tools/diagnose_bench.py's JSON): its table and its targets
     markdown.py  number formats and Markdown tables
     render.py    bench.md
     charts.py    bench_reductions.png, bench_nn.png, bench_dense.png (matplotlib)

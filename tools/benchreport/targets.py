@@ -5,9 +5,12 @@
     3. bf16_f32acc dense >= 0.9x oneDNN's bf16 matmul;
     4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected;
     5. the memory-bound kernels (reductions, mse, softmax) >= 0.85x the read roof at dram;
-    6. f32 softmax >= 1.0x XNNPACK's f32 softmax at each level.
+    6. f32 softmax >= 1.0x XNNPACK's f32 softmax at each level;
+    7. `halfmap diagnose` of 2^20 x 100 float32 rows in under 10 s wall, with a peak resident size under 1.5x the
+       input files (diagnose.py, from tools/diagnose_bench.py's JSON).
 """
 
+from . import diagnose as diagnose_bench
 from .markdown import LEVELS, fmt_rate
 from .peers import PEER_SUFFIX, Peers
 from .results import REDUCE_OPS, is_peer, suite_of
@@ -116,10 +119,12 @@ def softmax_targets(rows, results, peers):
                      (None if value else results.why_missing("softmax", kernel, level)) or why, "Gelem/s")
 
 
-def target_rows(results, roofs, context):
-    """Rows [target, measured, ratio, needed, result] for every target the issue lists, from this run."""
+def target_rows(results, roofs, context, diagnose=None):
+    """Rows [target, measured, ratio, needed, result] for every target the issues list, from this run (`diagnose`:
+    the diagnose benchmark's JSON, or None when it did not run)."""
     rows = Rows()
     dense_targets(rows, results, Peers(results, context, "dense_fwd"))
     memory_targets(rows, results, roofs)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
+    rows += diagnose_bench.target_rows(diagnose)
     return rows
