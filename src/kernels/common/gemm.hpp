@@ -107,6 +107,17 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
   }
 }
 
+/// `count` elements of `buf`, from a 64-byte boundary. A large vector's storage starts 16 bytes past a page
+/// boundary (malloc's header), so without this one of the two 32-byte loads of a 64-byte panel row (avx2's 16
+/// f32 columns) would straddle two cache lines at every k.
+template <class P>
+P* aligned_scratch(std::vector<P>& buf, std::size_t count) {
+  constexpr std::size_t kAlign = 64, kPad = kAlign / sizeof(P);
+  buf.resize(count + kPad);
+  const auto addr = reinterpret_cast<std::uintptr_t>(buf.data());
+  return buf.data() + ((kAlign - addr % kAlign) % kAlign) / sizeof(P);
+}
+
 /// acc (m × n, row-major, ld = n) = A (m × k) · B (k × n), accumulated in T::Acc. A and B are strided views;
 /// one of the two strides of each must be 1.
 ///
@@ -135,26 +146,26 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
   }
   // Transposing B makes its packing the same as A's: B's columns are the "rows" of its panels.
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
-  thread_local std::vector<Packed> apack, bpack, line;
+  thread_local std::vector<Packed> apack_buf, bpack_buf, line;
   for (std::size_t jc = 0; jc < n; jc += T::kNc) {
     const std::size_t nc = std::min(T::kNc, n - jc);
     for (std::size_t pc = 0; pc < k; pc += T::kKc) {
       const std::size_t kc = std::min(T::kKc, k - pc);
       const std::size_t groups = (kc + KP - 1) / KP;
-      bpack.resize(((nc + NR - 1) / NR) * NR * groups * KP);
-      pack_panels<T, NR>(bt, jc, nc, pc, kc, bpack.data(), line);
+      Packed* const bpack = aligned_scratch(bpack_buf, ((nc + NR - 1) / NR) * NR * groups * KP);
+      pack_panels<T, NR>(bt, jc, nc, pc, kc, bpack, line);
       const bool accumulate = pc > 0;
       const bool last = pc + kc == k;
       for (std::size_t ic = 0; ic < m; ic += T::kMc) {
         const std::size_t mc = std::min(T::kMc, m - ic);
-        apack.resize(((mc + MR - 1) / MR) * MR * groups * KP);
-        pack_panels<T, MR>(a, ic, mc, pc, kc, apack.data(), line);
+        Packed* const apack = aligned_scratch(apack_buf, ((mc + MR - 1) / MR) * MR * groups * KP);
+        pack_panels<T, MR>(a, ic, mc, pc, kc, apack, line);
         for (std::size_t jr = 0; jr < nc; jr += NR) {
           const std::size_t nr = std::min(NR, nc - jr);
-          const Packed* bp = bpack.data() + (jr / NR) * NR * groups * KP;
+          const Packed* bp = bpack + (jr / NR) * NR * groups * KP;
           for (std::size_t ir = 0; ir < mc; ir += MR) {
             const std::size_t mr = std::min(MR, mc - ir);
-            const Packed* ap = apack.data() + (ir / MR) * MR * groups * KP;
+            const Packed* ap = apack + (ir / MR) * MR * groups * KP;
             Acc* c = acc + (ic + ir) * n + jc + jr;
             if (!(kFinish && last) && mr == MR && nr == NR) {
               T::kernel(groups, ap, bp, c, n, accumulate);
