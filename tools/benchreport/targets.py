@@ -5,7 +5,10 @@
     3. bf16_f32acc dense >= 0.9x oneDNN's bf16 matmul;
     4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected;
     5. the memory-bound kernels (reductions, mse, softmax) >= 0.85x the read roof at dram;
-    6. f32 softmax >= 1.0x XNNPACK's f32 softmax at each level.
+    6. f32 softmax >= 1.0x XNNPACK's f32 softmax at each level;
+    7. every f32, f16_f32acc and bf16_f32acc dense path >= 1.0x the best peer of the same ISA and arithmetic, at
+       256³, 512³ and 1024³ (issue 14: peers capped to each ISA; the median of the repetitions where the run has
+       them).
 """
 
 from .markdown import LEVELS, fmt_rate
@@ -14,6 +17,8 @@ from .results import REDUCE_OPS, is_peer, suite_of
 from .roofs import roof_fraction
 
 TARGET_SIZE = "1024"
+SAME_ISA_SIZES = ("256", "512", "1024")
+SAME_ISA_MODES = ("f32", "f16_f32acc", "bf16_f32acc")
 ROOF_TARGET = 0.85
 ROOF_TARGET_OPS = REDUCE_OPS + ("mse", "softmax")
 GFLOPS = "GFLOP/s"
@@ -90,6 +95,20 @@ def dense_targets(rows, results, peers):
                  "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why)
 
 
+def same_isa_targets(rows, results, peers):
+    """Target 7: each halfmap dense path against the best peer of its own ISA and arithmetic."""
+    fwd, flops = "dense_fwd", "flops_per_second"
+    kernels = [k for mode in SAME_ISA_MODES for k in of_mode(results, fwd, mode)]
+    for kernel in kernels or ["f32 dense kernel"]:
+        isa, arith = results.isa_and_arithmetic(kernel)
+        for s in SAME_ISA_SIZES:
+            value = results.value(fwd, kernel, s, flops)
+            base, peer, why = peers.best_same_isa(kernel, s, flops)
+            missing = (None if value else results.why_missing(fwd, kernel, s)) or why
+            rows.add(f"dense ≥ 1.0× the best {isa} {arith} peer, {s}³: `{kernel}`", value, base, peer, 1.0,
+                     missing)
+
+
 def memory_targets(rows, results, roofs):
     """Target 5: the memory-bound kernels at dram against the read roof."""
     roof = roofs.read.get("dram")
@@ -120,6 +139,7 @@ def target_rows(results, roofs, context):
     """Rows [target, measured, ratio, needed, result] for every target the issue lists, from this run."""
     rows = Rows()
     dense_targets(rows, results, Peers(results, context, "dense_fwd"))
+    same_isa_targets(rows, results, Peers(results, context, "dense_fwd"))
     memory_targets(rows, results, roofs)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
     return rows
