@@ -238,6 +238,10 @@ void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::s
   alignas(64) float row[T::kNr];
   for (std::size_t i = 0; i < rows; ++i) {
     const float* t = tile + i * ld;
+    if (b == nullptr && act == Act::identity) {  // the backward pass's products: rounded as they are
+      T::store_out(t, out + (i0 + i) * n + j0, cols);
+      continue;
+    }
     for (std::size_t j = 0; j < cols; ++j) {
       float v = b != nullptr ? t[j] + b[j0 + j] : t[j];  // no "+ 0": it would turn -0 into +0
       if (act == Act::relu) v = v < 0.0f ? 0.0f : v;
