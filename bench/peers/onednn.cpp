@@ -159,7 +159,7 @@ Library onednn_library() {
                      : type == dt::bf16 ? DType::bf16 : DType::f16, tolerance, make, isa_for(isa, type)};
   };
   return {
-      cap ? fmt::format("onednn_{}", isa_for(isa, dt::f32)) : "onednn",
+      cap ? fmt::format("onednn_{}", dnnl_isa_name(isa)) : "onednn",  // onednn_avx2, onednn_avx512_core_bf16
       fmt::format("oneDNN {}.{}.{} (git {}), CPU runtime {}; 1 thread: omp_set_num_threads(1) before first use "
                   "(omp_get_max_threads() = {}); max ISA {}; matmul with bias, plain row-major tensors, "
                   "bf16 peer writes bf16{}",
