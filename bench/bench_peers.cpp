@@ -6,7 +6,10 @@
 //                                         output_buffer(), as halfmap's f32 softmax benchmark.
 //
 // with the counters of the halfmap benchmarks they compare with (flops_per_second and size; bytes_per_second,
-// elements_per_second and n). What each library's call does, what is timed, and how it is held to one thread is
+// elements_per_second and n). A dense peer's label uses the words of halfmap's (label_kernel): op=dense_fwd, mode=
+// (f32, bf16_f32acc; none for fp16, whose arithmetic differs by library), isa= when the library says which ISA's
+// code it runs (DensePeer::isa), storage=, and roof=fma/<isa> where halfmap measures that roof for the dtype's
+// arithmetic, else roof=none. What each library's call does, what is timed, and how it is held to one thread is
 // at the top of bench/peers/<lib>.cpp and in the context (peer_<lib>). Each library is optional: CMake compiles
 // its file only when it finds it (HALFMAP_PEER_<LIB>=1), and the context lists peers_built and peers_missing.
 //
@@ -247,7 +250,18 @@ PeerState& peer_state() {
   return st;
 }
 
+std::string dense_label(const peers::DensePeer& p) {
+  const std::string_view dtype = dtype_name(p.source);
+  const bool f32_roof = p.source == DType::f32 && (p.isa == "avx2" || p.isa == "avx512" || p.isa == "neon");
+  const bool bf16_roof = p.source == DType::bf16 && p.isa == "avx512bf16";
+  std::string label = "op=dense_fwd";
+  if (p.source != DType::f16) label += p.source == DType::f32 ? " mode=f32" : " mode=bf16_f32acc";
+  if (!p.isa.empty()) label += " isa=" + p.isa;
+  return label + fmt::format(" storage={} roof={}", dtype, f32_roof || bf16_roof ? "fma/" + p.isa : "none");
+}
+
 void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s) {
+  state.SetLabel(dense_label(p));
   if (const auto it = peer_state().skip.find("dense_fwd/" + p.name); it != peer_state().skip.end()) {
     state.SkipWithError(it->second.c_str());  // copied by the library
     return;

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """tools/bench_report.py (and its modules, tools/benchreport/) on a small synthetic benchmark JSON
 (tests/data/bench_report_fixture.json, labelled as halfmap_bench labels its kernel benchmarks): peers present,
-skipped ("unsupported: ...") and, with them removed, not built. Checks that bench.md lists every target of the issue
+skipped ("unsupported: ...") and, with them removed, not built; plus the peers of a second run with their ISA
+capped (tests/data/bench_report_peers_capped.json, median and mean aggregates, as tools/main.sh's
+bench_peers_<isa>.json), merged by --peers-json. Checks that bench.md lists every target of the issue
 with a result, that the kernels' facts read from `halfmap info --json` give the same report as the labels, and
 that the command writes the file. Standard library only, no charts: run by CTest."""
 
@@ -19,6 +21,7 @@ from benchreport import results as bench_results  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "data", "bench_report_fixture.json")
 DIAGNOSE_FIXTURE = os.path.join(HERE, "data", "diagnose_bench_fixture.json")
+CAPPED = os.path.join(HERE, "data", "bench_report_peers_capped.json")
 TARGETS = ("f32 dense ≥ 0.85× the best f32 peer", "f16_f32acc dense ≥ 0.9× halfmap's f32 dense",
            "bf16_f32acc dense ≥ 0.9× oneDNN bf16 matmul", "f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected",
            "sum ≥ 0.85× the read roof at dram", "mse ≥ 0.85× the read roof at dram",
@@ -28,6 +31,10 @@ TARGETS = ("f32 dense ≥ 0.85× the best f32 peer", "f16_f32acc dense ≥ 0.9×
 def load(path=FIXTURE):
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+def with_capped():
+    return bench_report.merge(load(), load(CAPPED))
 
 
 def without_labels(data):
@@ -92,6 +99,54 @@ class WithPeers(unittest.TestCase):
         self.assertIn("The speeds the project tracks (measured on fixture, single core;", self.text)
         text = bench_report.render(load(), {}, "", "bench.json")
         self.assertIn("(measured on AMD EPYC (fixture), single core;", text)  # the CPU model without --machine
+
+
+class SameIsaPeers(unittest.TestCase):
+    """Target 7: each halfmap dense path against the best peer of its own ISA and arithmetic, the capped peers
+    coming from a second run's JSON."""
+
+    def setUp(self):
+        self.text = bench_report.render(with_capped(), {}, "fixture", "bench.json")
+        self.lines = target_lines(self.text)
+
+    def row(self, isa, arith, size, kernel):
+        return next(line for line in self.lines if f"best {isa} {arith} peer, {size}³: `{kernel}`" in line)
+
+    def test_avx2_against_the_median_of_the_capped_peers(self):
+        # 82 / 84 (onednn_avx2's median; its mean, 70, would make it 1.17) = 0.976: missed by 0.02.
+        f32 = self.row("avx2", "f32", 1024, "f32_dense_fwd__avx2")
+        self.assertIn("82.0 / 84.0 GFLOP/s (onednn_avx2_f32) | 0.976 |", f32)
+        self.assertIn("**missed** by 0.02 (2% short)", f32)
+        # f16_f32acc computes in f32: the f32 peers are its peers. 84 / 84: met.
+        self.assertIn("| 1.000 | ≥ 1 | met |", self.row("avx2", "f32", 1024, "f16_f32acc_dense_fwd__avx2"))
+        # At 512 OpenBLAS's mean (90) beats oneDNN's median (80), its median (79) does not.
+        self.assertIn("(onednn_avx2_f32) | 1.000 |", self.row("avx2", "f32", 512, "f32_dense_fwd__avx2"))
+
+    def test_bf16_against_the_capped_bf16_peer_not_the_amx_one(self):
+        # 159 / 150 (onednn_avx512bf16_bf16), not the unlabelled onednn_bf16 (190).
+        bf16 = self.row("avx512bf16", "bf16", 1024, "bf16_f32acc_dense_fwd__avx512bf16")
+        self.assertIn("(onednn_avx512bf16_bf16) | 1.060 | ≥ 1 | met |", bf16)
+
+    def test_missing_sizes_and_unlabelled_peers_are_not_measured(self):
+        self.assertIn("not measured: not run at 256", self.row("avx2", "f32", 256, "f32_dense_fwd__avx2"))
+        # The main fixture's peers carry no isa label (an older JSON): no avx512 f32 peer.
+        self.assertIn("not measured: no avx512 f32 peer in this run",
+                      self.row("avx512", "f32", 1024, "f32_dense_fwd__avx512"))
+        # The f16 modes share no arithmetic with a peer: no row.
+        self.assertFalse([line for line in self.lines if "peer, 1024³: `f16_dense_fwd__avx512`" in line])
+
+    def test_without_the_capped_run(self):
+        lines = target_lines(bench_report.render(load(), {}, "fixture", "bench.json"))
+        f32 = next(line for line in lines if "best avx2 f32 peer, 1024³: `f32_dense_fwd__avx2`" in line)
+        self.assertIn("not measured: no avx2 f32 peer in this run", f32)
+
+    def test_tables_roofs_and_context(self):
+        self.assertIn("| `f32_dense_fwd__avx2` | 1.00 (onednn_avx2_f32) | 0.98 (onednn_avx2_f32) |", self.text)
+        # A capped peer's roof is its label's (fma/avx2, 117 GFLOP/s from the main run, not the 90 of the capped
+        # run's context, which never overrides the main run's): 84 / 117.
+        self.assertIn("| `onednn_avx2_f32__peer` | fma avx2 | 0.68 | 0.72 |", self.text)
+        self.assertIn("OPENBLAS_CORETYPE=Haswell", self.text)
+        self.assertIn("`openblas_avx2_f32`: measured", self.text)
 
 
 class KernelFacts(unittest.TestCase):
@@ -241,6 +296,12 @@ class Command(unittest.TestCase):
             self.assertEqual(bench_report.main([FIXTURE, "--out", out, "--diagnose", DIAGNOSE_FIXTURE]), 0)
             with open(out, encoding="utf-8") as f:
                 self.assertIn("| 2^16 (65,536) | 100 | 26.5 | 0.52 [0.50-0.55] |", diagnose_section(f.read()))
+    def test_merges_the_capped_peers(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "bench.md")
+            self.assertEqual(bench_report.main([FIXTURE, "--peers-json", CAPPED, "--out", out]), 0)
+            with open(out, encoding="utf-8") as f:
+                self.assertIn("(onednn_avx2_f32) | 0.976 |", f.read())
 
 
 if __name__ == "__main__":

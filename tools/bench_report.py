@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Turns halfmap_bench's results (Google Benchmark JSON) into one report, bench.md, and one chart per kernel family.
 
-    python3 tools/bench_report.py BENCH_JSON --out BENCH_MD [--charts DIR] [--info INFO_JSON] [--machine SLUG]
-        [--diagnose DIAGNOSE_BENCH_JSON]
+    python3 tools/bench_report.py BENCH_JSON [--peers-json JSON]... --out BENCH_MD [--charts DIR] [--info INFO_JSON]
+        [--machine SLUG] [--diagnose DIAGNOSE_BENCH_JSON]
 
 bench.md: the run, the roofs, the project's performance targets (met or missed by how much), and per family
 (reductions; dense forward and backward; losses, softmax and cross-entropy) each kernel's throughput, fraction of
@@ -20,6 +20,11 @@ results.py, roofs.py); nothing is parsed out of a kernel's name. Peers (other li
 dense_fwd/<lib>_<dtype>__peer/<size> and softmax/<lib>_<dtype>__peer/<level>) may be present, skipped (shown with
 their message) or absent (not built). An unreadable name, a missing counter or an unknown size is reported or
 shown as "-", never an error.
+
+--peers-json adds the benchmarks of another halfmap_bench run (tools/main.sh's bench_peers_<isa>.json: oneDNN and
+OpenBLAS with their ISA capped, which only a process of their own can do) to BENCH_JSON's, and the context entries
+BENCH_JSON lacks (that run's peer_<lib>_<isa> and peer_check/... lines); its names never collide with the main
+run's (<lib>_<isa>_<dtype>__peer).
 
 Python 3 standard library (and matplotlib for --charts). Every file is written to a temporary name and renamed.
 """
@@ -55,6 +60,17 @@ def load(path, what):
         sys.exit(f"bench_report.py: cannot read the {what} {path}: {e}")
 
 
+def merge(data, extra):
+    """data with extra's benchmarks appended and extra's context entries that data lacks (in place)."""
+    if not isinstance(data, dict) or not isinstance(extra, dict):
+        return data
+    data.setdefault("benchmarks", []).extend(b for b in extra.get("benchmarks", []) if isinstance(b, dict))
+    context = data.setdefault("context", {})
+    for key, value in (extra.get("context") or {}).items():
+        context.setdefault(key, value)
+    return data
+
+
 def charts(data, info, directory, out_dir):
     """([(path relative to out_dir, title)], exit status): the charts written, or none and 1 without matplotlib."""
     os.makedirs(directory, exist_ok=True)
@@ -72,6 +88,8 @@ def charts(data, info, directory, out_dir):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bench_json", help="Google Benchmark JSON (--benchmark_out_format=json)")
+    parser.add_argument("--peers-json", action="append", default=[],
+                        help="another run's Google Benchmark JSON whose benchmarks join BENCH_JSON's (repeatable)")
     parser.add_argument("--out", required=True, help="the Markdown report to write (bench.md)")
     parser.add_argument("--charts", help="folder to write bench_<family>.png into (needs matplotlib)")
     parser.add_argument("--info", help="output of `halfmap info --json`, for what the context lacks")
@@ -80,6 +98,8 @@ def main(argv):
     args = parser.parse_args(argv)
 
     data = load(args.bench_json, "benchmark JSON")
+    for path in args.peers_json:
+        merge(data, load(path, "peers' benchmark JSON"))
     info = load(args.info, "info JSON") if args.info else {}
     diagnose = load(args.diagnose, "diagnose benchmark JSON") if args.diagnose else None
     out_dir = os.path.dirname(os.path.abspath(args.out))

@@ -8,6 +8,11 @@
 #   diagnose_bench.json   `halfmap diagnose` timed on 2^16, 2^18 and 2^20 rows x 100 float32 columns and 2^18 x 16
 #                    (wall time, CPU time, peak memory, file sizes), by tools/diagnose_bench.py (NumPy data in a
 #                    temporary folder, removed afterwards)
+#   bench_peers_<isa>.json   (x86-64, peers built) oneDNN and OpenBLAS again, each in a process of its own with its
+#                    ISA capped by the environment (ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE), so that each halfmap ISA
+#                    path meets the peers' code for the same ISA: bench_peers_avx2.json (oneDNN at AVX2, OpenBLAS's
+#                    Haswell kernels: onednn_avx2_f32__peer, openblas_avx2_f32__peer) and bench_peers_avx512bf16.json
+#                    (oneDNN at AVX512_CORE_BF16, below AMX: onednn_avx512bf16_bf16__peer); 5 repetitions each
 #   bench.md         the benchmark report: the run, the roofs, the performance targets (met or missed by how
 #                    much), per kernel family throughput, fraction of the roof and ratio to the best peer, and the
 #                    diagnose benchmark, by tools/bench_report.py
@@ -112,12 +117,42 @@ step_bench() {
   say "running the benchmarks: kernels, peers and roofs ($BENCH --benchmark_filter=$filter)"
   "$BENCH" --benchmark_filter="$filter" --benchmark_out="$tmp" --benchmark_out_format=json
   publish "$tmp" "$json"
+  local extra=() isa
+  for isa in avx2 avx512bf16; do
+    bench_capped_peers "$isa"
+    [ -f "$OUT/bench_peers_$isa.json" ] && extra+=(--peers-json "$OUT/bench_peers_$isa.json")
+  done
   # bench_report.py writes bench.md and each chart to a temporary name and renames it.
   local diagnose=()
   [ -f "$OUT/diagnose_bench.json" ] && diagnose=(--diagnose "$OUT/diagnose_bench.json")
-  "$PY" tools/bench_report.py "$json" --info "$OUT/info.json" --machine "$MACHINE" --out "$OUT/bench.md" \
-    --charts "$OUT" "${diagnose[@]}"
+  "$PY" tools/bench_report.py "$json" "${extra[@]}" --info "$OUT/info.json" --machine "$MACHINE" \
+    --out "$OUT/bench.md" --charts "$OUT" "${diagnose[@]}"
   say "wrote $json, $OUT/bench.md and $OUT/bench_{reductions,dense,nn}.png"
+}
+
+# $1: avx2 or avx512bf16. The dense peers of oneDNN and OpenBLAS with their ISA capped, in a process of their own:
+# both read the cap once, when loaded or first used (see bench/peers/onednn.cpp, openblas.cpp), so it cannot
+# change within the main run. Writes $OUT/bench_peers_$1.json, or removes it where the peers are not built, the
+# machine is not x86-64, or the library cannot run that ISA here (no benchmark of the capped name exists).
+bench_capped_peers() {
+  local json=$OUT/bench_peers_$1.json env filter tmp
+  case $1 in
+    avx2) env=(ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
+      filter='^dense_fwd/(onednn|openblas)_avx2_f32__peer/' ;;
+    avx512bf16) env=(ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16) filter='^dense_fwd/onednn_avx512bf16_bf16__peer/' ;;
+  esac
+  if [ "$(uname -m)" != x86_64 ] ||
+    ! env "${env[@]}" "$BENCH" --benchmark_list_tests --benchmark_filter="$filter" 2>/dev/null | grep -q __peer; then
+    rm -f "$json"
+    say "no $1-capped peers on this machine (not x86-64, peers not built, or no $1 there)"
+    return 0
+  fi
+  tmp=$(temp_for "$json")
+  say "running the $1-capped peers (${env[*]} $BENCH --benchmark_filter=$filter, median of 5)"
+  env "${env[@]}" "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 \
+    --benchmark_report_aggregates_only=true --halfmap_roof_time=0 --benchmark_out="$tmp" \
+    --benchmark_out_format=json >/dev/null
+  publish "$tmp" "$json"
 }
 
 # Keeps results/.gitignore listing exactly the machines whose cells.csv is committed only as cells.csv.gz.

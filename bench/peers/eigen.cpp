@@ -74,6 +74,13 @@ class ProductRun final : public DenseRun {
 std::unique_ptr<DenseRun> make_f32(const DenseProblem& p) { return std::make_unique<ProductRun<float>>(p); }
 std::unique_ptr<DenseRun> make_f16(const DenseProblem& p) { return std::make_unique<ProductRun<Eigen::half>>(p); }
 
+// The flags this file is compiled with (see the top): the vector ISA of every peer here.
+#if defined(__x86_64__)
+constexpr const char* kIsa = "avx512";
+#else
+constexpr const char* kIsa = "neon";
+#endif
+
 }  // namespace
 
 Library eigen_library() {
@@ -83,7 +90,7 @@ Library eigen_library() {
                   "Y.noalias() = X * W, then Y.rowwise() += b",
                   EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, HALFMAP_PEER_EIGEN_FLAGS,
                   Eigen::SimdInstructionSetsInUse()),
-      {{"eigen_f16__peer", DType::f16, 1e-1, make_f16}, {"eigen_f32__peer", DType::f32, 1e-3, make_f32}},
+      {{"eigen_f16__peer", DType::f16, 1e-1, make_f16, kIsa}, {"eigen_f32__peer", DType::f32, 1e-3, make_f32, kIsa}},
       {},
   };
 }

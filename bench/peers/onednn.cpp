@@ -12,9 +12,18 @@
 //                      without it, creating the primitive descriptor fails with "unimplemented" and the benchmark
 //                      skips with that reason.
 //
+// ISA: oneDNN picks its kernels at run time, up to the CPU's best ISA or the cap that ONEDNN_MAX_CPU_ISA (or
+// DNNL_MAX_CPU_ISA) sets for the whole process before first use. tools/main.sh runs halfmap_bench a second time
+// with ONEDNN_MAX_CPU_ISA=AVX2 (and a third with AVX512_CORE_BF16), which renames the peers onednn_avx2_f32__peer
+// and so on (peers.hpp, peer_name), so that halfmap's avx2 path meets oneDNN's avx2 code. The isa each peer is
+// labelled with is what dnnl_get_effective_cpu_isa() allows for its dtype (isa_for): avx2 for either avx2 level,
+// avx512 for f32 on any AVX-512 level, avx512bf16 for bf16 at avx512_core_bf16, amx for bf16 and f16 at
+// avx512_core_amx (tiles, not a halfmap ISA).
+//
 // Threads: Debian's libdnnl is built with the OpenMP runtime (DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP, libgomp).
 // omp_set_num_threads(1) is called when the library is set up, before oneDNN's first use, on the thread that
 // runs every benchmark: oneDNN sizes its parallel regions by that thread's omp_get_max_threads().
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -117,21 +126,47 @@ std::string dnnl_isa_name(dnnl_cpu_isa_t isa) {
   return it != names.end() ? std::string(it->second) : fmt::format("0x{:x}", static_cast<int>(isa));
 }
 
+/// The halfmap ISA name of the code oneDNN may run for `type` at effective ISA `isa` (see the top of this file).
+std::string isa_for(dnnl_cpu_isa_t isa, dt type) {
+  switch (isa) {
+    case dnnl_cpu_isa_avx2:
+    case dnnl_cpu_isa_avx2_vnni: return "avx2";
+    case dnnl_cpu_isa_avx512_core:
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512";
+    case dnnl_cpu_isa_avx512_core_bf16: return type == dt::bf16 ? "avx512bf16" : "avx512";
+    case dnnl_cpu_isa_avx512_core_amx: return type == dt::f32 ? "avx512" : "amx";
+    default: return dnnl_isa_name(isa);
+  }
+}
+
+bool capped() {
+  for (const char* var : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Library onednn_library() {
   omp_set_num_threads(1);
   const dnnl_version_t* v = dnnl_version();
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  const bool cap = capped();
+  const auto peer = [&](dt type, std::string_view dtype, double tolerance, auto make) {
+    return DensePeer{peer_name("onednn", cap, isa_for(isa, type), dtype), type == dt::f32 ? DType::f32
+                     : type == dt::bf16 ? DType::bf16 : DType::f16, tolerance, make, isa_for(isa, type)};
+  };
   return {
-      "onednn",
+      cap ? fmt::format("onednn_{}", dnnl_isa_name(isa)) : "onednn",  // onednn_avx2, onednn_avx512_core_bf16
       fmt::format("oneDNN {}.{}.{} (git {}), CPU runtime {}; 1 thread: omp_set_num_threads(1) before first use "
                   "(omp_get_max_threads() = {}); max ISA {}; matmul with bias, plain row-major tensors, "
-                  "bf16 peer writes bf16",
+                  "bf16 peer writes bf16{}",
                   v->major, v->minor, v->patch, v->hash, runtime_name(v->cpu_runtime), omp_get_max_threads(),
-                  dnnl_isa_name(dnnl_get_effective_cpu_isa())),
-      {{"onednn_f32__peer", DType::f32, 1e-3, make_f32},
-       {"onednn_bf16__peer", DType::bf16, 1e-1, make_bf16},
-       {"onednn_f16__peer", DType::f16, 1e-1, make_f16}},
+                  dnnl_isa_name(isa), cap ? " (capped by the environment: ONEDNN_MAX_CPU_ISA)" : ""),
+      {peer(dt::f32, "f32", 1e-3, make_f32), peer(dt::bf16, "bf16", 1e-1, make_bf16),
+       peer(dt::f16, "f16", 1e-1, make_f16)},
       {},
   };
 }

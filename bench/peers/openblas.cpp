@@ -8,9 +8,16 @@
 //                        it in cblas.h but is built without BUILD_BFLOAT16, so the symbol is absent and the
 //                        benchmark is registered with SkipWithError, not omitted.
 //
+// ISA: this DYNAMIC_ARCH build picks one core's kernels when it is loaded, from the CPU or from OPENBLAS_CORETYPE.
+// tools/main.sh runs halfmap_bench a second time with OPENBLAS_CORETYPE=Haswell (the AVX2 + FMA kernels), which
+// renames the peers openblas_avx2_f32__peer and so on (peers.hpp, peer_name); each peer's isa label is the core's
+// (isa_for: Haswell and Zen avx2; SkylakeX, Cooperlake and SapphireRapids avx512, with avx512bf16 for sbgemm on the
+// last two; arm64 cores neon; else the core's name in lower case).
+//
 // Threads: openblas_set_num_threads(1) when the library is set up (before any benchmark). The pthread build
 // starts its pool when the library is loaded (OPENBLAS_NUM_THREADS, else one thread per core); those threads stay
 // idle once the count is 1. Run with OPENBLAS_NUM_THREADS=1 to keep them from being created at all.
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -78,21 +85,38 @@ std::unique_ptr<DenseRun> make_bf16(const DenseProblem& p) { return std::make_un
 std::unique_ptr<DenseRun> make_bf16(const DenseProblem&) { throw Unsupported("cblas_sbgemm not in this OpenBLAS"); }
 #endif
 
+std::string isa_for(std::string core, bool bf16) {
+  for (char& c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+#if defined(__aarch64__)
+  return "neon";
+#else
+  if (core == "haswell" || core == "zen") return "avx2";
+  if (core == "cooperlake" || core == "sapphirerapids") return bf16 ? "avx512bf16" : "avx512";
+  if (core == "skylakex") return "avx512";
+  return core;
+#endif
+}
+
 }  // namespace
 
 Library openblas_library() {
   openblas_set_num_threads(1);
   std::string config = openblas_get_config();
   while (!config.empty() && config.back() == ' ') config.pop_back();
+  const std::string core = openblas_get_corename();
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  const bool cap = coretype != nullptr && *coretype != '\0';
   return {
-      "openblas",
+      cap ? fmt::format("openblas_{}", isa_for(core, false)) : "openblas",
       fmt::format("OpenBLAS {} ({}; core {}); 1 thread: openblas_set_num_threads(1) at startup, "
                   "openblas_get_num_threads() = {} (OPENBLAS_NUM_THREADS={}); cblas_sbgemm {}; timed: b copied into "
-                  "each row of Y, then ?gemm with beta = 1",
+                  "each row of Y, then ?gemm with beta = 1{}",
                   HALFMAP_PEER_OPENBLAS_VERSION, config, openblas_get_corename(), openblas_get_num_threads(),
                   std::getenv("OPENBLAS_NUM_THREADS") != nullptr ? std::getenv("OPENBLAS_NUM_THREADS") : "unset",
-                  HALFMAP_PEER_OPENBLAS_SBGEMM ? "exported" : "absent"),
-      {{"openblas_f32__peer", DType::f32, 1e-3, make_f32}, {"openblas_bf16__peer", DType::bf16, 1e-1, make_bf16}},
+                  HALFMAP_PEER_OPENBLAS_SBGEMM ? "exported" : "absent",
+                  cap ? fmt::format("; core chosen by the environment: OPENBLAS_CORETYPE={}", coretype) : ""),
+      {{peer_name("openblas", cap, isa_for(core, false), "f32"), DType::f32, 1e-3, make_f32, isa_for(core, false)},
+       {peer_name("openblas", cap, isa_for(core, true), "bf16"), DType::bf16, 1e-1, make_bf16, isa_for(core, true)}},
       {},
   };
 }

@@ -44,6 +44,11 @@ struct DensePeer {
   DType source;      // which of halfmap's operand sets it starts from
   double tolerance;  // bound on max|y - y_ref| / max(1, max|y_ref|) against f32_dense_fwd__ref at size 64
   std::unique_ptr<DenseRun> (*make)(const DenseProblem&);  // throws Unsupported
+  /// The halfmap ISA name (avx2, avx512, avx512bf16, neon; or the library's own word, e.g. "amx") of the code the
+  /// library may run for this dtype in this process, as the library reports it; empty when it does not say. The
+  /// benchmark label's isa= (bench_peers.cpp), by which the report compares each halfmap path with the peers of
+  /// its own ISA.
+  std::string isa;
 };
 
 /// A prepared row-wise softmax of rows × cols f32 from x into y.
@@ -57,6 +62,15 @@ struct SoftmaxPeer {
   std::string name;  // <lib>_f32__peer
   std::unique_ptr<SoftmaxRun> (*make)(std::size_t rows, std::size_t cols, const float* x, float* y);
 };
+
+/// The name of a dense peer: <lib>_<dtype>__peer, or <lib>_<isa>_<dtype>__peer when the environment capped the
+/// library's ISA for this process (ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE: a second halfmap_bench run of
+/// tools/main.sh), so that a capped and an uncapped run of one library never share a name.
+inline std::string peer_name(std::string_view lib, bool capped, std::string_view isa, std::string_view dtype) {
+  std::string name(lib);
+  if (capped) name.append("_").append(isa);
+  return name.append("_").append(dtype).append("__peer");
+}
 
 /// One library: what the context says about it (version, threading, what is timed) and its benchmarks.
 struct Library {

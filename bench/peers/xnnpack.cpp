@@ -146,7 +146,9 @@ Library xnnpack_library() {
     // Every peer is still registered, and skips with the reason.
     lib.context += fmt::format("; xnn_initialize failed: {}", status_name(init));
   }
-  lib.dense = {{"xnnpack_f32__peer", DType::f32, 1e-3, make_f32}, {"xnnpack_f16__peer", DType::f16, 1e-1, make_f16}};
+  // isa left empty: XNNPACK picks its micro-kernels at run time and does not say which.
+  lib.dense = {{"xnnpack_f32__peer", DType::f32, 1e-3, make_f32, ""},
+               {"xnnpack_f16__peer", DType::f16, 1e-1, make_f16, ""}};
   lib.softmax = {{"xnnpack_f32__peer", make_softmax}};
   return lib;
 }

@@ -19,7 +19,7 @@ def style(results, kernel):
     """Line style of a kernel in the charts: colour by arithmetic (mode), marker by ISA, avx2 and neon dashed;
     peers dotted, coloured by library, marker by storage type."""
     if is_peer(kernel):
-        lib = peer_label(kernel).rsplit("_", 1)[0]
+        lib = peer_label(kernel).split("_", 1)[0]  # onednn_avx2_f32: onednn
         return {"color": PEER_COLOURS.get(lib, "tab:gray"), "marker": DTYPE_MARKERS.get(results.storage(kernel), "x"),
                 "ls": ":", "label": peer_label(kernel) + " (peer)", "markersize": 9}
     facts = results.facts(kernel)

@@ -71,6 +71,30 @@ class Peers:
             return None, None, "peer skipped"  # the message is in the list of peers under the table
         return None, None, "no peer"
 
+    def best_same_isa(self, kernel, arg, counter):
+        """(value, peer, None) of the fastest peer with the ISA and arithmetic of halfmap's `kernel` at arg (the
+        peers' isa= and mode= labels; capped peers from the extra runs of tools/main.sh), or (None, None, why)."""
+        isa, arith = self.results.isa_and_arithmetic(kernel)
+        if not isa or not arith:
+            return None, None, "no arithmetic shared with a peer"
+        same = [k for k in self.present if self.results.isa_and_arithmetic(k) == (isa, arith)]
+        values = [(v, k) for v, k in ((self.results.value(self.suite, k, arg, counter), k) for k in same) if v]
+        if values:
+            v, k = max(values)
+            return v, peer_label(k), None
+        if self.not_built:
+            return None, None, "peer not built"
+        if any((self.suite, k) in self.results.skipped for k in same):
+            return None, None, f"{isa} {arith} peer skipped"
+        return None, None, f"no {isa} {arith} peer in this run"
+
+    def ratio_same_isa(self, kernel, arg, counter):
+        """A halfmap kernel's rate / the best peer of its ISA and arithmetic: '1.02 (onednn_avx2_f32)', or why
+        not."""
+        value = self.results.value(self.suite, kernel, arg, counter)
+        base, name, why = self.best_same_isa(kernel, arg, counter)
+        return "-" if value is None else f"{value / base:.2f} ({name})" if base else why
+
     def ratio(self, kernel, arg, counter):
         """A halfmap kernel's rate / the best peer of its storage type at arg: '0.87 (onednn_f32)', the reason
         there is none, or '-' when the kernel has no value."""

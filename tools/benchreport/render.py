@@ -103,7 +103,8 @@ ROOF_FRACTION_TEXT = (
     "kernel's ISA and arithmetic: the f32 FMA of the ISA for f32, f16_f32acc and the f16 kernels of avx2 and avx512 "
     "(F16C: they compute in f32 and round to fp16 per operation, so f32 FMA is their honest compute "
     "roof); vdpbf16ps for bf16_f32acc on avx512bf16; the fp16 FMA for f16 on avx512fp16 and neonfp16. "
-    "Peers, whose ISA is unknown, against the best roof of their arithmetic on this machine. `__ref` "
+    "Peers against the roof of the ISA their label names where halfmap measures it (roof=fma/<isa>), else "
+    "against the best roof of their arithmetic on this machine. `__ref` "
     "kernels have no FMA roof. FLOPs are counted the same way in roofs and kernels: an FMA is 2 per lane, "
     "vdpbf16ps 4 per f32 lane (2 per bf16 product), as in 2·M·N·K.")
 
@@ -208,6 +209,12 @@ def dense_peer_lines(results, suite, ran, sizes, peers):
            "f16_f32acc and f16 vs f16 peers, bf16 vs bf16 peers); the peer in brackets:", ""]
     rows = [[f"`{k}`"] + [peers.ratio(k, s, "flops_per_second") for s in sizes] for k in ran if not is_peer(k)]
     out += table(["kernel"] + sizes, rows)
+    out += ["", "GFLOP/s / the fastest peer of the same ISA and arithmetic (the peers' isa= labels: oneDNN's and "
+            "OpenBLAS's ISA as they report it, capped to AVX2 or AVX512-BF16 in extra runs; f32 and f16_f32acc vs "
+            "f32 peers, bf16_f32acc vs bf16 peers; the f16 modes share no arithmetic with a peer):", ""]
+    rows = [[f"`{k}`"] + [peers.ratio_same_isa(k, s, "flops_per_second") for s in sizes] for k in ran
+            if not is_peer(k) and all(results.isa_and_arithmetic(k))]
+    out += table(["kernel"] + sizes, rows)
     return out + ["", "Peers:", ""] + peers.status_lines()
 
 
@@ -218,8 +225,8 @@ def dense_tables(results, roofs, suite, context):
     out = ["GFLOP/s at M = N = K =", ""]
     out += table(["kernel"] + sizes, [[f"`{k}`"] + [fmt_rate(results.value(suite, k, s, "flops_per_second"))
                                                      for s in sizes] for k in ran])
-    out += ["", "Fraction of the FMA roof of the kernel's ISA and arithmetic (peers: the best roof of their "
-            "arithmetic here):", ""]
+    out += ["", "Fraction of the FMA roof of the kernel's ISA and arithmetic (peers: their ISA's, else the best "
+            "roof of their arithmetic here):", ""]
     out += table(["kernel", "roof"] + sizes,
                  [[f"`{k}`", roof_name(results, roofs, suite, k)]
                   + [fmt_frac(roof_fraction(results, roofs, suite, k, s)[0]) for s in sizes] for k in ran],

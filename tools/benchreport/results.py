@@ -23,6 +23,10 @@ PEER_SUFFIX = "__peer"
 SKIP_NAME_PARTS = re.compile(r"^(min_time|min_warmup_time|repeats|iterations|threads|real_time|manual_time|"
                              r"process_time):")
 
+# The arithmetic a mode computes in, for "the same ISA and arithmetic": f16_f32acc computes in f32 like f32; the
+# f16 modes (per-op or native fp16 arithmetic) have none in common with a peer's.
+ARITHMETIC = {"f32": "f32", "f16_f32acc": "f32", "bf16_f32acc": "bf16"}
+
 # What a kernel is; None where neither info.json nor a label says. roof: the label's, e.g. "fma/avx512".
 Facts = collections.namedtuple("Facts", "op mode isa storage roof")
 UNKNOWN = Facts(None, None, None, None, None)
@@ -147,6 +151,12 @@ class Results:
         if is_peer(kernel):
             return peer_label(kernel).rsplit("_", 1)[-1]
         return self.facts(kernel).storage
+
+    def isa_and_arithmetic(self, kernel):
+        """(isa, arithmetic) of a halfmap kernel (its facts) or a peer (its label's isa= and mode=, which
+        halfmap_bench writes where the library says; bench/bench_peers.cpp); None where unknown."""
+        facts = self.labels.get(kernel, {}) if is_peer(kernel) else self.facts(kernel)._asdict()
+        return facts.get("isa"), ARITHMETIC.get(facts.get("mode"))
 
     def of_op(self, op, isa_ref=False):
         """The halfmap kernels of `op` in its suite, in the run's order; without isa ref unless isa_ref."""

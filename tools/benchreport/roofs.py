@@ -84,8 +84,12 @@ class Roofs:
 
 def compute_roof(results, roofs, suite, kernel):
     """(isa, None) of the FMA roof a dense kernel is compared with, or (None, why): its label's roof=fma/<isa>
-    (roof=none: ref), else the roof its counters divided by, else unknown. Peers: the best of their arithmetic."""
+    (roof=none: ref), else the roof its counters divided by, else unknown. Peers: their label's roof=fma/<isa> when
+    this run measured it, else the best of their arithmetic."""
     if is_peer(kernel):
+        roof = results.labels.get(kernel, {}).get("roof", "")
+        if roof.startswith("fma/") and roof[len("fma/"):] in roofs.fma:
+            return roof[len("fma/"):], None
         isa = roofs.best_fma(results.storage(kernel))[1]
         return (isa, None) if isa else (None, "roof not measured")
     facts = results.facts(kernel)

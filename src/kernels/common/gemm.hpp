@@ -48,6 +48,42 @@ void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, st
 /// f32 copy of a vector in storage type `t` (exact).
 void widen_to_f32(DType t, const void* src, float* dst, std::size_t n);
 
+/// pack_panels for panels of the storage type itself, one k per group (f32 into f32, fp16 bits into fp16 bits):
+/// the values are copied straight from `src`, without the detour through a scratch line that a conversion needs
+/// (at 256³ that detour was a tenth of the avx2 f32 forward pass).
+template <std::size_t MR, class P>
+void pack_panels_direct(View<P> src, std::size_t r0, std::size_t rows, std::size_t p0, std::size_t kc, P* dst) {
+  const std::size_t panels = (rows + MR - 1) / MR;
+  for (std::size_t j = 0; j < panels; ++j) {
+    const std::size_t valid = std::min(MR, rows - j * MR);
+    P* d = dst + j * MR * kc;
+    if (src.cs == 1) {  // rows contiguous along k: MR read streams, one value of each per k
+      const P* s[MR];
+      for (std::size_t i = 0; i < MR; ++i) s[i] = &src.at(r0 + j * MR + std::min(i, valid - 1), p0);
+      if (valid == MR) {
+        for (std::size_t q = 0; q < kc; ++q) {
+          for (std::size_t i = 0; i < MR; ++i) d[q * MR + i] = s[i][q];
+        }
+      } else {
+        for (std::size_t q = 0; q < kc; ++q) {
+          for (std::size_t i = 0; i < MR; ++i) d[q * MR + i] = i < valid ? s[i][q] : P{};
+        }
+      }
+    } else {  // columns contiguous along rows (rs == 1): the panel's values of one k are one run
+      for (std::size_t q = 0; q < kc; ++q) {
+        const P* s = &src.at(r0 + j * MR, p0 + q);
+        P* dq = d + q * MR;
+        if (valid == MR) {
+          std::memcpy(dq, s, MR * sizeof(P));  // a constant size: inlined as vector moves (std::copy calls memmove)
+        } else {
+          std::copy(s, s + valid, dq);
+          std::fill(dq + valid, dq + MR, P{});
+        }
+      }
+    }
+  }
+}
+
 /// Packs rows [r0, r0 + rows) × k-range [p0, p0 + kc) of `src` (a rows × k operand) into micro-panels of
 /// `MR` rows: for each panel, for each k-group q, MR × kKPack values; rows and k beyond the operand are zero.
 /// `line` is scratch. The storage -> compute conversion runs on contiguous runs of `src` into `line`, then a
@@ -58,6 +94,9 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
                  typename T::Packed* dst, std::vector<typename T::Packed>& line) {
   using Packed = typename T::Packed;
   constexpr std::size_t KP = T::kKPack;
+  if constexpr (std::is_same_v<typename T::Storage, Packed> && KP == 1) {
+    return pack_panels_direct<MR>(src, r0, rows, p0, kc, dst);
+  }
   const std::size_t groups = (kc + KP - 1) / KP, kcp = groups * KP;
   const std::size_t panels = (rows + MR - 1) / MR;
   if (src.cs == 1) {  // rows are contiguous along k: convert MR rows × kChunk k of a panel, then interleave them
@@ -107,6 +146,17 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
   }
 }
 
+/// `count` elements of `buf`, from a 64-byte boundary. A large vector's storage starts 16 bytes past a page
+/// boundary (malloc's header), so without this one of the two 32-byte loads of a 64-byte panel row (avx2's 16
+/// f32 columns) would straddle two cache lines at every k.
+template <class P>
+P* aligned_scratch(std::vector<P>& buf, std::size_t count) {
+  constexpr std::size_t kAlign = 64, kPad = kAlign / sizeof(P);
+  buf.resize(count + kPad);
+  const auto addr = reinterpret_cast<std::uintptr_t>(buf.data());
+  return buf.data() + ((kAlign - addr % kAlign) % kAlign) / sizeof(P);
+}
+
 /// acc (m × n, row-major, ld = n) = A (m × k) · B (k × n), accumulated in T::Acc. A and B are strided views;
 /// one of the two strides of each must be 1.
 ///
@@ -135,26 +185,26 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
   }
   // Transposing B makes its packing the same as A's: B's columns are the "rows" of its panels.
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
-  thread_local std::vector<Packed> apack, bpack, line;
+  thread_local std::vector<Packed> apack_buf, bpack_buf, line;
   for (std::size_t jc = 0; jc < n; jc += T::kNc) {
     const std::size_t nc = std::min(T::kNc, n - jc);
     for (std::size_t pc = 0; pc < k; pc += T::kKc) {
       const std::size_t kc = std::min(T::kKc, k - pc);
       const std::size_t groups = (kc + KP - 1) / KP;
-      bpack.resize(((nc + NR - 1) / NR) * NR * groups * KP);
-      pack_panels<T, NR>(bt, jc, nc, pc, kc, bpack.data(), line);
+      Packed* const bpack = aligned_scratch(bpack_buf, ((nc + NR - 1) / NR) * NR * groups * KP);
+      pack_panels<T, NR>(bt, jc, nc, pc, kc, bpack, line);
       const bool accumulate = pc > 0;
       const bool last = pc + kc == k;
       for (std::size_t ic = 0; ic < m; ic += T::kMc) {
         const std::size_t mc = std::min(T::kMc, m - ic);
-        apack.resize(((mc + MR - 1) / MR) * MR * groups * KP);
-        pack_panels<T, MR>(a, ic, mc, pc, kc, apack.data(), line);
+        Packed* const apack = aligned_scratch(apack_buf, ((mc + MR - 1) / MR) * MR * groups * KP);
+        pack_panels<T, MR>(a, ic, mc, pc, kc, apack, line);
         for (std::size_t jr = 0; jr < nc; jr += NR) {
           const std::size_t nr = std::min(NR, nc - jr);
-          const Packed* bp = bpack.data() + (jr / NR) * NR * groups * KP;
+          const Packed* bp = bpack + (jr / NR) * NR * groups * KP;
           for (std::size_t ir = 0; ir < mc; ir += MR) {
             const std::size_t mr = std::min(MR, mc - ir);
-            const Packed* ap = apack.data() + (ir / MR) * MR * groups * KP;
+            const Packed* ap = apack + (ir / MR) * MR * groups * KP;
             Acc* c = acc + (ic + ir) * n + jc + jr;
             if (!(kFinish && last) && mr == MR && nr == NR) {
               T::kernel(groups, ap, bp, c, n, accumulate);
@@ -188,6 +238,10 @@ void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::s
   alignas(64) float row[T::kNr];
   for (std::size_t i = 0; i < rows; ++i) {
     const float* t = tile + i * ld;
+    if (b == nullptr && act == Act::identity) {  // the backward pass's products: rounded as they are
+      T::store_out(t, out + (i0 + i) * n + j0, cols);
+      continue;
+    }
     for (std::size_t j = 0; j < cols; ++j) {
       float v = b != nullptr ? t[j] + b[j0 + j] : t[j];  // no "+ 0": it would turn -0 into +0
       if (act == Act::relu) v = v < 0.0f ? 0.0f : v;

@@ -31,6 +31,10 @@ void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[i][v] = accumulate ? O::load(c + i * ldc + W * v) : O::zero();
   }
+  // Four k per loop trip: the pointer bumps and the branch are a quarter of the uops they would be, which the
+  // 12-FMA avx2 tile needs to reach its FMA ports (measured: 0.82 -> 0.88 of the avx2 roof at 1024³; the avx512
+  // tiles are unchanged or slightly faster). The order of the FMAs per accumulator is the same.
+#pragma GCC unroll 4
   for (std::size_t p = 0; p < kc; ++p, a += MR, b += W * NV) {
     typename O::V bv[NV];
 #pragma GCC unroll 8
@@ -66,7 +70,9 @@ struct GemmTraits : B {
   static constexpr Mode kMode = kMode_;
   static_assert(B::kNr % Tile::kW == 0, "the tile is whole registers wide");
   static void convert(const Storage* s, Packed* d, std::size_t n) {
-    if constexpr (std::is_same_v<Storage, Packed>) {
+    if constexpr (std::is_same_v<Storage, float> && std::is_same_v<Packed, float>) {
+      copy_f32(s, d, n);
+    } else if constexpr (std::is_same_v<Storage, Packed>) {
       std::memcpy(d, s, n * sizeof(Storage));
     } else {
       Cvt::f16_to_f32(s, d, n);
@@ -74,12 +80,21 @@ struct GemmTraits : B {
   }
   static void store_out(const float* s, Storage* d, std::size_t n) {
     if constexpr (std::is_same_v<Storage, float>) {
-      std::memcpy(d, s, n * sizeof(float));
+      copy_f32(s, d, n);
     } else {
       Cvt::f32_to_f16(s, d, n);
     }
   }
   static constexpr auto kernel = microkernel<Tile, int(B::kMr), int(B::kNr / Tile::kW)>;
+
+ private:
+  /// Whole registers, then single floats: the runs copied here are short (a row of a micro-tile, a 64-wide
+  /// chunk of a panel), where an inlined memcpy becomes `rep movsq` and its start-up cost dominates.
+  static void copy_f32(const float* s, float* d, std::size_t n) {
+    std::size_t i = 0;
+    for (; i + Cvt::kW <= n; i += Cvt::kW) Cvt::store(d + i, Cvt::load(s + i));
+    for (; i < n; ++i) d[i] = s[i];
+  }
 };
 
 }  // namespace halfmap::detail
