@@ -16,7 +16,9 @@
 //   size              M = N = K (not a rate);
 //   roof_fraction     flops_per_second / the FMA roof of the kernel's ISA and arithmetic measured at startup
 //                     (bench_roof.cpp: f32 FMA of the ISA for f32, f16_f32acc and the F16C-based f16 kernels,
-//                     vdpbf16ps for bf16_f32acc, the fp16 FMA for f16 on avx512fp16 and neonfp16); none for ref.
+//                     vdpbf16ps for bf16_f32acc, the fp16 FMA for f16 on avx512fp16 and neonfp16); none for ref;
+//   f16c_roof_fraction  the per-operation f16 kernels of avx2 and avx512 only: flops_per_second / the F16C
+//                     round-trip roof of the ISA (an FMA rounded to fp16 and back after every step, as they do).
 // Label: the kernel's op, mode, isa, storage and roof=fma/<isa>, the roof roof_fraction divides by, or roof=none
 // for ref (label_kernel, compute_roof: bench_util.hpp).
 #include <cstdlib>
@@ -72,6 +74,7 @@ void set_counters(benchmark::State& state, const Kernel& k, std::size_t s, doubl
       benchmark::Counter(flops_per_call, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["size"] = benchmark::Counter(static_cast<double>(s));
   add_compute_roof_fraction(state, k, flops_per_call);
+  add_f16c_roof_fraction(state, k, flops_per_call);
 }
 
 void run_dense_fwd(benchmark::State& state, const Kernel& k, std::size_t s) {

@@ -20,11 +20,13 @@
 //   bytes_per_second     bytes of input read per second: p and y (mse), x (softmax), logits and labels (xent);
 //                        not the bytes written;
 //   elements_per_second  elements of p (mse) or of x / logits (softmax, xent) per second;
+//   bytes_moved_per_second  softmax, softmax_naive, xent: bytes read + bytes written (y; dlogits) per second;
 //   n                    elements of p or x per call (not a rate);
-//   roof_fraction        bytes_per_second / the read roof of the level measured at startup (bench_roof.cpp):
-//                        bytes written are not counted, so a kernel that writes as much as it reads (softmax,
-//                        xent) is bound well below 1.
-// Label: the kernel's op, mode, isa, storage and roof=read/<level> (label_kernel, bench_util.hpp).
+//   roof_fraction        mse: bytes_per_second / the read roof of the level measured at startup; softmax,
+//                        softmax_naive, xent: bytes_moved_per_second / the copy roof of the level
+//                        (bench_roof.cpp), since they write as many bytes as they read.
+// Label: the kernel's op, mode, isa, storage and roof=read/<level> (mse) or roof=copy/<level> (label_kernel,
+// bench_util.hpp).
 #include <cstdint>
 #include <string>
 
@@ -47,7 +49,7 @@ constexpr bool times_as_nn(const Kernel& k) {
 }
 
 void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
-  label_kernel(state, k, fmt::format("read/{}", level.name));
+  label_kernel(state, k, fmt::format("{}/{}", k.op == Op::mse ? "read" : "copy", level.name));
   // Decided per run, not at registration, so that the skip shows up in the output with its reason.
   if (const std::string reason = skip_reason(k); !reason.empty()) {
     state.SkipWithError(reason.c_str());  // copied by the library
@@ -91,7 +93,15 @@ void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
   state.counters["elements_per_second"] =
       benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["n"] = benchmark::Counter(static_cast<double>(elements));
-  add_memory_roof_fraction(state, level, static_cast<double>(bytes));
+  if (k.op == Op::mse) {
+    add_memory_roof_fraction(state, level, static_cast<double>(bytes));
+  } else {
+    // y (softmax) or dlogits (xent): one element of the storage type per element read.
+    const auto moved = static_cast<double>(bytes + elements * esize);
+    state.counters["bytes_moved_per_second"] =
+        benchmark::Counter(moved, benchmark::Counter::kIsIterationInvariantRate);
+    add_copy_roof_fraction(state, level, moved);
+  }
 }
 
 }  // namespace
@@ -100,7 +110,8 @@ std::string nn_description() {
   return fmt::format(
       "mse: p and y, halves of the level's bytes, loss only (dp null); softmax, softmax_naive: rows x {0} columns "
       "of the level's bytes, written to a separate buffer; xent: the same logits, labels uniform in [0, {0}), "
-      "dlogits written, probs null; bytes_per_second counts bytes read (xent: logits and labels); isa ref "
+      "dlogits written, probs null; bytes_per_second counts bytes read (xent: logits and labels), "
+      "bytes_moved_per_second bytes read + written (softmax, softmax_naive, xent: their roof is the copy's); isa ref "
       "softmax, softmax_naive and xent kernels at l1 and l2 only (seconds per DRAM call)",
       kNnCols);
 }

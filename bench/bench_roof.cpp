@@ -7,23 +7,32 @@
 //                      has a read loop (roof/roof_avx512.cpp: 64 bytes, roof_avx2.cpp: 32 bytes), else 16-byte
 //                      vectors written with GCC/Clang vector extensions (SSE2 or NEON, no ISA flags): at l1 the
 //                      load width decides the speed, at dram it does not.
-//   roof/copy/dram     memcpy of the dram level's 256 MiB input into the output buffer; counts bytes read plus
-//                      bytes written. glibc's memcpy may use non-temporal stores at this size, which no kernel does:
-//                      the best case of a copy, for reference.
+//   roof/copy/<level>  copies the level's f32 input buffer into the output buffer with the read loop's loads and
+//                      ordinary stores of the same width (never non-temporal ones: softmax and xent store their
+//                      outputs the ordinary way, so their write costs a read for ownership as the copy's does);
+//                      counts bytes read plus bytes written: the roof of softmax and xent, which read and write
+//                      the same bytes. Baseline: 16-byte vectors, like the read loop.
 //   roof/fma/<isa>     the ISA's peak arithmetic (roof/roof_<isa>.cpp): fused multiply-adds on independent
 //                      accumulators, 2 flops per lane (vdpbf16ps: 4 per f32 lane, 2 per bf16 product, the same
 //                      counting as the dense benchmarks' 2·M·N·K). Skipped with the reason where the ISA is not
 //                      enabled.
+//   roof/f16c/<isa>    avx2 and avx512: the same FMA with every result rounded to fp16 and widened back (vcvtps2ph,
+//                      vcvtph2ps) before the next FMA of its chain, no loads: the limit of the per-operation f16
+//                      kernels, which round so after every operation (NUMERICS.md). Flops as for fma (the
+//                      conversions count none).
 //
-// measure_roofs() measures the read roof of every level and the FMA roof of every enabled ISA once at startup,
+// measure_roofs() measures the read and copy roofs of every level, the FMA roof of every enabled ISA and the F16C
+// round-trip roof of avx2 and avx512 once at startup,
 // before any benchmark, and publishes them in the context; every kernel benchmark divides its rate by the one
-// that applies (add_memory_roof_fraction, add_compute_roof_fraction) into the counter roof_fraction. That counter
+// that applies (add_memory_roof_fraction, add_copy_roof_fraction, add_compute_roof_fraction) into the counter
+// roof_fraction, and the per-operation f16 kernels also by the F16C roof (add_f16c_roof_fraction) into
+// f16c_roof_fraction. That counter
 // is a rate (work per call / roof, per second), so that Google Benchmark divides by the same time as the kernel's
 // own rate; the console therefore prints it with a "/s", the JSON as the plain fraction.
 //
 // Counters (tools/bench_report.py reads them):
 //   bytes_per_second  bytes read (read) or read + written (copy) per second;
-//   flops_per_second  floating-point operations per second (fma).
+//   flops_per_second  floating-point operations per second (fma, f16c).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -87,6 +96,25 @@ std::uint64_t read_baseline(const unsigned char* p, std::size_t bytes) {
 }
 
 using ReadFn = std::uint64_t (*)(const unsigned char*, std::size_t);
+using CopyFn = void (*)(const unsigned char*, unsigned char*, std::size_t);
+
+/// dst[0, bytes) = src[0, bytes), bytes a multiple of 128, in 16-byte vectors; neither needs alignment.
+void copy_baseline(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; i += 128) {
+    U64x2 v[8];
+    for (int a = 0; a < 8; ++a) {
+      std::memcpy(&v[a], src + i + 16 * a, 16);
+      // An empty asm on the value: without it the compiler may turn the loop into a call of memcpy, whose
+      // non-temporal stores at DRAM sizes no kernel uses.
+#if defined(__aarch64__)
+      asm("" : "+w"(v[a]));
+#else
+      asm("" : "+x"(v[a]));
+#endif
+    }
+    for (int a = 0; a < 8; ++a) std::memcpy(dst + i + 16 * a, &v[a], 16);
+  }
+}
 
 /// The read loop of the best enabled ISA that has one, and its name.
 std::pair<ReadFn, std::string> read_loop() {
@@ -98,6 +126,22 @@ std::pair<ReadFn, std::string> read_loop() {
     }
   }
   return {read_baseline, "16-byte loads (baseline SSE2/NEON)"};
+}
+
+/// The copy loop of the same ISA as read_loop()'s.
+CopyFn copy_loop() {
+  for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
+    if (!isa_enabled(*it)) continue;
+    const auto loops = loops_for(*it);
+    if (loops && loops->copy != nullptr) return loops->copy;
+  }
+  return copy_baseline;
+}
+
+/// Whether `isa` has an F16C round-trip loop in this build and the CPU runs it.
+bool has_f16c(Isa isa) {
+  const auto loops = loops_for(isa);
+  return isa_enabled(isa) && loops && loops->f16c != nullptr;
 }
 
 /// FMA repetitions per call: 16 accumulators x 4096 = 65536 instructions, some 50 µs.
@@ -114,30 +158,33 @@ void run_read(benchmark::State& state, const Level& level) {
       benchmark::Counter(static_cast<double>(level.bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void run_copy(benchmark::State& state) {
-  const Level& dram = kLevels.back();
-  const void* in = input_buffer(DType::f32, dram);
-  void* out = output_buffer();
+void run_copy(benchmark::State& state, const Level& level) {
+  const auto* in = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
+  auto* out = static_cast<unsigned char*>(output_buffer());
+  const CopyFn copy = copy_loop();
   for (auto _ : state) {
-    std::memcpy(out, in, dram.bytes);
+    copy(in, out, level.bytes);
     benchmark::ClobberMemory();
   }
   state.counters["bytes_per_second"] =
-      benchmark::Counter(2.0 * static_cast<double>(dram.bytes), benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * static_cast<double>(level.bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void run_fma(benchmark::State& state, Isa isa) {
+/// roof/fma/<isa> (f16c false) or roof/f16c/<isa> (true).
+void run_fma(benchmark::State& state, Isa isa, bool f16c) {
   const auto loops = loops_for(isa);
   if (!isa_enabled(isa) || !loops) {
     state.SkipWithError(isa_skip_reason(isa).c_str());  // copied by the library
     return;
   }
+  const auto loop = f16c ? loops->f16c : loops->fma;
   for (auto _ : state) {
-    float s = loops->fma(kFmaReps);
+    float s = loop(kFmaReps);
     benchmark::DoNotOptimize(s);
   }
-  state.counters["flops_per_second"] = benchmark::Counter(loops->flops_per_rep * static_cast<double>(kFmaReps),
-                                                          benchmark::Counter::kIsIterationInvariantRate);
+  const double per_rep = f16c ? loops->f16c_flops_per_rep : loops->flops_per_rep;
+  state.counters["flops_per_second"] =
+      benchmark::Counter(per_rep * static_cast<double>(kFmaReps), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 /// CPU time of this thread, in seconds: the clock Google Benchmark's rates use by default.
@@ -207,19 +254,32 @@ std::string isa_skip_reason(Isa isa) {
 
 const Roofs& roofs() { return mutable_roofs(); }
 
-void measure_roofs(double seconds) {
-  Roofs& r = mutable_roofs();
+namespace {
+
+/// The read and copy roofs of every level, into r and the context; returns how the loops load.
+std::string measure_memory_roofs(Roofs& r, double seconds) {
   const auto [read, how] = read_loop();
+  const CopyFn copy = copy_loop();
   benchmark::AddCustomContext("roof_read_loads", how);
+  auto* out = static_cast<unsigned char*>(output_buffer());
   for (std::size_t i = 0; i < kLevels.size(); ++i) {
     const Level& level = kLevels[i];
     const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
-    r.read[i] = rate([&] { benchmark::DoNotOptimize(read(buf, level.bytes)); }, static_cast<double>(level.bytes),
-                     seconds);
+    const auto bytes = static_cast<double>(level.bytes);
+    r.read[i] = rate([&] { benchmark::DoNotOptimize(read(buf, level.bytes)); }, bytes, seconds);
     benchmark::AddCustomContext(fmt::format("roof_read_{}_bytes_per_second", level.name),
                                 fmt::format("{:.6g}", r.read[i]));
+    r.copy[i] = rate([&] { copy(buf, out, level.bytes); benchmark::ClobberMemory(); }, 2 * bytes, seconds);
+    benchmark::AddCustomContext(fmt::format("roof_copy_{}_bytes_per_second", level.name),
+                                fmt::format("{:.6g}", r.copy[i]));
   }
-  std::string fma_list;
+  return how;
+}
+
+/// The FMA roof of every enabled ISA and the F16C round-trip roof where there is one, into r and the context;
+/// returns what each times, in words.
+std::string measure_compute_roofs(Roofs& r, double seconds) {
+  std::string list;
   for (std::size_t i = 0; i < kAllIsas.size(); ++i) {
     const Isa isa = kAllIsas[i];
     const auto loops = loops_for(isa);
@@ -228,14 +288,33 @@ void measure_roofs(double seconds) {
                     loops->flops_per_rep * static_cast<double>(kFmaReps), seconds);
     benchmark::AddCustomContext(fmt::format("roof_fma_{}_flops_per_second", isa_name(isa)),
                                 fmt::format("{:.6g}", r.fma[i]));
-    fma_list += fmt::format("{}{}: {}", fma_list.empty() ? "" : "; ", isa_name(isa), loops->what);
+    list += fmt::format("{}{}: {}", list.empty() ? "" : "; ", isa_name(isa), loops->what);
+    if (!has_f16c(isa)) continue;
+    r.f16c[i] = rate([&] { benchmark::DoNotOptimize(loops->f16c(kFmaReps)); },
+                     loops->f16c_flops_per_rep * static_cast<double>(kFmaReps), seconds);
+    benchmark::AddCustomContext(fmt::format("roof_f16c_{}_flops_per_second", isa_name(isa)),
+                                fmt::format("{:.6g}", r.f16c[i]));
+    list += fmt::format("; f16c {}: {}", isa_name(isa), loops->f16c_what);
   }
+  return list;
+}
+
+}  // namespace
+
+void measure_roofs(double seconds) {
+  Roofs& r = mutable_roofs();
+  const std::string how = measure_memory_roofs(r, seconds);
+  const std::string fma_list = measure_compute_roofs(r, seconds);
   benchmark::AddCustomContext(
       "roof_method",
-      fmt::format("measured once at startup, the fastest batch of calls over {} s of thread CPU time each; read: {} summing 64-bit words of the "
-                  "level's f32 input; fma ({}), FMA = 2 flops per lane, vdpbf16ps 4 per f32 lane; roof_fraction "
-                  "= a kernel's bytes_per_second / the read roof of its level, or its flops_per_second / the FMA "
-                  "roof of its ISA and arithmetic",
+      fmt::format("measured once at startup, the fastest batch of calls over {} s of thread CPU time each; read: {} "
+                  "summing 64-bit words of the level's f32 input; copy: the same loads stored to a second buffer "
+                  "(ordinary stores), bytes read + written; fma and f16c ({}), FMA = 2 flops per lane, vdpbf16ps 4 "
+                  "per f32 lane, conversions none; roof_fraction = a kernel's bytes_per_second / the read roof of "
+                  "its level (softmax, softmax_naive, xent: bytes read + written per second / the copy roof), or "
+                  "its flops_per_second / the FMA roof of its ISA and arithmetic; f16c_roof_fraction = a "
+                  "per-operation f16 kernel's flops per second (reductions: 2 per rounded operation) / the F16C "
+                  "roof of its ISA",
                   seconds, how, fma_list.empty() ? "none enabled" : fma_list));
 }
 
@@ -244,6 +323,21 @@ void add_memory_roof_fraction(benchmark::State& state, const Level& level, doubl
   if (roof <= 0) return;  // not measured (the caller ran no measure_roofs): no fraction rather than a wrong one
   state.counters["roof_fraction"] =
       benchmark::Counter(bytes_per_call / roof, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void add_copy_roof_fraction(benchmark::State& state, const Level& level, double bytes_moved_per_call) {
+  const double roof = roofs().copy[static_cast<std::size_t>(&level - kLevels.data())];
+  if (roof <= 0) return;
+  state.counters["roof_fraction"] =
+      benchmark::Counter(bytes_moved_per_call / roof, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void add_f16c_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call) {
+  if (k.mode != Mode::f16 || (k.isa != Isa::avx2 && k.isa != Isa::avx512)) return;
+  const double roof = roofs().f16c[static_cast<std::size_t>(k.isa)];
+  if (roof <= 0) return;
+  state.counters["f16c_roof_fraction"] =
+      benchmark::Counter(flops_per_call / roof, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void add_compute_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call) {
@@ -265,13 +359,20 @@ void register_roof_benchmarks() {
     benchmark::RegisterBenchmark(fmt::format("roof/read/{}", level.name).c_str(),
                                  [&level](benchmark::State& state) { run_read(state, level); });
   }
-  benchmark::RegisterBenchmark("roof/copy/dram", run_copy);
-  for (const Isa isa : kAllIsas) {
-    if (isa == Isa::ref) continue;
-    // Registered only for the ISAs of this architecture (x86 or arm64), skipped at run time where not enabled.
-    if (!isa_compiled(isa) && !loops_for(isa)) continue;
-    benchmark::RegisterBenchmark(fmt::format("roof/fma/{}", isa_name(isa)).c_str(),
-                                 [isa](benchmark::State& state) { run_fma(state, isa); });
+  for (const Level& level : kLevels) {
+    benchmark::RegisterBenchmark(fmt::format("roof/copy/{}", level.name).c_str(),
+                                 [&level](benchmark::State& state) { run_copy(state, level); });
+  }
+  for (const bool f16c : {false, true}) {
+    for (const Isa isa : kAllIsas) {
+      if (isa == Isa::ref) continue;
+      // Registered only for the ISAs of this architecture (x86 or arm64), skipped at run time where not enabled;
+      // f16c only where the ISA has the loop.
+      const auto loops = loops_for(isa);
+      if (f16c ? !(loops && loops->f16c) : (!isa_compiled(isa) && !loops)) continue;
+      benchmark::RegisterBenchmark(fmt::format("roof/{}/{}", f16c ? "f16c" : "fma", isa_name(isa)).c_str(),
+                                   [isa, f16c](benchmark::State& state) { run_fma(state, isa, f16c); });
+    }
   }
 }
 

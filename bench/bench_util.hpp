@@ -96,18 +96,29 @@ std::string isa_skip_reason(Isa isa);
 /// The roofs measured once at startup by measure_roofs() (bench_roof.cpp); 0 where not measured.
 struct Roofs {
   std::array<double, kLevels.size()> read{};  // bytes/s read, per level (kLevels' order)
+  std::array<double, kLevels.size()> copy{};  // bytes/s read + written by a copy, per level
   std::array<double, kAllIsas.size()> fma{};  // flops/s at the peak of each ISA (kAllIsas' order)
+  std::array<double, kAllIsas.size()> f16c{};  // flops/s of the F16C round-trip FMA (avx2, avx512)
 };
 const Roofs& roofs();
-/// Measures the read roof of every level and the FMA roof of every enabled ISA, each for `seconds` of CPU time,
-/// and adds them to the benchmark context (roof_read_<level>_bytes_per_second, roof_fma_<isa>_flops_per_second,
-/// roof_method). Call once, before RunSpecifiedBenchmarks.
+/// Measures the read and copy roofs of every level, the FMA roof of every enabled ISA and the F16C round-trip
+/// roof of avx2 and avx512, each for `seconds` of CPU time, and adds them to the benchmark context
+/// (roof_read_<level>_bytes_per_second, roof_copy_<level>_bytes_per_second, roof_fma_<isa>_flops_per_second,
+/// roof_f16c_<isa>_flops_per_second, roof_method). Call once, before RunSpecifiedBenchmarks.
 void measure_roofs(double seconds);
 /// Adds the counter roof_fraction = (bytes read per second) / the read roof of `level`, if measured.
 void add_memory_roof_fraction(benchmark::State& state, const Level& level, double bytes_per_call);
+/// Adds the counter roof_fraction = (bytes read + written per second) / the copy roof of `level`, if measured:
+/// the roof of softmax, softmax_naive and xent, which write as many bytes as they read.
+void add_copy_roof_fraction(benchmark::State& state, const Level& level, double bytes_moved_per_call);
 /// Adds the counter roof_fraction = (flops per second) / the FMA roof of the ISA and arithmetic of dense kernel
 /// `k` (bench_roof.cpp, compute_roof_isa), if measured; none for isa ref.
 void add_compute_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call);
+/// For a per-operation f16 kernel of isa avx2 or avx512 (mode f16: f32 arithmetic rounded to fp16 with F16C
+/// after every operation), adds the counter f16c_roof_fraction = (flops per second) / the F16C round-trip roof of
+/// its ISA, if measured; nothing for any other kernel. A reduction passes 2 flops per rounded operation (one per
+/// element for sum, sumsq and dot): each costs one round trip, like one FMA of the roof.
+void add_f16c_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call);
 /// The roof dense kernel `k` is compared with, named like its benchmark without the "roof/": "fma/<isa>" (the FMA
 /// of its ISA and arithmetic, bench_roof.cpp), or "none" for isa ref.
 std::string compute_roof(const Kernel& k);
@@ -147,7 +158,7 @@ void add_peer_context();
 /// library built in (bench_peers.cpp).
 void register_peer_benchmarks();
 
-/// Registers roof/read/<level>, roof/copy/dram and roof/fma/<isa> (bench_roof.cpp).
+/// Registers roof/read/<level>, roof/copy/<level>, roof/fma/<isa> and roof/f16c/<isa> (bench_roof.cpp).
 void register_roof_benchmarks();
 
 }  // namespace halfmap::bench

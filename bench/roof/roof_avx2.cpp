@@ -1,4 +1,5 @@
-// roof/fma/avx2: vfmadd*ps on ymm (8 f32 lanes, 2 flops each); the read loop with 32-byte loads.
+// roof/fma/avx2: vfmadd*ps on ymm (8 f32 lanes, 2 flops each); the read and copy loops with 32-byte
+// loads (and stores); roof/f16c/avx2: the same FMA rounded to fp16 and back after every step.
 #include <immintrin.h>
 
 #include "roof_isa.hpp"
@@ -9,6 +10,11 @@ namespace {
 // 12 chains: Zen 4 and recent Intel cores issue 2 FMAs a cycle at 4 cycles' latency, so 8 are needed; 12 plus the
 // two operands fit AVX2's 16 registers without spilling.
 constexpr int kAcc = 12;
+
+// The F16C round trip's chains: FMA (4 cycles) + vcvtps2ph + vcvtph2ps (some 3 to 7 each) is 10 to 18 cycles of
+// latency at under one FMA a cycle (the two conversions share the shuffle port); 12 chains + the two operands + a
+// temporary fit the 16 registers.
+constexpr int kF16cAcc = 12;
 
 float fma(std::size_t reps) {
   // acc = acc * 0.5 + 0.5 converges to 1 from 0: always normal and finite.
@@ -38,8 +44,37 @@ std::uint64_t read(const unsigned char* p, std::size_t bytes) {
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
+void copy(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; i += 256) {
+    __m256i v[8];
+    for (int a = 0; a < 8; ++a) {
+      v[a] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32 * a));
+      // An empty asm on the value: without it the compiler may turn the loop into a call of memcpy, whose
+      // non-temporal stores at DRAM sizes no kernel uses.
+      asm("" : "+x"(v[a]));
+    }
+    for (int a = 0; a < 8; ++a) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 32 * a), v[a]);
+  }
+}
+
+float f16c(std::size_t reps) {
+  // acc = acc * 0.5 + 0.5 converges to 1 from 0, every step exact or rounded to a normal fp16 value.
+  const __m256 a = _mm256_set1_ps(0.5f), b = _mm256_set1_ps(0.5f);
+  __m256 acc[kF16cAcc];
+  for (auto& v : acc) v = _mm256_setzero_ps();
+  for (std::size_t r = 0; r < reps; ++r) {
+    for (auto& v : acc) v = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_fmadd_ps(v, a, b), _MM_FROUND_TO_NEAREST_INT));
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < kF16cAcc; ++i) s = _mm256_add_ps(s, acc[i]);
+  return _mm_cvtss_f32(_mm256_castps256_ps128(s));
+}
+
 }  // namespace
 
-IsaLoops loops_avx2() { return {"vfmadd*ps ymm (f32)", 8.0 * 2 * kAcc, fma, read, 32}; }
+IsaLoops loops_avx2() {
+  return {"vfmadd*ps ymm (f32)", 8.0 * 2 * kAcc, fma, read, 32, copy, f16c, 8.0 * 2 * kF16cAcc,
+          "vfmadd*ps + vcvtps2ph + vcvtph2ps ymm (f32 rounded to fp16 after every FMA)"};
+}
 
 }  // namespace halfmap::bench::roof

@@ -1,4 +1,5 @@
-// roof/fma/avx512: vfmadd*ps on zmm (16 f32 lanes, 2 flops each); the read loop with 64-byte loads.
+// roof/fma/avx512: vfmadd*ps on zmm (16 f32 lanes, 2 flops each); the read and copy loops with 64-byte
+// loads (and stores); roof/f16c/avx512: the same FMA rounded to fp16 and back after every step.
 #include <immintrin.h>
 
 #include "roof_isa.hpp"
@@ -8,6 +9,10 @@ namespace {
 
 // 16 chains of 32 registers: enough for 2 FMAs a cycle at up to 8 cycles' latency.
 constexpr int kAcc = 16;
+
+// The F16C round trip's chains: 10 to 18 cycles of latency (FMA + vcvtps2ph + vcvtph2ps) at under one FMA a
+// cycle; 16 chains hide it with registers to spare.
+constexpr int kF16cAcc = 16;
 
 float fma(std::size_t reps) {
   // acc = acc * 0.5 + 0.5 converges to 1 from 0: always normal and finite.
@@ -38,8 +43,37 @@ std::uint64_t read(const unsigned char* p, std::size_t bytes) {
   return total;
 }
 
+void copy(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; i += 512) {
+    __m512i v[8];
+    for (int a = 0; a < 8; ++a) {
+      v[a] = _mm512_loadu_si512(src + i + 64 * a);
+      // An empty asm on the value: without it the compiler may turn the loop into a call of memcpy, whose
+      // non-temporal stores at DRAM sizes no kernel uses.
+      asm("" : "+v"(v[a]));
+    }
+    for (int a = 0; a < 8; ++a) _mm512_storeu_si512(dst + i + 64 * a, v[a]);
+  }
+}
+
+float f16c(std::size_t reps) {
+  // acc = acc * 0.5 + 0.5 converges to 1 from 0, every step exact or rounded to a normal fp16 value.
+  const __m512 a = _mm512_set1_ps(0.5f), b = _mm512_set1_ps(0.5f);
+  __m512 acc[kF16cAcc];
+  for (auto& v : acc) v = _mm512_setzero_ps();
+  for (std::size_t r = 0; r < reps; ++r) {
+    for (auto& v : acc) v = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_fmadd_ps(v, a, b), _MM_FROUND_TO_NEAREST_INT));
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kF16cAcc; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
 }  // namespace
 
-IsaLoops loops_avx512() { return {"vfmadd*ps zmm (f32)", 16.0 * 2 * kAcc, fma, read, 64}; }
+IsaLoops loops_avx512() {
+  return {"vfmadd*ps zmm (f32)", 16.0 * 2 * kAcc, fma, read, 64, copy, f16c, 16.0 * 2 * kF16cAcc,
+          "vfmadd*ps + vcvtps2ph + vcvtph2ps zmm (f32 rounded to fp16 after every FMA)"};
+}
 
 }  // namespace halfmap::bench::roof

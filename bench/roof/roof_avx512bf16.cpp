@@ -27,6 +27,8 @@ float fma(std::size_t reps) {
 }  // namespace
 
 // No read loop: the avx512 one has the same loads.
-IsaLoops loops_avx512bf16() { return {"vdpbf16ps zmm (bf16 pairs into f32)", 16.0 * 4 * kAcc, fma, nullptr, 0}; }
+IsaLoops loops_avx512bf16() {
+  return {"vdpbf16ps zmm (bf16 pairs into f32)", 16.0 * 4 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+}
 
 }  // namespace halfmap::bench::roof

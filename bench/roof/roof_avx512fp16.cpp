@@ -24,6 +24,8 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_avx512fp16() { return {"vfmadd*ph zmm (fp16)", 32.0 * 2 * kAcc, fma, nullptr, 0}; }
+IsaLoops loops_avx512fp16() {
+  return {"vfmadd*ph zmm (fp16)", 32.0 * 2 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+}
 
 }  // namespace halfmap::bench::roof

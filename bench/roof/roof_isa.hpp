@@ -16,12 +16,23 @@ namespace halfmap::bench::roof {
 ///   read:  sums the 64-bit words of p[0, bytes) with the ISA's widest loads into independent integer
 ///          accumulators; bytes a multiple of 512. Null where the ISA adds no wider load than the baseline's
 ///          (16-byte SSE2/NEON), which bench_roof.cpp provides.
+///   copy:  copies src[0, bytes) to dst with the same loads as read and ordinary stores of the same width (no
+///          non-temporal stores: softmax and xent write their outputs with ordinary stores); bytes a multiple of
+///          512. Null exactly where read is.
+///   f16c:  the F16C round trip: reps x `accumulators` independent chains of vfmadd*ps, each result rounded to
+///          fp16 (vcvtps2ph, round to nearest even) and widened back (vcvtph2ps) before the next FMA of its chain,
+///          as the per-operation f16 kernels do (NUMERICS.md); no loads. Performs reps * f16c_flops_per_rep
+///          flops (an FMA's 2 per lane; the conversions count none). Null where the ISA has no such kernels.
 struct IsaLoops {
   const char* what;      // the instruction timed, for the benchmark context
   double flops_per_rep;  // lanes x flops per lane x accumulators; an FMA is 2 flops per lane, vdpbf16ps 4
   float (*fma)(std::size_t reps);
   std::uint64_t (*read)(const unsigned char* p, std::size_t bytes);
   unsigned read_load_bytes;  // the width of read's loads; 0 without read
+  void (*copy)(const unsigned char* src, unsigned char* dst, std::size_t bytes);
+  float (*f16c)(std::size_t reps);
+  double f16c_flops_per_rep;  // lanes x 2 x chains; 0 without f16c
+  const char* f16c_what;      // the instructions timed; null without f16c
 };
 
 // Defined only in builds that compile the ISA (bench/CMakeLists.txt defines HALFMAP_BENCH_ROOF_<ISA>).

@@ -26,6 +26,8 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neon() { return {"fmla .4s (f32)", 4.0 * 2 * kAcc, fma, nullptr, 0}; }
+IsaLoops loops_neon() {
+  return {"fmla .4s (f32)", 4.0 * 2 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+}
 
 }  // namespace halfmap::bench::roof

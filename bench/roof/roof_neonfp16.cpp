@@ -24,6 +24,8 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neonfp16() { return {"fmla .8h (fp16)", 8.0 * 2 * kAcc, fma, nullptr, 0}; }
+IsaLoops loops_neonfp16() {
+  return {"fmla .8h (fp16)", 8.0 * 2 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+}
 
 }  // namespace halfmap::bench::roof

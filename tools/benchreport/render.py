@@ -10,7 +10,7 @@ from . import diagnose as diagnose_bench
 from .markdown import LEVELS, fmt_bytes, fmt_frac, fmt_rate, fmt_unit, level_key, size_key, table
 from .peers import EXPECTED_PEERS, PEERS_HINT, Peers
 from .results import NN_OPS, REDUCE_OPS, Results, is_peer, number
-from .roofs import FMA_WHAT, Roofs, roof_fraction, roof_name
+from .roofs import F16C_WHAT, FMA_WHAT, Roofs, roof_fraction, roof_name
 from .targets import target_rows
 
 
@@ -97,15 +97,17 @@ def header_rows(context, info, machine, source, benchmarks):
 
 ROOF_FRACTION_TEXT = (
     "**Roof fraction**, one definition for every table: a kernel's rate / the startup roof that bounds "
-    "it. Memory-bound kernels (reductions, losses, softmax, xent): bytes read per second / the read roof "
-    "of the same level (bytes written are not counted: softmax and xent write as many bytes as they read, "
-    "so memory alone keeps them well below 1 at dram). Dense kernels: GFLOP/s / the FMA roof of the "
+    "it. Kernels that only read (reductions, mse): bytes read per second / the read roof of the same level. "
+    "softmax, softmax_naive and xent, which write as many bytes as they read: bytes read + written per second "
+    "/ the copy roof of the same level. Dense kernels: GFLOP/s / the FMA roof of the "
     "kernel's ISA and arithmetic: the f32 FMA of the ISA for f32, f16_f32acc and the f16 kernels of avx2 and avx512 "
     "(F16C: they compute in f32 and round to fp16 per operation, so f32 FMA is their honest compute "
     "roof); vdpbf16ps for bf16_f32acc on avx512bf16; the fp16 FMA for f16 on avx512fp16 and neonfp16. "
     "Peers against the roof of the ISA their label names where halfmap measures it (roof=fma/<isa>), else "
     "against the best roof of their arithmetic on this machine. `__ref` "
-    "kernels have no FMA roof. FLOPs are counted the same way in roofs and kernels: an FMA is 2 per lane, "
+    "kernels have no FMA roof. The per-operation f16 kernels of avx2 and avx512 are also compared with the "
+    "F16C round-trip roof of their ISA (an FMA rounded to fp16 and back after every step, as they compute; "
+    "a reduction's rounded add or FMA counts 2 flops) in the targets. FLOPs are counted the same way in roofs and kernels: an FMA is 2 per lane, "
     "vdpbf16ps 4 per f32 lane (2 per bf16 product), as in 2·M·N·K.")
 
 
@@ -118,8 +120,11 @@ def roof_table_rows(context, results, roofs):
         rows.append([f"read, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
                      fmt_unit(results.value("roof", "read", lv, "bytes_per_second"), "GB/s"),
                      read_what])
-    rows.append(["copy, dram", "-", fmt_unit(results.value("roof", "copy", "dram", "bytes_per_second"), "GB/s"),
-                 "memcpy of 256 MiB, bytes read + written (glibc may stream the stores)"])
+    for lv in sorted(set(LEVELS) | set(roofs.copy), key=level_key):
+        start = context.get(f"roof_copy_{lv}_bytes_per_second")
+        rows.append([f"copy, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
+                     fmt_unit(results.value("roof", "copy", lv, "bytes_per_second"), "GB/s"),
+                     "the same loads stored to a second buffer (ordinary stores), bytes read + written"])
     fma_isas = [a for a in results.args.get("roof", []) if ("roof", "fma", a) in results.cells] + \
         [i for i in roofs.fma if ("roof", "fma", i) not in results.cells]
     for isa in dict.fromkeys(fma_isas):
@@ -127,6 +132,11 @@ def roof_table_rows(context, results, roofs):
         rows.append([f"fma, {isa}", fmt_unit(number(start), "GFLOP/s") if number(start) else "not measured",
                      fmt_unit(results.value("roof", "fma", isa, "flops_per_second"), "GFLOP/s"),
                      FMA_WHAT.get(isa, "")])
+    f16c_isas = [a for a in results.args.get("roof", []) if ("roof", "f16c", a) in results.cells] + list(roofs.f16c)
+    for isa in dict.fromkeys(f16c_isas):
+        start = context.get(f"roof_f16c_{isa}_flops_per_second")
+        rows.append([f"f16c, {isa}", fmt_unit(number(start), "GFLOP/s") if number(start) else "not measured",
+                     fmt_unit(results.value("roof", "f16c", isa, "flops_per_second"), "GFLOP/s"), F16C_WHAT])
     return rows
 
 
@@ -268,8 +278,9 @@ def dense_section(results, roofs, context):
 
 def nn_section(results, roofs, context):
     out = ["## Losses, softmax and cross-entropy", ""]
-    out.append("GB/s of input read (mse: p and y; softmax: x; xent: logits and labels), and its fraction of the "
-               "read roof of the level. softmax also compares elements per second with the fastest peer of the "
+    out.append("GB/s of input read (mse: p and y; softmax: x; xent: logits and labels), and the roof fraction: "
+               "mse's of the read roof of the level; softmax's, softmax_naive's and xent's, whose bytes read + "
+               "written (y, dlogits) are counted, of the copy roof of the level. softmax also compares elements per second with the fastest peer of the "
                "same storage type (f32 with XNNPACK's f32 softmax); the other operations have no peer.")
     found = False
     for op in NN_OPS:

@@ -1,9 +1,17 @@
 """The roofs of one run and each kernel's fraction of its roof.
 
 The roof fraction is one definition everywhere: a kernel's rate / the roof measured once at the start of the same
-run (halfmap_bench puts the roofs in the context, roof_read_<level>_bytes_per_second and
-roof_fma_<isa>_flops_per_second, and each kernel's counter roof_fraction). For a JSON without them (older runs) the
-report divides by the roof/* benchmarks of the same JSON instead, and says so.
+run (halfmap_bench puts the roofs in the context, roof_read_<level>_bytes_per_second,
+roof_copy_<level>_bytes_per_second, roof_fma_<isa>_flops_per_second and roof_f16c_<isa>_flops_per_second, and each
+kernel's counter roof_fraction). For a JSON without them (older runs) the report divides by the roof/* benchmarks
+of the same JSON instead, and says so.
+
+softmax, softmax_naive and xent write as many bytes as they read, so their roof is the copy roof of the level
+(bytes read + written per second). A JSON from before that rule (label roof=read/<level>) is converted: its
+bytes written are elements_per_second x the storage size.
+
+The per-operation f16 kernels of avx2 and avx512 (mode f16, F16C) are also compared with the F16C round-trip roof
+of their ISA (an FMA rounded to fp16 and back after every step): f16c_fraction.
 
 Which FMA roof a dense kernel is compared with is halfmap_bench's rule (bench/bench_roof.cpp, compute_roof_isa),
 read from the benchmark label (roof=fma/<isa>, roof=none for ref). A JSON older than the label still says it in
@@ -15,6 +23,12 @@ roof of their arithmetic on this machine.
 import re
 
 from .results import DENSE_OPS, is_peer, number
+
+COPY_OPS = ("softmax", "softmax_naive", "xent")
+STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+F16C_ISAS = ("avx2", "avx512")
+F16C_OPS = ("sum", "sumsq", "dot")  # one rounded add or FMA per element; maxabs rounds nothing
+F16C_WHAT = "vfmadd*ps + vcvtps2ph + vcvtph2ps, each FMA rounded to fp16 and back"
 
 # Startup roofs are printed with 6 significant digits ({:.6g}): a kernel's rate / its roof_fraction is within
 # 5e-6 of the roof it divided by; 1e-5 accepts that and still tells apart roofs 1.7e-5 apart (Zen 4's avx2 and
@@ -31,29 +45,29 @@ FMA_WHAT = {
 }
 
 
+KINDS = {"read": "bytes_per_second", "copy": "bytes_per_second", "fma": "flops_per_second",
+         "f16c": "flops_per_second"}
+
+
 class Roofs:
-    """The roofs of this run: read[level] and fma[isa] from the context (measured at startup), else from the roof/*
-    benchmarks of the same JSON (source says which)."""
+    """The roofs of this run: read[level], copy[level], fma[isa] and f16c[isa] from the context (measured at
+    startup), else from the roof/* benchmarks of the same JSON (source says which)."""
 
     def __init__(self, context, results):
-        self.read, self.fma, self.source = {}, {}, {}
+        self.read, self.copy, self.fma, self.f16c, self.source = {}, {}, {}, {}, {}
         for key, value in context.items():
-            m = re.match(r"^roof_read_(\w+)_bytes_per_second$", key)
+            m = re.match(r"^roof_(read|copy|fma|f16c)_(\w+)_(bytes|flops)_per_second$", key)
             if m and number(value):
-                self.read[m.group(1)], self.source[("read", m.group(1))] = number(value), "startup"
-            m = re.match(r"^roof_fma_(\w+)_flops_per_second$", key)
-            if m and number(value):
-                self.fma[m.group(1)], self.source[("fma", m.group(1))] = number(value), "startup"
+                getattr(self, m.group(1))[m.group(2)] = number(value)
+                self.source[(m.group(1), m.group(2))] = "startup"
         for kernel in results.kernels.get("roof", []):
+            if kernel not in KINDS:
+                continue
+            found = getattr(self, kernel)
             for arg in results.args.get("roof", []):
-                if kernel == "read" and arg not in self.read:
-                    v = results.value("roof", "read", arg, "bytes_per_second")
-                    if v:
-                        self.read[arg], self.source[("read", arg)] = v, "benchmark"
-                if kernel == "fma" and arg not in self.fma:
-                    v = results.value("roof", "fma", arg, "flops_per_second")
-                    if v:
-                        self.fma[arg], self.source[("fma", arg)] = v, "benchmark"
+                v = results.value("roof", kernel, arg, KINDS[kernel])
+                if v and arg not in found:
+                    found[arg], self.source[(kernel, arg)] = v, "benchmark"
 
     def any_from_benchmarks(self):
         return any(s == "benchmark" for s in self.source.values())
@@ -106,6 +120,8 @@ def roof_fraction(results, roofs, suite, kernel, arg):
     cell = results.cells.get((suite, kernel, str(arg)))
     if cell is None:
         return None, results.why_missing(suite, kernel, arg)
+    if suite in COPY_OPS:
+        return copy_fraction(results, roofs, suite, kernel, arg)
     if cell.get("roof_fraction") is not None:
         return cell["roof_fraction"], None
     if suite in DENSE_OPS:
@@ -118,6 +134,52 @@ def roof_fraction(results, roofs, suite, kernel, arg):
     if not roof or rate is None:
         return None, "roof not measured"
     return rate / roof, None
+
+
+def bytes_moved(results, suite, kernel, arg):
+    """Bytes read + written per second by a softmax or xent kernel: its counter bytes_moved_per_second, else (a JSON
+    from before it) bytes_per_second + elements_per_second x the storage size; None where neither is there."""
+    moved = results.value(suite, kernel, arg, "bytes_moved_per_second")
+    if moved:
+        return moved
+    read = results.value(suite, kernel, arg, "bytes_per_second")
+    elements = results.value(suite, kernel, arg, "elements_per_second")
+    size = STORAGE_BYTES.get(results.storage(kernel))
+    return read + elements * size if read and elements and size else None
+
+
+def copy_fraction(results, roofs, suite, kernel, arg):
+    """(fraction, None) or (None, why) of a softmax or xent kernel against the copy roof of level `arg`: the counter
+    roof_fraction where its label says roof=copy/<level>, else bytes read + written / the copy roof."""
+    cell = results.cells.get((suite, kernel, str(arg)))
+    if cell is None:
+        return None, results.why_missing(suite, kernel, arg)
+    if cell.get("roof_fraction") is not None and (results.facts(kernel).roof or "").startswith("copy/"):
+        return cell["roof_fraction"], None
+    roof, moved = roofs.copy.get(str(arg)), bytes_moved(results, suite, kernel, arg)
+    if not roof or moved is None:
+        return None, "copy roof not measured" if not roof else "no bytes_per_second"
+    return moved / roof, None
+
+
+def f16c_fraction(results, roofs, suite, kernel, arg):
+    """(fraction, None) or (None, why) of a per-operation f16 kernel of avx2 or avx512 (a dense one, or sum, sumsq
+    or dot) against the F16C round-trip roof of its ISA: the counter f16c_roof_fraction, else its flops per second
+    (reductions: 2 per element, one rounded operation each) / the roof."""
+    cell = results.cells.get((suite, kernel, str(arg)))
+    if cell is None:
+        return None, results.why_missing(suite, kernel, arg)
+    if cell.get("f16c_roof_fraction") is not None:
+        return cell["f16c_roof_fraction"], None
+    isa = results.facts(kernel).isa
+    roof = roofs.f16c.get(isa)
+    if not roof:
+        return None, f"F16C roof of {isa} not measured"
+    if suite in DENSE_OPS:
+        rate = cell.get("flops_per_second")
+    else:
+        rate = 2 * cell["elements_per_second"] if cell.get("elements_per_second") else None
+    return (rate / roof, None) if rate else (None, "no rate")
 
 
 def roof_name(results, roofs, suite, kernel):

@@ -4,26 +4,35 @@
     2. f16_f32acc dense >= 0.9x halfmap's f32 dense, ISA by ISA;
     3. bf16_f32acc dense >= 0.9x oneDNN's bf16 matmul;
     4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected;
-    5. the memory-bound kernels (reductions, mse, softmax) >= 0.85x the read roof at dram;
-    6. f32 softmax >= 1.0x XNNPACK's f32 softmax at each level;
+    5. the memory-bound kernels that only read (reductions, mse) >= 0.85x the read roof at dram;
+    6. f32 softmax >= 1.5x XNNPACK's f32 softmax at each level;
     7. every f32, f16_f32acc and bf16_f32acc dense path >= 1.0x the best peer of the same ISA and arithmetic, at
        256³, 512³ and 1024³ (issue 14: peers capped to each ISA; the median of the repetitions where the run has
        them).
     8. `halfmap diagnose` of 2^20 x 100 float32 rows in under 10 s wall, with a peak resident size under 1.5x the
-       input files (diagnose.py, from tools/diagnose_bench.py's JSON).
+       input files (diagnose.py, from tools/diagnose_bench.py's JSON);
+    9. f32 softmax and xent >= 0.85x the copy roof at dram (they write as many bytes as they read: issue 14), and
+       their fp16 and bf16 storage kernels >= 1.8x the elements/s of the f32 kernel of the same op and ISA (else
+       the fastest f32 one);
+   10. the per-operation f16 kernels of avx2 and avx512 (F16C) >= 0.9x the F16C round-trip roof of their ISA:
+       dense at 1024³, sum, sumsq and dot at dram.
 """
 
 from . import diagnose as diagnose_bench
 from .markdown import LEVELS, fmt_rate
 from .peers import PEER_SUFFIX, Peers
 from .results import REDUCE_OPS, is_peer, suite_of
-from .roofs import roof_fraction
+from .roofs import F16C_ISAS, F16C_OPS, bytes_moved, copy_fraction, f16c_fraction, roof_fraction
 
 TARGET_SIZE = "1024"
 SAME_ISA_SIZES = ("256", "512", "1024")
 SAME_ISA_MODES = ("f32", "f16_f32acc", "bf16_f32acc")
 ROOF_TARGET = 0.85
-ROOF_TARGET_OPS = REDUCE_OPS + ("mse", "softmax")
+ROOF_TARGET_OPS = REDUCE_OPS + ("mse",)
+COPY_TARGET_OPS = ("softmax", "xent")
+HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
+F16C_TARGET = 0.9
+XNNPACK_SOFTMAX = 1.5
 GFLOPS = "GFLOP/s"
 
 
@@ -125,6 +134,45 @@ def memory_targets(rows, results, roofs):
                          "-" if missing else f"{frac:.3f}", f"≥ {ROOF_TARGET:g}", judge(frac, ROOF_TARGET, missing)])
 
 
+def copy_targets(rows, results, roofs):
+    """Target 9: softmax and xent at dram against the copy roof (f32) and against f32's elements/s (fp16, bf16)."""
+    roof = roofs.copy.get("dram")
+    for op in COPY_TARGET_OPS:
+        for kernel in of_mode(results, op, "f32"):
+            value = bytes_moved(results, op, kernel, "dram")
+            frac, missing = copy_fraction(results, roofs, op, kernel, "dram")
+            rows.append([f"f32 {op} ≥ 0.85× the copy roof at dram: `{kernel}`",
+                         "-" if missing else f"{fmt_rate(value)} / {fmt_rate(roof)} GB/s read + written",
+                         "-" if missing else f"{frac:.3f}", f"≥ {ROOF_TARGET:g}", judge(frac, ROOF_TARGET, missing)])
+        for mode in ("f16_f32acc", "f16", "bf16_f32acc"):
+            for kernel in of_mode(results, op, mode):
+                isa = results.facts(kernel).isa
+                base, base_kernel = best_halfmap(results, op, "f32", "dram", "elements_per_second", isa)
+                if not base:
+                    base, base_kernel = best_halfmap(results, op, "f32", "dram", "elements_per_second")
+                value = results.value(op, kernel, "dram", "elements_per_second")
+                missing = (None if value else results.why_missing(op, kernel, "dram")) or \
+                    (None if base else base_kernel)
+                rows.add(f"{results.storage(kernel)} {op} ≥ {HALF_SPEEDUP:g}× f32's elements/s at dram: `{kernel}`",
+                         value, base, f"`{base_kernel}`" if base else "", HALF_SPEEDUP, missing, "Gelem/s")
+
+
+def f16c_targets(rows, results, roofs):
+    """Target 10: the per-operation f16 kernels of avx2 and avx512 against the F16C round-trip roof of their ISA."""
+    cases = [("dense_fwd", TARGET_SIZE, "dense", f"{TARGET_SIZE}³")] + [
+        ("reduce", "dram", op, "dram") for op in F16C_OPS]
+    for suite, arg, what, where in cases:
+        for kernel in of_mode(results, suite, "f16"):
+            facts = results.facts(kernel)
+            if facts.isa not in F16C_ISAS or (suite == "reduce" and facts.op != what):
+                continue
+            frac, missing = f16c_fraction(results, roofs, suite, kernel, arg)
+            roof = roofs.f16c.get(facts.isa)
+            rows.append([f"f16 per-op {what} ≥ 0.9× the F16C round-trip roof, {where}: `{kernel}`",
+                         "-" if missing else f"{frac:.3f} of {fmt_rate(roof)} {GFLOPS} (f16c {facts.isa})",
+                         "-" if missing else f"{frac:.3f}", f"≥ {F16C_TARGET:g}", judge(frac, F16C_TARGET, missing)])
+
+
 def softmax_targets(rows, results, peers):
     """Target 6: f32 softmax against XNNPACK's f32 softmax, at each level."""
     xnn = "xnnpack_f32" + PEER_SUFFIX
@@ -134,7 +182,8 @@ def softmax_targets(rows, results, peers):
         why = None if base else peers.why_missing(xnn, level)
         for kernel in kernels or ["f32 softmax kernel"]:
             value = results.value("softmax", kernel, level, "elements_per_second")
-            rows.add(f"f32 softmax ≥ 1.0× XNNPACK f32 softmax, {level}: `{kernel}`", value, base, "xnnpack_f32", 1.0,
+            rows.add(f"f32 softmax ≥ {XNNPACK_SOFTMAX:g}× XNNPACK f32 softmax, {level}: `{kernel}`", value, base,
+                     "xnnpack_f32", XNNPACK_SOFTMAX,
                      (None if value else results.why_missing("softmax", kernel, level)) or why, "Gelem/s")
 
 
@@ -145,6 +194,8 @@ def target_rows(results, roofs, context, diagnose=None):
     dense_targets(rows, results, Peers(results, context, "dense_fwd"))
     same_isa_targets(rows, results, Peers(results, context, "dense_fwd"))
     memory_targets(rows, results, roofs)
+    copy_targets(rows, results, roofs)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
+    f16c_targets(rows, results, roofs)
     rows += diagnose_bench.target_rows(diagnose)
     return rows
