@@ -8,8 +8,9 @@
 // (bench_nn.cpp), the peer libraries on the same shapes and inputs, dense_fwd/<lib>_<dtype>__peer/<size> and
 // softmax/<lib>_f32__peer/<level> (bench_peers.cpp), and the roofs roof/read/<level>, roof/copy/<level>,
 // roof/fma/<isa> and roof/f16c/<isa> (bench_roof.cpp). Before any of them, the roofs the kernels are compared with
-// (read and copy at each level, the FMA peak of each enabled ISA, the F16C round trip) are measured once, --halfmap_roof_time seconds each (default 0.25; 0: not measured, no roof_fraction counters), and
-// written to the context; each kernel benchmark reports its rate / its roof as the counter roof_fraction. Unless
+// (read and copy at each level, the FMA peak of each enabled ISA, the F16C round trip) are measured once,
+// --halfmap_roof_time seconds each (default 0.25; 0: not measured, no roof_fraction counters), and written to the
+// context; each kernel benchmark reports its rate / its roof as the counter roof_fraction. Unless
 // --benchmark_min_time is given, each benchmark runs for at least 0.1 s (not the library's 0.5 s), so that the
 // suites (every reduction kernel at 3 sizes, every dense kernel at 2 to 5) stay within minutes. The
 // floating-point environment is only read, never changed: flush-to-zero and denormals-are-zero stay off (a peer

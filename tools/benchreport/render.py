@@ -107,7 +107,8 @@ ROOF_FRACTION_TEXT = (
     "against the best roof of their arithmetic on this machine. `__ref` "
     "kernels have no FMA roof. The per-operation f16 kernels of avx2 and avx512 are also compared with the "
     "F16C round-trip roof of their ISA (an FMA rounded to fp16 and back after every step, as they compute; "
-    "a reduction's rounded add or FMA counts 2 flops) in the targets. FLOPs are counted the same way in roofs and kernels: an FMA is 2 per lane, "
+    "a reduction's rounded add or FMA counts 2 flops) in the targets. FLOPs are counted the same way in roofs "
+    "and kernels: an FMA is 2 per lane, "
     "vdpbf16ps 4 per f32 lane (2 per bf16 product), as in 2·M·N·K.")
 
 
@@ -280,7 +281,8 @@ def nn_section(results, roofs, context):
     out = ["## Losses, softmax and cross-entropy", ""]
     out.append("GB/s of input read (mse: p and y; softmax: x; xent: logits and labels), and the roof fraction: "
                "mse's of the read roof of the level; softmax's, softmax_naive's and xent's, whose bytes read + "
-               "written (y, dlogits) are counted, of the copy roof of the level. softmax also compares elements per second with the fastest peer of the "
+               "written (y, dlogits) are counted, of the copy roof of the level. softmax also compares elements "
+               "per second with the fastest peer of the "
                "same storage type (f32 with XNNPACK's f32 softmax); the other operations have no peer.")
     found = False
     for op in NN_OPS:

@@ -12,8 +12,8 @@
     8. `halfmap diagnose` of 2^20 x 100 float32 rows in under 10 s wall, with a peak resident size under 1.5x the
        input files (diagnose.py, from tools/diagnose_bench.py's JSON);
     9. f32 softmax and xent >= 0.85x the copy roof at dram (they write as many bytes as they read: issue 14), and
-       their fp16 and bf16 storage kernels >= 1.8x the elements/s of the f32 kernel of the same op and ISA (else
-       the fastest f32 one);
+       their fp16 and bf16 storage kernels >= 1.8x the elements/s of the f32 kernel of the same op and ISA (the
+       ISA it extends for avx512bf16, avx512fp16 and neonfp16; else the fastest f32 one);
    10. the per-operation f16 kernels of avx2 and avx512 (F16C) >= 0.9x the F16C round-trip roof of their ISA:
        dense at 1024³, sum, sumsq and dot at dram.
 """
@@ -33,6 +33,9 @@ COPY_TARGET_OPS = ("softmax", "xent")
 HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
 F16C_TARGET = 0.9
 XNNPACK_SOFTMAX = 1.5
+# The ISA whose f32 kernel a half-storage kernel is compared with: its own, or the one it extends (avx512bf16 and
+# avx512fp16 have no f32 kernels of their own).
+F32_ISA = {"avx512bf16": "avx512", "avx512fp16": "avx512", "neonfp16": "neon"}
 GFLOPS = "GFLOP/s"
 
 
@@ -146,7 +149,7 @@ def copy_targets(rows, results, roofs):
                          "-" if missing else f"{frac:.3f}", f"≥ {ROOF_TARGET:g}", judge(frac, ROOF_TARGET, missing)])
         for mode in ("f16_f32acc", "f16", "bf16_f32acc"):
             for kernel in of_mode(results, op, mode):
-                isa = results.facts(kernel).isa
+                isa = F32_ISA.get(results.facts(kernel).isa, results.facts(kernel).isa)
                 base, base_kernel = best_halfmap(results, op, "f32", "dram", "elements_per_second", isa)
                 if not base:
                     base, base_kernel = best_halfmap(results, op, "f32", "dram", "elements_per_second")
