@@ -1,5 +1,6 @@
 """The charts of bench.md (matplotlib, imported only here): bench_reductions.png and bench_nn.png, the memory-bound
-kernels' GB/s at l1, l2 and dram with the read roof of each level; bench_dense.png, the dense kernels' GFLOP/s
+kernels' GB/s at l1, l2 and dram with the read roof of each level (softmax and xent: half the copy roof, the
+bytes read of a copy); bench_dense.png, the dense kernels' GFLOP/s
 from 64 to 1024 with the FMA roofs and the peers. Colour by arithmetic (mode), marker by ISA; `__ref` left out."""
 
 import os
@@ -7,7 +8,7 @@ import tempfile
 
 from .markdown import LEVELS, size_key
 from .results import DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, peer_label, suite_of
-from .roofs import Roofs
+from .roofs import COPY_OPS, Roofs
 
 MODE_COLOURS = {"f32": "tab:blue", "f16_f32acc": "tab:green", "f16": "tab:orange", "bf16_f32acc": "tab:purple"}
 ISA_MARKERS = {"avx2": "s", "avx512": "o", "avx512bf16": "D", "avx512fp16": "^", "neon": "s", "neonfp16": "^"}
@@ -74,10 +75,13 @@ class Charts:
 
     def memory_panel(self, ax, op, suite):
         results, xs = self.results, list(range(len(LEVELS)))
-        roof = [(x, self.roofs.read.get(lv)) for x, lv in zip(xs, LEVELS) if self.roofs.read.get(lv)]
+        # softmax and xent write as many bytes as they read: the bytes read a copy allows are half the copy roof.
+        copies = op in COPY_OPS
+        levels = self.roofs.copy if copies else self.roofs.read
+        roof = [(x, levels[lv] / (2 if copies else 1)) for x, lv in zip(xs, LEVELS) if levels.get(lv)]
         if roof:
-            ax.plot(*zip(*[(x, r / 1e9) for x, r in roof]), color="k", ls="--", lw=2.2, marker="_",
-                    markersize=18, label="read roof")
+            ax.plot(*zip(*[(x, r / 1e9) for x, r in roof]), color="k" if not copies else "0.35", ls="--", lw=2.2,
+                    marker="_", markersize=18, label="copy roof, bytes read (half)" if copies else "read roof")
         for k in results.kernels.get(suite, []):
             if not shown(results, k, op):
                 continue
@@ -109,7 +113,8 @@ class Charts:
         for ax in list(axes.flat)[len(panels):]:
             ax.axis("off")
         self.legend(fig, axes, loc="center left", bbox_to_anchor=(1.0, 0.5))
-        fig.suptitle(f"{title}: GB/s read at each size level, single core, with the read roof; colour: arithmetic, "
+        fig.suptitle(f"{title}: GB/s read at each size level, single core, with the read roof (softmax, xent: half "
+                     f"the copy roof); colour: arithmetic, "
                      f"marker: ISA; `__ref` left out")
         fig.tight_layout()
         self.save(fig, name, title)
