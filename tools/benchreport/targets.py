@@ -15,7 +15,7 @@
        their fp16 and bf16 storage kernels >= 1.8x the elements/s of the f32 kernel of the same op and ISA (the
        ISA it extends for avx512bf16, avx512fp16 and neonfp16; else the fastest f32 one);
    10. the per-operation f16 kernels of avx2 and avx512 (F16C) >= 0.9x the F16C round-trip roof of their ISA:
-       dense at 1024³, sum, sumsq and dot at dram.
+       dense at 1024³, sum, sumsq and dot at l2 (at dram memory binds them first).
 """
 
 from . import diagnose as diagnose_bench
@@ -32,6 +32,7 @@ ROOF_TARGET_OPS = REDUCE_OPS + ("mse",)
 COPY_TARGET_OPS = ("softmax", "xent")
 HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
 F16C_TARGET = 0.9
+REDUCE_F16C_LEVEL = "l2"
 XNNPACK_SOFTMAX = 1.5
 # The ISA whose f32 kernel a half-storage kernel is compared with: its own, or the one it extends (avx512bf16 and
 # avx512fp16 have no f32 kernels of their own).
@@ -162,8 +163,10 @@ def copy_targets(rows, results, roofs):
 
 def f16c_targets(rows, results, roofs):
     """Target 10: the per-operation f16 kernels of avx2 and avx512 against the F16C round-trip roof of their ISA."""
+    # Reductions at l2: at dram their bytes bind them first (an fp16 sum at the read roof does 1 rounded add per
+    # 2 bytes, about a third of the F16C roof on the development machine), so only l2 tests the arithmetic.
     cases = [("dense_fwd", TARGET_SIZE, "dense", f"{TARGET_SIZE}³")] + [
-        ("reduce", "dram", op, "dram") for op in F16C_OPS]
+        ("reduce", REDUCE_F16C_LEVEL, op, REDUCE_F16C_LEVEL) for op in F16C_OPS]
     for suite, arg, what, where in cases:
         for kernel in of_mode(results, suite, "f16"):
             facts = results.facts(kernel)
