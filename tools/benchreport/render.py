@@ -137,7 +137,8 @@ def roof_table_rows(context, results, roofs):
     for isa in dict.fromkeys(f16c_isas):
         start = context.get(f"roof_f16c_{isa}_flops_per_second")
         rows.append([f"f16c, {isa}", fmt_unit(number(start), "GFLOP/s") if number(start) else "not measured",
-                     fmt_unit(results.value("roof", "f16c", isa, "flops_per_second"), "GFLOP/s"), F16C_WHAT])
+                     fmt_unit(results.value("roof", "f16c", isa, "flops_per_second"), "GFLOP/s"),
+                     F16C_WHAT.get(isa, "")])
     return rows
 
 

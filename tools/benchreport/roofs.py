@@ -28,7 +28,10 @@ COPY_OPS = ("softmax", "softmax_naive", "xent")
 STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 F16C_ISAS = ("avx2", "avx512")
 F16C_OPS = ("sum", "sumsq", "dot")  # one rounded add or FMA per element; maxabs rounds nothing
-F16C_WHAT = "vfmadd*ps + vcvtps2ph + vcvtph2ps, each FMA rounded to fp16 and back"
+F16C_WHAT = {
+    "avx2": "vfmadd*ps + vcvtps2ph + vcvtph2ps ymm, each FMA rounded to fp16 and back, 14 chains",
+    "avx512": "vfmadd*ps + vcvtps2ph + vcvtph2ps zmm, each FMA rounded to fp16 and back, 24 chains",
+}
 
 # Startup roofs are printed with 6 significant digits ({:.6g}): a kernel's rate / its roof_fraction is within
 # 5e-6 of the roof it divided by; 1e-5 accepts that and still tells apart roofs 1.7e-5 apart (Zen 4's avx2 and
