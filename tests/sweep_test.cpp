@@ -108,6 +108,7 @@ Options small_options() {
   o.sizes.xent_rows = 4;
   o.sizes.xent_cols = 8;
   o.seed = 7;
+  o.wide_s_grid.reset();  // s_grid for every experiment
   return o;
 }
 
@@ -115,11 +116,15 @@ bool same_bound(const Bound& a, const Bound& b) { return a.kind == b.kind && a.l
 
 std::string describe(const Bound& b) { return b.text; }
 
+void expect_same_boundary(const Boundary& a, const Boundary& b, const std::string& what) {
+  EXPECT_TRUE(same_bound(a.onset, b.onset)) << what << " onset " << describe(a.onset) << " vs " << describe(b.onset);
+  EXPECT_TRUE(same_bound(a.saturation, b.saturation))
+      << what << " saturation " << describe(a.saturation) << " vs " << describe(b.saturation);
+}
+
 void expect_same_thresholds(const Thresholds& a, const Thresholds& b, const std::string& what) {
-  EXPECT_TRUE(same_bound(a.s_overflow, b.s_overflow)) << what << ": s_overflow " << describe(a.s_overflow) << " vs "
-                                                      << describe(b.s_overflow);
-  EXPECT_TRUE(same_bound(a.s_underflow, b.s_underflow))
-      << what << ": s_underflow " << describe(a.s_underflow) << " vs " << describe(b.s_underflow);
+  expect_same_boundary(a.s_overflow, b.s_overflow, what + ": s_overflow");
+  expect_same_boundary(a.s_underflow, b.s_underflow, what + ": s_underflow");
   ASSERT_EQ(a.windows.size(), b.windows.size()) << what;
   for (std::size_t i = 0; i < a.windows.size(); ++i) {
     EXPECT_TRUE(same_bound(a.windows[i].S_min, b.windows[i].S_min))
@@ -228,14 +233,14 @@ TEST(SweepDeterminism, CompareMarksPathsThatDisagree) {
   EXPECT_NE(read_all(same).find("\n0 group(s) of paths that should agree do not."), std::string::npos);
   // Machine b's first path overflows a little later: its row must be marked.
   auto doc = nlohmann::ordered_json::parse(read_all(b + "/thresholds.json"));
-  auto& ov = doc["results"][0]["s_overflow"];
+  auto& ov = doc["results"][0]["s_overflow"]["onset"];
   ASSERT_EQ(ov["kind"], "found");
   ov["log2"] = ov["log2"].get<double>() + 0.01;
   write_file_atomic(b + "/thresholds.json", doc.dump(2));
   const std::string diff = temp_dir() + "/diff.md";
   ASSERT_EQ(compare({a, b}, diff), "");
   EXPECT_NE(read_all(diff).find("\n1 group(s) of paths that should agree do not."), std::string::npos);
-  EXPECT_NE(read_all(diff).find("**≠ s_overflow**"), std::string::npos);
+  EXPECT_NE(read_all(diff).find("**≠ s_overflow onset**"), std::string::npos);
   EXPECT_NE(compare({a + "/no-such"}, diff), "");
 }
 
@@ -527,16 +532,16 @@ TEST(SweepAnalytic, FwdSumOfOnesOverflowsAndStalls) {
   o.base_override = {std::vector<double>(4096, 1.0)};
   for (const Kernel* k : enabled(Op::sum, Mode::f16_f32acc)) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - std::log2(15.99609375)), 0x1p-10) << k->name << " " << t.s_overflow.text;
-    EXPECT_GE(t.s_overflow.value, 15.99609375) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(15.99609375)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_GE(t.s_overflow.onset.value, 15.99609375) << k->name;
   }
   for (const Kernel* k : enabled(Op::sum, Mode::f16_model)) {
     const Experiment e = experiment_of(*k);
     const Thresholds t = thresholds_of(o, e);
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - std::log2(16.0078125)), 0x1p-10) << k->name << " " << t.s_overflow.text;
-    EXPECT_GT(t.s_overflow.value, 16.0078125) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(16.0078125)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_GT(t.s_overflow.onset.value, 16.0078125) << k->name;
     Options one = o;
     const Cell c = evaluate_cell(one, e, Dist::uniform, 0.0, std::nullopt);
     EXPECT_EQ(c.fwd_value, 2048.0) << "the sum of 4096 ones in fp16 stalls at 2048";
@@ -556,10 +561,10 @@ TEST(SweepAnalytic, Bf16HasNoOverflowBelowTheF32Limit) {
   if (bf.empty()) GTEST_SKIP() << "no bf16 path";
   for (const Kernel* k : bf) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_NEAR(t.s_overflow.log2, 116.0, 0.01) << k->name << " " << t.s_overflow.text;
-    ASSERT_EQ(t.storage_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_NEAR(t.storage_overflow.log2, 128.0, 0.01) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_NEAR(t.s_overflow.onset.log2, 116.0, 0.01) << k->name << " " << t.s_overflow.onset.text;
+    ASSERT_EQ(t.storage_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_NEAR(t.storage_overflow.onset.log2, 128.0, 0.01) << k->name;
   }
   // And on the default grid (up to 2^40) with the default inputs, no bf16 reduction, dense layer, mse or stable
   // softmax overflows at all. (The naive softmax overflows where f32's exp does, below; xent's loss becomes inf
@@ -568,7 +573,7 @@ TEST(SweepAnalytic, Bf16HasNoOverflowBelowTheF32Limit) {
   d.s_grid = {-40, 40, 4};
   d.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "dense_fwd", "mse", "softmax"}, {"bf16_f32acc"});
   for (const ItemResult& it : run(d).items) {
-    EXPECT_EQ(it.thresholds.s_overflow.kind, Bound::Kind::above_grid) << d.experiments[it.experiment].fwd.name;
+    EXPECT_EQ(it.thresholds.s_overflow.onset.kind, Bound::Kind::above_grid) << d.experiments[it.experiment].fwd.name;
   }
 }
 
@@ -584,8 +589,8 @@ TEST(SweepAnalytic, Bf16NaiveSoftmaxOverflowsWhereF32ExpDoes) {
   o.base_override = {x};
   for (const Kernel* k : naive) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - std::log2(88.75)), 0x1p-10) << k->name << " " << t.s_overflow.text;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(88.75)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
   }
 }
 
@@ -603,8 +608,8 @@ TEST(SweepAnalytic, MseOverflowsAtDifference256) {
   o.base_override = {p, y};
   for (const Kernel* k : model) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - 8.0), 0x1p-10) << k->name << " " << t.s_overflow.text;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - 8.0), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
   }
 }
 
@@ -622,16 +627,16 @@ TEST(SweepAnalytic, NaiveSoftmaxOverflowsAtExpLimit) {
   o.base_override = {x};
   for (const Kernel* k : naive) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_EQ(to_f16(t.s_overflow.value).bits, to_f16(11.09375f).bits) << k->name << " " << t.s_overflow.text;
-    EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.bracket_lo))), 11.09375f) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_EQ(to_f16(t.s_overflow.onset.value).bits, to_f16(11.09375f).bits) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.onset.bracket_lo))), 11.09375f) << k->name;
   }
   for (const Kernel* k : enabled(Op::softmax)) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    if (t.s_overflow.kind == Bound::Kind::above_grid) continue;
-    ASSERT_EQ(t.storage_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_GE(t.s_overflow.log2, t.storage_overflow.log2) << k->name << ": the stable softmax overflowed at "
-                                                          << t.s_overflow.text << " before its inputs did";
+    if (t.s_overflow.onset.kind == Bound::Kind::above_grid) continue;
+    ASSERT_EQ(t.storage_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_GE(t.s_overflow.onset.log2, t.storage_overflow.onset.log2) << k->name << ": the stable softmax overflowed at "
+                                                          << t.s_overflow.onset.text << " before its inputs did";
   }
 }
 
@@ -763,8 +768,8 @@ TEST(SweepStandIns, MseOverflowsAtDifference256) {
   p[3] = 1.0;
   o.base_override = {p, y};
   const Thresholds t = thresholds_of(o, standin("f16_mse__standin", Op::mse, Mode::f16_model, DType::f16));
-  ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found);
-  EXPECT_LE(std::fabs(t.s_overflow.log2 - 8.0), 0x1p-10) << t.s_overflow.text;
+  ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found);
+  EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - 8.0), 0x1p-10) << t.s_overflow.onset.text;
   // Its gradient: dp = 2 S (p - y)/n flushes where |2 S d / n| <= 2^-25; at s = 1 (d = 1, n = 16): S <= 2^-22.
   Options g = o;
   g.S_grid = {-30, -10, 1};
@@ -782,13 +787,13 @@ TEST(SweepStandIns, NaiveSoftmaxOverflowsAtExpLimitStableDoesNot) {
   o.base_override = {x};
   const Thresholds t =
       thresholds_of(o, standin("f16_softmax_naive__standin", Op::softmax_naive, Mode::f16_model, DType::f16));
-  ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found);
-  EXPECT_EQ(to_f16(t.s_overflow.value).bits, to_f16(11.09375f).bits) << t.s_overflow.text;
-  EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.bracket_lo))), 11.09375f);
+  ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found);
+  EXPECT_EQ(to_f16(t.s_overflow.onset.value).bits, to_f16(11.09375f).bits) << t.s_overflow.onset.text;
+  EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.onset.bracket_lo))), 11.09375f);
   const Thresholds st = thresholds_of(o, standin("f16_softmax__standin", Op::softmax, Mode::f16_model, DType::f16));
-  ASSERT_EQ(st.storage_overflow.kind, Bound::Kind::found);
-  ASSERT_EQ(st.s_overflow.kind, Bound::Kind::found) << "inputs overflow the storage on this grid";
-  EXPECT_GE(st.s_overflow.log2, st.storage_overflow.log2) << st.s_overflow.text;
+  ASSERT_EQ(st.storage_overflow.onset.kind, Bound::Kind::found);
+  ASSERT_EQ(st.s_overflow.onset.kind, Bound::Kind::found) << "inputs overflow the storage on this grid";
+  EXPECT_GE(st.s_overflow.onset.log2, st.storage_overflow.onset.log2) << st.s_overflow.onset.text;
 }
 
 TEST(SweepStandIns, LossOpsRunDeterministicallyAndReportPlantedNans) {
