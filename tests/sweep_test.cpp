@@ -35,6 +35,7 @@
 #include "halfmap/atomic_file.hpp"
 #include "halfmap/detmath.hpp"
 #include "halfmap/half.hpp"
+#include "sweep/lattice.hpp"
 #include "test_util.hpp"
 
 namespace halfmap::sweep {
@@ -823,6 +824,155 @@ TEST(SweepStandIns, LossOpsRunDeterministicallyAndReportPlantedNans) {
       EXPECT_EQ(c.first_stage, "input");
     }
   }
+}
+
+// ---- thresholds that do not depend on the grid ------------------------------------------------------------------
+
+std::string bound_key(const Bound& b) { return fmt::format("{}:{}", int(b.kind), b.log2); }
+
+/// Every number a threshold reports, as text: equal texts mean identical thresholds.
+std::string threshold_key(const Thresholds& t) {
+  std::string k;
+  for (const Boundary* b : {&t.s_overflow, &t.s_underflow, &t.storage_overflow, &t.storage_underflow}) {
+    k += bound_key(b->onset) + " " + bound_key(b->saturation) + " | ";
+  }
+  for (const Window& w : t.windows) {
+    k += fmt::format("s=2^{} [{}, {}] empty {}", w.log2_s, bound_key(w.S_min), bound_key(w.S_max), w.empty);
+    if (w.good_hull) k += fmt::format(" hull {} {}", w.good_hull->first, w.good_hull->second);
+    for (const auto& [lo, hi] : w.bad_inside) k += fmt::format(" bad {} {}", lo, hi);
+    k += " | ";
+  }
+  return k;
+}
+
+TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) {
+  // The thresholds are lattice points found on the lattice itself; the grid's cells only save evaluations. So a
+  // grid 4x finer in s and in S (the same ranges) must give the same numbers, not merely close ones.
+  Options o = small_options();
+  o.s_grid = {-40, 40, 0.5};
+  o.wide_s_grid = Grid{-160, 140, 2};
+  o.S_grid = {0, 32, 1};
+  o.dists = {Dist::normal, Dist::uniform};
+  o.threads = kThreads;
+  o.experiments = plan_experiments({"sum", "sumsq", "mse", "xent", "dense_fwd"}, {"ref", "f16_f32acc", "f32"});
+  Options fine = o;
+  fine.s_grid.step = 0.125;
+  fine.wide_s_grid->step = 0.5;
+  fine.S_grid.step = 0.25;
+  const Result a = run(o), b = run(fine);
+  ASSERT_EQ(a.items.size(), b.items.size());
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < a.items.size(); ++i) {
+    const Experiment& e = o.experiments[a.items[i].experiment];
+    EXPECT_EQ(threshold_key(a.items[i].thresholds), threshold_key(b.items[i].thresholds))
+        << e.fwd.name << " " << dist_name(a.items[i].dist) << ": the 4x finer grid moved a threshold";
+    found += a.items[i].thresholds.s_overflow.onset.kind == Bound::Kind::found ? 1 : 0;
+  }
+  EXPECT_EQ(found, a.items.size()) << "every item (f32 on its wide grid too) overflows inside its grid";
+}
+
+/// A predicate on the lattice given as a set of true stretches [lo, hi], counting its evaluations.
+struct Stretches {
+  std::vector<std::pair<Index, Index>> on;
+  std::size_t calls = 0;
+  bool operator()(Index k) {
+    ++calls;
+    for (const auto& [lo, hi] : on) {
+      if (lo <= k && k <= hi) return true;
+    }
+    return false;
+  }
+};
+
+TEST(SweepLattice, ScanFindsTheOnsetAndSaturationOfANonMonotonePredicate) {
+  // Coarse points every 256: 1792 is false, 2048 true. Overflow comes and goes: true at 1700 (inside the margin
+  // below the coarse switch), at 1900..1903, false again up to 1909, true from 1910 on. A bisection of
+  // [1792, 2048] would report one of the switches (1900 or 1910) and miss 1700; the scan sees them all.
+  Stretches f{{{1700, 1700}, {1900, 1903}, {1910, 1 << 20}}};
+  Probe p([&f](Index k) { return f(k); });
+  Lattice L;
+  L.lo = -4096;
+  L.hi = 8192;
+  L.coarse = 256;
+  L.margin = 128;
+  const std::vector<sweep::Run> runs = scan(L, p, Refine::ends, false);
+  const sweep::Run* first_true = nullptr;
+  for (const sweep::Run& r : runs) {
+    if (r.v == 1 && first_true == nullptr) first_true = &r;
+  }
+  ASSERT_NE(first_true, nullptr);
+  EXPECT_EQ(first_true->lo, 1700) << "the onset: the smallest true point";
+  ASSERT_GE(runs.size(), 2u);
+  EXPECT_EQ(runs.back().v, 1);
+  EXPECT_EQ(runs.back().lo, 1910) << "the saturation: the start of the last true stretch";
+  EXPECT_LT(f.calls, 1000u) << "only the coarse points and the switch with its margin are scanned";
+}
+
+TEST(SweepLattice, PhaseTailFollowsALossThatComesBackEveryBinade) {
+  // As the fp16 mse near its underflow: lost at s <= 2^0 (k < 100 here) and, between the coarse points, at the
+  // phases 770..779 of every binade (1024 points) up to k = 5000. No coarse point (multiples of 256) sees those:
+  // the last lost point is 4096 + 779 = 4875, found by following each phase a binade at a time.
+  Stretches f;
+  f.on.push_back({-4096, 99});
+  for (Index b = 0; b * 1024 + 779 < 5000; ++b) f.on.push_back({b * 1024 + 770, b * 1024 + 779});
+  Probe p([&f](Index k) { return f(k); });
+  Lattice L;
+  L.lo = -4096;
+  L.hi = 8192;
+  L.coarse = 256;
+  L.margin = 128;
+  L.tail = 1024;
+  const std::vector<sweep::Run> runs = scan(L, p, Refine::ends, false);
+  Index last = L.lo - 1;
+  for (const sweep::Run& r : runs) {
+    if (r.v == 1) last = r.hi;
+  }
+  EXPECT_EQ(last, 4875) << "the onset of the underflow: the largest lost point";
+  // A margin of 128 above the coarse switch at 0..256 would have stopped at 384.
+  L.tail = 0;
+  Stretches g = f;
+  Probe q([&g](Index k) { return g(k); });
+  Index last_margin = L.lo - 1;
+  for (const sweep::Run& r : scan(L, q, Refine::ends, false)) {
+    if (r.v == 1) last_margin = r.hi;
+  }
+  EXPECT_EQ(last_margin, 99) << "without the phase tail the islands are invisible (why the tail exists)";
+}
+
+TEST(SweepLattice, SubLatticeBisectsEachSwitchToTheLattice) {
+  // Good S on [100, 300] and [310, 2000]; the scan visits every 16th point and bisects: both ends exact, and the
+  // bad stretch 301..309 is seen because 304 is a visited point.
+  Stretches f{{{100, 300}, {310, 2000}}};
+  Probe p([&f](Index k) { return f(k); });
+  Lattice L;
+  L.lo = 0;
+  L.hi = 4096;
+  L.coarse = 1024;
+  L.margin = 256;
+  L.sub = 16;
+  const std::vector<sweep::Run> runs = scan(L, p, Refine::all, false);
+  std::vector<std::pair<Index, Index>> good;
+  for (const sweep::Run& r : runs) {
+    if (r.v == 1) good.emplace_back(r.lo, r.hi);
+  }
+  EXPECT_EQ(good, (std::vector<std::pair<Index, Index>>{{100, 300}, {310, 2000}}));
+}
+
+TEST(SweepThresholds, WindowBeyondTheGridPrintsTheGridsEnd) {
+  // An empty window (no good S anywhere) says S_min lies beyond the S grid's last point, whatever the scan saw.
+  Options o = small_options();
+  o.S_grid = {0, 32, 1};
+  o.experiments = plan_experiments({"xent"}, {"ref"});
+  o.dists = {Dist::uniform};
+  bool any_empty = false;
+  for (const ItemResult& it : run(o).items) {
+    for (const Window& w : it.thresholds.windows) {
+      if (!w.empty) continue;
+      any_empty = true;
+      EXPECT_EQ(w.S_min.text, "> 2^32") << o.experiments[it.experiment].fwd.name;
+    }
+  }
+  EXPECT_TRUE(any_empty) << "xent's windows after its forward overflowed are empty";
 }
 
 // ---- options ---------------------------------------------------------------------------------------------------
