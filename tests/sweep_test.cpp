@@ -884,17 +884,23 @@ struct Stretches {
   }
 };
 
+/// Lattice points -4096 .. 8192, coarse points every 256, a margin of 128.
+Lattice test_lattice() {
+  Lattice L;
+  L.lo = -4096;
+  L.hi = 8192;
+  L.coarse = 256;
+  L.margin = 128;
+  return L;
+}
+
 TEST(SweepLattice, ScanFindsTheOnsetAndSaturationOfANonMonotonePredicate) {
   // Coarse points every 256: 1792 is false, 2048 true. Overflow comes and goes: true at 1700 (inside the margin
   // below the coarse switch), at 1900..1903, false again up to 1909, true from 1910 on. A bisection of
   // [1792, 2048] would report one of the switches (1900 or 1910) and miss 1700; the scan sees them all.
   Stretches f{{{1700, 1700}, {1900, 1903}, {1910, 1 << 20}}};
   Probe p([&f](Index k) { return f(k); });
-  Lattice L;
-  L.lo = -4096;
-  L.hi = 8192;
-  L.coarse = 256;
-  L.margin = 128;
+  Lattice L = test_lattice();
   const std::vector<sweep::Run> runs = scan(L, p, Refine::ends, false);
   const sweep::Run* first_true = nullptr;
   for (const sweep::Run& r : runs) {
@@ -908,19 +914,15 @@ TEST(SweepLattice, ScanFindsTheOnsetAndSaturationOfANonMonotonePredicate) {
   EXPECT_LT(f.calls, 1000u) << "only the coarse points and the switch with its margin are scanned";
 }
 
-TEST(SweepLattice, PhaseTailFollowsALossThatComesBackEveryBinade) {
+TEST(SweepLattice, TailFollowsALossThatComesBackEveryBinade) {
   // As the fp16 mse near its underflow: lost at s <= 2^0 (k < 100 here) and, between the coarse points, at the
   // phases 770..779 of every binade (1024 points) up to k = 5000. No coarse point (multiples of 256) sees those:
-  // the last lost point is 4096 + 779 = 4875, found by following each phase a binade at a time.
+  // the last lost point is 4096 + 779 = 4875, found by scanning on until a whole binade is clean.
   Stretches f;
   f.on.push_back({-4096, 99});
   for (Index b = 0; b * 1024 + 779 < 5000; ++b) f.on.push_back({b * 1024 + 770, b * 1024 + 779});
   Probe p([&f](Index k) { return f(k); });
-  Lattice L;
-  L.lo = -4096;
-  L.hi = 8192;
-  L.coarse = 256;
-  L.margin = 128;
+  Lattice L = test_lattice();
   L.tail = 1024;
   const std::vector<sweep::Run> runs = scan(L, p, Refine::ends, false);
   Index last = L.lo - 1;
@@ -936,7 +938,7 @@ TEST(SweepLattice, PhaseTailFollowsALossThatComesBackEveryBinade) {
   for (const sweep::Run& r : scan(L, q, Refine::ends, false)) {
     if (r.v == 1) last_margin = r.hi;
   }
-  EXPECT_EQ(last_margin, 99) << "without the phase tail the islands are invisible (why the tail exists)";
+  EXPECT_EQ(last_margin, 99) << "without the tail the islands are invisible (why the tail exists)";
 }
 
 TEST(SweepLattice, SubLatticeBisectsEachSwitchToTheLattice) {

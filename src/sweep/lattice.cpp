@@ -69,20 +69,13 @@ void scan_all(const Lattice& L, Probe& p, Index a, Index b) {
   }
 }
 
-/// The phase tail above the last switch's lower coarse point `from`: every point of [from, from + tail), then,
-/// for each point there that differs from `end_value`, the point one tail (one binade) higher, and so on: the
-/// predicate comes back, if at all, a binade higher at the same phase of log2 s (README.md, "Thresholds").
-void phase_tail(const Lattice& L, Probe& p, Index from, bool end_value) {
-  std::vector<Index> pending;
-  for (Index k = from; k < from + L.tail && k <= L.hi; ++k) {
-    if (p(k) != end_value) pending.push_back(k);
-  }
-  while (!pending.empty()) {
-    std::vector<Index> next;
-    for (Index k : pending) {
-      if (k + L.tail <= L.hi && p(k + L.tail) != end_value) next.push_back(k + L.tail);
-    }
-    pending.swap(next);
+/// The tail above the last switch's lower coarse point `from`: every point upwards until L.tail consecutive ones
+/// after the last that differs from `end_value` (or the range's end). It follows a predicate that comes back a
+/// binade later at the same phase of log2 s, and one that comes and goes at random (README.md, "Thresholds").
+void tail_scan(const Lattice& L, Probe& p, Index from, bool end_value) {
+  Index last_diff = from;
+  for (Index k = from; k <= L.hi && k - last_diff <= L.tail; ++k) {
+    if (p(k) != end_value) last_diff = k;
   }
 }
 
@@ -105,7 +98,7 @@ std::vector<Run> scan(const Lattice& L, Probe& p, Refine which, bool monotone) {
     const bool both = which == Refine::all;
     if (last && L.tail > 0) {
       scan_all(L, p, c[i] - (first ? L.margin : 0), c[i]);
-      phase_tail(L, p, c[i], p(c[i + 1]));
+      tail_scan(L, p, c[i], p(c[i + 1]));
       continue;
     }
     scan_all(L, p, c[i] - (both || first ? L.margin : 0), c[i + 1] + (both || last ? L.margin : 0));

@@ -18,9 +18,8 @@ struct Lattice {
   double res = 0x1p-10;
   Index lo = 0, hi = 0;
   Index coarse = 512, margin = 512;
-  /// When > 0 (one binade), the last switch is scanned over `tail` points from its lower coarse point instead of
-  /// its margin above, and every point there that differs from the range's end value again `tail` higher, until
-  /// none does: each phase of log2 s is followed until it agrees with the end (phase_tail in lattice.cpp).
+  /// When > 0 (one binade), the last switch is scanned from its lower coarse point upwards, instead of over its
+  /// margin, until `tail` consecutive points after the last one that differs from the range's end value.
   Index tail = 0;
   /// When > 1, a scan visits every `sub`-th point and bisects each pair of neighbours that differ down to adjacent
   /// points: switches are exact to the lattice, stretches narrower than `sub` points between equal ones unseen.

@@ -147,10 +147,10 @@ Thresholds thresholds_for(const Options& o, const Experiment& e, Runner& r, cons
   th.storage_underflow = falling(L, flushed_runs, flushed_runs, true);
   Lattice D = L;
   D.hi = underflow_domain_end(L, underflowed);
-  // The onset: the last lost point, followed phase by phase (a lost forward comes back a binade later at the same
-  // phase, or never), or the vanished region's end. The saturation: the first switch of either, with its margin.
+  // The onset: the last lost point, scanned on until a whole binade is clean (a lost forward comes back a binade
+  // later at the same phase, or sooner), or the vanished region's end. The saturation: the first switch of either.
   Lattice T = D;
-  T.tail = Index(1 / kThresholdLattice);
+  T.tail = Index(1 / kThresholdLattice);  // one binade
   const std::vector<Run> onset_runs =
       runs_or(scan(T, lost, Refine::ends, false), scan(D, vanished, Refine::ends, true));
   th.s_underflow = falling(D, onset_runs, scan(D, underflowed, Refine::ends, false), D.hi == L.hi);
