@@ -132,10 +132,10 @@ struct Cell {
 
 /// The resolution (log2) of the lattice on which the thresholds over s are found, its coarse spacing and the
 /// margin scanned beyond a coarse switch (README.md, "Thresholds", says why these make the result exact).
-inline constexpr double kThresholdLattice = 0x1p-10, kThresholdCoarse = 0.25, kThresholdMargin = 0.125;
+inline constexpr double kThresholdLattice = 0x1p-10, kThresholdCoarse = 0.25, kThresholdMargin = 0x1p-4;
 /// The same for the loss-scale windows over S, whose scans visit every point of the sub-lattice kWindowScan and
 /// bisect each switch between two of its neighbours down to kWindowLattice.
-inline constexpr double kWindowLattice = 0x1p-10, kWindowScan = 0x1p-6, kWindowCoarse = 1, kWindowMargin = 0.25;
+inline constexpr double kWindowLattice = 0x1p-10, kWindowScan = 0x1p-5, kWindowCoarse = 1, kWindowMargin = 0.125;
 
 /// A threshold found on the lattice, or a bound beyond the search range. `text` is how the tables print it.
 struct Bound {
