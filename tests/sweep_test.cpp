@@ -35,6 +35,7 @@
 #include "halfmap/atomic_file.hpp"
 #include "halfmap/detmath.hpp"
 #include "halfmap/half.hpp"
+#include "sweep/lattice.hpp"
 #include "test_util.hpp"
 
 namespace halfmap::sweep {
@@ -108,6 +109,7 @@ Options small_options() {
   o.sizes.xent_rows = 4;
   o.sizes.xent_cols = 8;
   o.seed = 7;
+  o.wide_s_grid.reset();  // s_grid for every experiment
   return o;
 }
 
@@ -115,11 +117,15 @@ bool same_bound(const Bound& a, const Bound& b) { return a.kind == b.kind && a.l
 
 std::string describe(const Bound& b) { return b.text; }
 
+void expect_same_boundary(const Boundary& a, const Boundary& b, const std::string& what) {
+  EXPECT_TRUE(same_bound(a.onset, b.onset)) << what << " onset " << describe(a.onset) << " vs " << describe(b.onset);
+  EXPECT_TRUE(same_bound(a.saturation, b.saturation))
+      << what << " saturation " << describe(a.saturation) << " vs " << describe(b.saturation);
+}
+
 void expect_same_thresholds(const Thresholds& a, const Thresholds& b, const std::string& what) {
-  EXPECT_TRUE(same_bound(a.s_overflow, b.s_overflow)) << what << ": s_overflow " << describe(a.s_overflow) << " vs "
-                                                      << describe(b.s_overflow);
-  EXPECT_TRUE(same_bound(a.s_underflow, b.s_underflow))
-      << what << ": s_underflow " << describe(a.s_underflow) << " vs " << describe(b.s_underflow);
+  expect_same_boundary(a.s_overflow, b.s_overflow, what + ": s_overflow");
+  expect_same_boundary(a.s_underflow, b.s_underflow, what + ": s_underflow");
   ASSERT_EQ(a.windows.size(), b.windows.size()) << what;
   for (std::size_t i = 0; i < a.windows.size(); ++i) {
     EXPECT_TRUE(same_bound(a.windows[i].S_min, b.windows[i].S_min))
@@ -228,14 +234,14 @@ TEST(SweepDeterminism, CompareMarksPathsThatDisagree) {
   EXPECT_NE(read_all(same).find("\n0 group(s) of paths that should agree do not."), std::string::npos);
   // Machine b's first path overflows a little later: its row must be marked.
   auto doc = nlohmann::ordered_json::parse(read_all(b + "/thresholds.json"));
-  auto& ov = doc["results"][0]["s_overflow"];
+  auto& ov = doc["results"][0]["s_overflow"]["onset"];
   ASSERT_EQ(ov["kind"], "found");
   ov["log2"] = ov["log2"].get<double>() + 0.01;
   write_file_atomic(b + "/thresholds.json", doc.dump(2));
   const std::string diff = temp_dir() + "/diff.md";
   ASSERT_EQ(compare({a, b}, diff), "");
   EXPECT_NE(read_all(diff).find("\n1 group(s) of paths that should agree do not."), std::string::npos);
-  EXPECT_NE(read_all(diff).find("**≠ s_overflow**"), std::string::npos);
+  EXPECT_NE(read_all(diff).find("**≠ s_overflow onset**"), std::string::npos);
   EXPECT_NE(compare({a + "/no-such"}, diff), "");
 }
 
@@ -527,16 +533,16 @@ TEST(SweepAnalytic, FwdSumOfOnesOverflowsAndStalls) {
   o.base_override = {std::vector<double>(4096, 1.0)};
   for (const Kernel* k : enabled(Op::sum, Mode::f16_f32acc)) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - std::log2(15.99609375)), 0x1p-10) << k->name << " " << t.s_overflow.text;
-    EXPECT_GE(t.s_overflow.value, 15.99609375) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(15.99609375)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_GE(t.s_overflow.onset.value, 15.99609375) << k->name;
   }
   for (const Kernel* k : enabled(Op::sum, Mode::f16_model)) {
     const Experiment e = experiment_of(*k);
     const Thresholds t = thresholds_of(o, e);
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - std::log2(16.0078125)), 0x1p-10) << k->name << " " << t.s_overflow.text;
-    EXPECT_GT(t.s_overflow.value, 16.0078125) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(16.0078125)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_GT(t.s_overflow.onset.value, 16.0078125) << k->name;
     Options one = o;
     const Cell c = evaluate_cell(one, e, Dist::uniform, 0.0, std::nullopt);
     EXPECT_EQ(c.fwd_value, 2048.0) << "the sum of 4096 ones in fp16 stalls at 2048";
@@ -556,10 +562,10 @@ TEST(SweepAnalytic, Bf16HasNoOverflowBelowTheF32Limit) {
   if (bf.empty()) GTEST_SKIP() << "no bf16 path";
   for (const Kernel* k : bf) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_NEAR(t.s_overflow.log2, 116.0, 0.01) << k->name << " " << t.s_overflow.text;
-    ASSERT_EQ(t.storage_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_NEAR(t.storage_overflow.log2, 128.0, 0.01) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_NEAR(t.s_overflow.onset.log2, 116.0, 0.01) << k->name << " " << t.s_overflow.onset.text;
+    ASSERT_EQ(t.storage_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_NEAR(t.storage_overflow.onset.log2, 128.0, 0.01) << k->name;
   }
   // And on the default grid (up to 2^40) with the default inputs, no bf16 reduction, dense layer, mse or stable
   // softmax overflows at all. (The naive softmax overflows where f32's exp does, below; xent's loss becomes inf
@@ -568,7 +574,7 @@ TEST(SweepAnalytic, Bf16HasNoOverflowBelowTheF32Limit) {
   d.s_grid = {-40, 40, 4};
   d.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "dense_fwd", "mse", "softmax"}, {"bf16_f32acc"});
   for (const ItemResult& it : run(d).items) {
-    EXPECT_EQ(it.thresholds.s_overflow.kind, Bound::Kind::above_grid) << d.experiments[it.experiment].fwd.name;
+    EXPECT_EQ(it.thresholds.s_overflow.onset.kind, Bound::Kind::above_grid) << d.experiments[it.experiment].fwd.name;
   }
 }
 
@@ -584,8 +590,8 @@ TEST(SweepAnalytic, Bf16NaiveSoftmaxOverflowsWhereF32ExpDoes) {
   o.base_override = {x};
   for (const Kernel* k : naive) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - std::log2(88.75)), 0x1p-10) << k->name << " " << t.s_overflow.text;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(88.75)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
   }
 }
 
@@ -603,8 +609,8 @@ TEST(SweepAnalytic, MseOverflowsAtDifference256) {
   o.base_override = {p, y};
   for (const Kernel* k : model) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.log2 - 8.0), 0x1p-10) << k->name << " " << t.s_overflow.text;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - 8.0), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
   }
 }
 
@@ -622,16 +628,16 @@ TEST(SweepAnalytic, NaiveSoftmaxOverflowsAtExpLimit) {
   o.base_override = {x};
   for (const Kernel* k : naive) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_EQ(to_f16(t.s_overflow.value).bits, to_f16(11.09375f).bits) << k->name << " " << t.s_overflow.text;
-    EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.bracket_lo))), 11.09375f) << k->name;
+    ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_EQ(to_f16(t.s_overflow.onset.value).bits, to_f16(11.09375f).bits) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.onset.bracket_lo))), 11.09375f) << k->name;
   }
   for (const Kernel* k : enabled(Op::softmax)) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
-    if (t.s_overflow.kind == Bound::Kind::above_grid) continue;
-    ASSERT_EQ(t.storage_overflow.kind, Bound::Kind::found) << k->name;
-    EXPECT_GE(t.s_overflow.log2, t.storage_overflow.log2) << k->name << ": the stable softmax overflowed at "
-                                                          << t.s_overflow.text << " before its inputs did";
+    if (t.s_overflow.onset.kind == Bound::Kind::above_grid) continue;
+    ASSERT_EQ(t.storage_overflow.onset.kind, Bound::Kind::found) << k->name;
+    EXPECT_GE(t.s_overflow.onset.log2, t.storage_overflow.onset.log2) << k->name << ": the stable softmax overflowed at "
+                                                          << t.s_overflow.onset.text << " before its inputs did";
   }
 }
 
@@ -763,8 +769,8 @@ TEST(SweepStandIns, MseOverflowsAtDifference256) {
   p[3] = 1.0;
   o.base_override = {p, y};
   const Thresholds t = thresholds_of(o, standin("f16_mse__standin", Op::mse, Mode::f16_model, DType::f16));
-  ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found);
-  EXPECT_LE(std::fabs(t.s_overflow.log2 - 8.0), 0x1p-10) << t.s_overflow.text;
+  ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found);
+  EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - 8.0), 0x1p-10) << t.s_overflow.onset.text;
   // Its gradient: dp = 2 S (p - y)/n flushes where |2 S d / n| <= 2^-25; at s = 1 (d = 1, n = 16): S <= 2^-22.
   Options g = o;
   g.S_grid = {-30, -10, 1};
@@ -782,13 +788,13 @@ TEST(SweepStandIns, NaiveSoftmaxOverflowsAtExpLimitStableDoesNot) {
   o.base_override = {x};
   const Thresholds t =
       thresholds_of(o, standin("f16_softmax_naive__standin", Op::softmax_naive, Mode::f16_model, DType::f16));
-  ASSERT_EQ(t.s_overflow.kind, Bound::Kind::found);
-  EXPECT_EQ(to_f16(t.s_overflow.value).bits, to_f16(11.09375f).bits) << t.s_overflow.text;
-  EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.bracket_lo))), 11.09375f);
+  ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found);
+  EXPECT_EQ(to_f16(t.s_overflow.onset.value).bits, to_f16(11.09375f).bits) << t.s_overflow.onset.text;
+  EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.onset.bracket_lo))), 11.09375f);
   const Thresholds st = thresholds_of(o, standin("f16_softmax__standin", Op::softmax, Mode::f16_model, DType::f16));
-  ASSERT_EQ(st.storage_overflow.kind, Bound::Kind::found);
-  ASSERT_EQ(st.s_overflow.kind, Bound::Kind::found) << "inputs overflow the storage on this grid";
-  EXPECT_GE(st.s_overflow.log2, st.storage_overflow.log2) << st.s_overflow.text;
+  ASSERT_EQ(st.storage_overflow.onset.kind, Bound::Kind::found);
+  ASSERT_EQ(st.s_overflow.onset.kind, Bound::Kind::found) << "inputs overflow the storage on this grid";
+  EXPECT_GE(st.s_overflow.onset.log2, st.storage_overflow.onset.log2) << st.s_overflow.onset.text;
 }
 
 TEST(SweepStandIns, LossOpsRunDeterministicallyAndReportPlantedNans) {
@@ -818,6 +824,157 @@ TEST(SweepStandIns, LossOpsRunDeterministicallyAndReportPlantedNans) {
       EXPECT_EQ(c.first_stage, "input");
     }
   }
+}
+
+// ---- thresholds that do not depend on the grid ------------------------------------------------------------------
+
+std::string bound_key(const Bound& b) { return fmt::format("{}:{}", int(b.kind), b.log2); }
+
+/// Every number a threshold reports, as text: equal texts mean identical thresholds.
+std::string threshold_key(const Thresholds& t) {
+  std::string k;
+  for (const Boundary* b : {&t.s_overflow, &t.s_underflow, &t.storage_overflow, &t.storage_underflow}) {
+    k += bound_key(b->onset) + " " + bound_key(b->saturation) + " | ";
+  }
+  for (const Window& w : t.windows) {
+    k += fmt::format("s=2^{} [{}, {}] empty {}", w.log2_s, bound_key(w.S_min), bound_key(w.S_max), w.empty);
+    if (w.good_hull) k += fmt::format(" hull {} {}", w.good_hull->first, w.good_hull->second);
+    for (const auto& [lo, hi] : w.bad_inside) k += fmt::format(" bad {} {}", lo, hi);
+    k += " | ";
+  }
+  return k;
+}
+
+TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) {
+  // The thresholds are lattice points found on the lattice itself; the grid's cells only save evaluations. So a
+  // grid 4x finer in s and in S (the same ranges) must give the same numbers, not merely close ones.
+  Options o = small_options();
+  o.s_grid = {-40, 40, 0.5};
+  o.wide_s_grid = Grid{-160, 140, 2};
+  o.S_grid = {0, 32, 1};
+  o.dists = {Dist::normal, Dist::uniform};
+  o.threads = kThreads;
+  o.experiments = plan_experiments({"sum", "sumsq", "mse", "xent", "dense_fwd"}, {"ref", "f16_f32acc", "f32"});
+  Options fine = o;
+  fine.s_grid.step = 0.125;
+  fine.wide_s_grid->step = 0.5;
+  fine.S_grid.step = 0.25;
+  const Result a = run(o), b = run(fine);
+  ASSERT_EQ(a.items.size(), b.items.size());
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < a.items.size(); ++i) {
+    const Experiment& e = o.experiments[a.items[i].experiment];
+    EXPECT_EQ(threshold_key(a.items[i].thresholds), threshold_key(b.items[i].thresholds))
+        << e.fwd.name << " " << dist_name(a.items[i].dist) << ": the 4x finer grid moved a threshold";
+    found += a.items[i].thresholds.s_overflow.onset.kind == Bound::Kind::found ? 1 : 0;
+  }
+  EXPECT_EQ(found, a.items.size()) << "every item (f32 on its wide grid too) overflows inside its grid";
+}
+
+/// A predicate on the lattice given as a set of true stretches [lo, hi], counting its evaluations.
+struct Stretches {
+  std::vector<std::pair<Index, Index>> on;
+  std::size_t calls = 0;
+  bool operator()(Index k) {
+    ++calls;
+    for (const auto& [lo, hi] : on) {
+      if (lo <= k && k <= hi) return true;
+    }
+    return false;
+  }
+};
+
+/// Lattice points -4096 .. 8192, coarse points every 256, a margin of 128.
+Lattice test_lattice() {
+  Lattice L;
+  L.lo = -4096;
+  L.hi = 8192;
+  L.coarse = 256;
+  L.margin = 128;
+  return L;
+}
+
+TEST(SweepLattice, ScanFindsTheOnsetAndSaturationOfANonMonotonePredicate) {
+  // Coarse points every 256: 1792 is false, 2048 true. Overflow comes and goes: true at 1700 (inside the margin
+  // below the coarse switch), at 1900..1903, false again up to 1909, true from 1910 on. A bisection of
+  // [1792, 2048] would report one of the switches (1900 or 1910) and miss 1700; the scan sees them all.
+  Stretches f{{{1700, 1700}, {1900, 1903}, {1910, 1 << 20}}};
+  Probe p([&f](Index k) { return f(k); });
+  Lattice L = test_lattice();
+  const std::vector<sweep::Run> runs = scan(L, p, Refine::ends, false);
+  const sweep::Run* first_true = nullptr;
+  for (const sweep::Run& r : runs) {
+    if (r.v == 1 && first_true == nullptr) first_true = &r;
+  }
+  ASSERT_NE(first_true, nullptr);
+  EXPECT_EQ(first_true->lo, 1700) << "the onset: the smallest true point";
+  ASSERT_GE(runs.size(), 2u);
+  EXPECT_EQ(runs.back().v, 1);
+  EXPECT_EQ(runs.back().lo, 1910) << "the saturation: the start of the last true stretch";
+  EXPECT_LT(f.calls, 1000u) << "only the coarse points and the switch with its margin are scanned";
+}
+
+TEST(SweepLattice, TailFollowsALossThatComesBackEveryBinade) {
+  // As the fp16 mse near its underflow: lost at s <= 2^0 (k < 100 here) and, between the coarse points, at the
+  // phases 770..779 of every binade (1024 points) up to k = 5000. No coarse point (multiples of 256) sees those:
+  // the last lost point is 4096 + 779 = 4875, found by scanning on until a whole binade is clean.
+  Stretches f;
+  f.on.push_back({-4096, 99});
+  for (Index b = 0; b * 1024 + 779 < 5000; ++b) f.on.push_back({b * 1024 + 770, b * 1024 + 779});
+  Probe p([&f](Index k) { return f(k); });
+  Lattice L = test_lattice();
+  L.tail = 1024;
+  const std::vector<sweep::Run> runs = scan(L, p, Refine::ends, false);
+  Index last = L.lo - 1;
+  for (const sweep::Run& r : runs) {
+    if (r.v == 1) last = r.hi;
+  }
+  EXPECT_EQ(last, 4875) << "the onset of the underflow: the largest lost point";
+  // A margin of 128 above the coarse switch at 0..256 would have stopped at 384.
+  L.tail = 0;
+  Stretches g = f;
+  Probe q([&g](Index k) { return g(k); });
+  Index last_margin = L.lo - 1;
+  for (const sweep::Run& r : scan(L, q, Refine::ends, false)) {
+    if (r.v == 1) last_margin = r.hi;
+  }
+  EXPECT_EQ(last_margin, 99) << "without the tail the islands are invisible (why the tail exists)";
+}
+
+TEST(SweepLattice, SubLatticeBisectsEachSwitchToTheLattice) {
+  // Good S on [100, 300] and [310, 2000]; the scan visits every 16th point and bisects: both ends exact, and the
+  // bad stretch 301..309 is seen because 304 is a visited point.
+  Stretches f{{{100, 300}, {310, 2000}}};
+  Probe p([&f](Index k) { return f(k); });
+  Lattice L;
+  L.lo = 0;
+  L.hi = 4096;
+  L.coarse = 1024;
+  L.margin = 256;
+  L.sub = 16;
+  const std::vector<sweep::Run> runs = scan(L, p, Refine::all, false);
+  std::vector<std::pair<Index, Index>> good;
+  for (const sweep::Run& r : runs) {
+    if (r.v == 1) good.emplace_back(r.lo, r.hi);
+  }
+  EXPECT_EQ(good, (std::vector<std::pair<Index, Index>>{{100, 300}, {310, 2000}}));
+}
+
+TEST(SweepThresholds, WindowBeyondTheGridPrintsTheGridsEnd) {
+  // An empty window (no good S anywhere) says S_min lies beyond the S grid's last point, whatever the scan saw.
+  Options o = small_options();
+  o.S_grid = {0, 32, 1};
+  o.experiments = plan_experiments({"xent"}, {"ref"});
+  o.dists = {Dist::uniform};
+  bool any_empty = false;
+  for (const ItemResult& it : run(o).items) {
+    for (const Window& w : it.thresholds.windows) {
+      if (!w.empty) continue;
+      any_empty = true;
+      EXPECT_EQ(w.S_min.text, "> 2^32") << o.experiments[it.experiment].fwd.name;
+    }
+  }
+  EXPECT_TRUE(any_empty) << "xent's windows after its forward overflowed are empty";
 }
 
 // ---- options ---------------------------------------------------------------------------------------------------

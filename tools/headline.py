@@ -4,7 +4,7 @@ its loss-scale window at input scale 1, for one distribution (normal by default)
 
     python3 tools/headline.py results/<machine>/thresholds.json [--dist normal] [--out headline.md]
 
-Reads the sweep's thresholds.json (halfmap-sweep-thresholds-1); standard library only. Writes to a temporary file
+Reads the sweep's thresholds.json (halfmap-sweep-thresholds-2); standard library only. Writes to a temporary file
 and renames it, so an interrupted run leaves no half-written table."""
 import argparse
 import json
@@ -15,6 +15,14 @@ import tempfile
 
 def text(bound):
     return bound["text"] if bound else ""
+
+
+def band(boundary):
+    """A boundary as its onset, with its saturation when that differs (thresholds.json format 2)."""
+    if not boundary:
+        return ""
+    on, sat = text(boundary["onset"]), text(boundary["saturation"])
+    return on if on == sat else f"{on} (sat. {sat})"
 
 
 def window_at_one(entry):
@@ -42,7 +50,8 @@ def main():
     if not rows:
         print(f"headline.py: no results for distribution '{a.dist}' in {a.thresholds}", file=sys.stderr)
         return 2
-    out = [f"Distribution `{a.dist}`; `≤`/`<`/`≥`/`>` mark thresholds beyond the sweep's grid. Window: the loss-scale "
+    out = [f"Distribution `{a.dist}`; `≤`/`<`/`≥`/`>` mark thresholds beyond the sweep's grid; each threshold is its "
+           "onset, with its saturation `(sat. …)` where the boundary comes and goes between them. Window: the loss-scale "
            "window [S_min, S_max] of the op's gradients at input scale s = 1; Keras (2^15) and PyTorch (2^16) "
            "initial loss scales inside or outside it.", ""]
     ops = []
@@ -57,8 +66,8 @@ def main():
             if r["op"] != op:
                 continue
             win, keras, torch = window_at_one(r)
-            out.append(f"| {r['mode']}, {r['isa']} | `{r['kernel']}` | {text(r.get('s_underflow'))} | "
-                       f"{text(r.get('s_overflow'))} | {win} | {keras} | {torch} |")
+            out.append(f"| {r['mode']}, {r['isa']} | `{r['kernel']}` | {band(r.get('s_underflow'))} | "
+                       f"{band(r.get('s_overflow'))} | {win} | {keras} | {torch} |")
         out.append("")
     body = "\n".join(out)
     if not a.out:

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "halfmap/registry.hpp"
@@ -81,6 +82,11 @@ struct Options {
   std::vector<Experiment> experiments;
   std::vector<Dist> dists{kAllDists.begin(), kAllDists.end()};
   Grid s_grid{-40, 40, 0.5};
+  /// The input-scale grid of the experiments that reach f32's range (wide_grid_applies): by default 2^-160 ..
+  /// 2^140 in steps of 2^2, so that f32 and bf16 storage overflow and flush inside it; none: s_grid for every
+  /// experiment (what
+  /// --s-min, --s-max and --s-step give).
+  std::optional<Grid> wide_s_grid = Grid{-160, 140, 2};
   Grid S_grid{0, 32, 1};
   Sizes sizes;
   std::uint64_t seed = 1;
@@ -94,6 +100,12 @@ struct Options {
   /// Roles: reductions x, y; dense X, W (before the division by sqrt(K)), G; mse p, y; softmax x; xent logits.
   std::vector<std::vector<double>> base_override;
 };
+
+/// Whether the experiment's default input-scale grid is Options::wide_s_grid: f32 and bf16 storage of sum, sumsq,
+/// maxabs, dot, dense_fwd and mse, whose limits lie far beyond fp16's.
+bool wide_grid_applies(const Experiment& e);
+/// The input-scale grid of one experiment.
+const Grid& s_grid_of(const Options& o, const Experiment& e);
 
 /// Checks sizes, grids, share, shard and hook options; returns one sentence describing the first problem, or
 /// empty. run() throws std::invalid_argument with the same sentence.
@@ -118,28 +130,47 @@ struct Cell {
   double first_value = 0;
 };
 
-/// A threshold found by bisection, or a bound beyond the grid. `text` is how the tables print it.
+/// The resolution (log2) of the lattice on which the thresholds over s are found, its coarse spacing and the
+/// margin scanned beyond a coarse switch (README.md, "Thresholds", says why these make the result exact).
+inline constexpr double kThresholdLattice = 0x1p-10, kThresholdCoarse = 0.25, kThresholdMargin = 0x1p-4;
+/// The same for the loss-scale windows over S, whose scans visit every point of the sub-lattice kWindowScan and
+/// bisect each switch between two of its neighbours down to kWindowLattice.
+inline constexpr double kWindowLattice = 0x1p-10, kWindowScan = 0x1p-5, kWindowCoarse = 1, kWindowMargin = 0.125;
+
+/// A threshold found on the lattice, or a bound beyond the search range. `text` is how the tables print it.
 struct Bound {
   enum class Kind { found, below_grid, above_grid };
   Kind kind = Kind::found;
-  double value = 0, log2 = 0;        // found: the reported scale (an observed one); beyond: the grid's limit
-  double bracket_lo = 0, bracket_hi = 0;  // found: log2 of the final bracket (hi - lo <= 2^-10)
+  double value = 0, log2 = 0;        // found: the reported scale (a lattice point observed); beyond: the range's end
+  double bracket_lo = 0, bracket_hi = 0;  // found: log2 of the two adjacent lattice points the switch lies between
   std::string text;
+};
+
+/// One boundary over s. Overflow: `onset` the smallest s at which it holds, `saturation` the start of the last
+/// stretch over which it holds up to the range's end. Underflow: `onset` the largest s at which it holds,
+/// `saturation` the end of the first stretch over which it holds from the range's start. The band lies between.
+struct Boundary {
+  Bound onset, saturation;
 };
 
 struct Window {
   double s = 0, log2_s = 0;
   Status forward_status = Status::ok;  // the cell's data/compute status at this s, loss scale aside
+  /// The largest contiguous interval of good S (every gradient finite, no more than the share flushed), or, when
+  /// `empty`, S_min beyond the range's end and S_max the largest S below the first non-finite gradient.
   Bound S_min, S_max;
   bool empty = false;
+  /// The smallest and largest good S (log2), and the stretches of bad S between them outside [S_min, S_max].
+  std::optional<std::pair<double, double>> good_hull;
+  std::vector<std::pair<double, double>> bad_inside;
   // Keras's and PyTorch's initial scales (halfmap/loss_scale.hpp) evaluated directly at this s
   bool keras_inside = false, pytorch_inside = false;
 };
 
 struct Thresholds {
-  Bound s_overflow, s_underflow;            // the forward (compute)
-  Bound storage_overflow, storage_underflow;  // the inputs when stored (data), as context
-  std::vector<Window> windows;              // ops with a gradient only, at kWindowScales
+  Boundary s_overflow, s_underflow;            // the forward (compute)
+  Boundary storage_overflow, storage_underflow;  // the inputs when stored (data), as context: monotone in s
+  std::vector<Window> windows;                 // ops with a gradient only, at kWindowScales
 };
 
 /// Input scales at which the loss-scale window is reported.

@@ -20,7 +20,7 @@ struct Source {
 };
 
 /// Two thresholds agree when both lie beyond the grid on the same side at the same limit, or both were found
-/// within twice the bisection precision of each other (2^-9 in log2).
+/// within twice the lattice's resolution of each other (2^-9 in log2).
 bool bounds_agree(const json& a, const json& b) {
   if (a["kind"] != b["kind"]) return false;
   if (a["kind"].get<std::string>() != "found") return a["grid_limit_log2"] == b["grid_limit_log2"];
@@ -77,18 +77,28 @@ std::string preamble(const std::vector<Source>& src) {
                       : "\n**The folders were swept with different settings: thresholds may differ for that reason "
                         "alone.**\n";
   md += "\nPaths that should agree are those of the same op, mode and distribution (on any ISA or machine). A row "
-        "agrees (✓) when each threshold lies within 2^-9 in log2 of the group's first row, or beyond the same grid "
+        "agrees (✓) when each threshold (onset and saturation) lies within 2^-9 in log2 of the group's first row, or "
+        "beyond the same grid "
         "limit; `≠ what` marks the thresholds that differ. fp16-accumulating paths (`f16`) differ in FMA kind "
         "(per-op F16C rounds the f32 FMA; native fp16 fuses) and in accumulation order (lanes), so marks there "
         "can be real differences of the hardware rather than errors; `f16_model` is the fused reference.\n";
   return md;
 }
 
+/// A boundary as its onset, with its saturation when that differs: "onset (sat. saturation)".
+std::string band_text(const json& b) {
+  const std::string on = b["onset"]["text"].get<std::string>(), sat = b["saturation"]["text"].get<std::string>();
+  return on == sat ? on : fmt::format("{} (sat. {})", on, sat);
+}
+
 /// "✓", or "**≠ what, ...**" listing the thresholds of `r` that differ from the group's first row `first`.
 std::string agreement(const json& r, const json& first, bool& differs) {
   std::vector<std::string> diff;
-  if (!bounds_agree(r["s_underflow"], first["s_underflow"])) diff.push_back("s_underflow");
-  if (!bounds_agree(r["s_overflow"], first["s_overflow"])) diff.push_back("s_overflow");
+  for (const char* b : {"s_underflow", "s_overflow"}) {
+    for (const char* end : {"onset", "saturation"}) {
+      if (!bounds_agree(r[b][end], first[b][end])) diff.push_back(fmt::format("{} {}", b, end));
+    }
+  }
   const json* w = window_at(r, 0.0);
   const json* w0 = window_at(first, 0.0);
   if (w != nullptr && w0 != nullptr) {
@@ -124,8 +134,7 @@ bool group_rows(const std::vector<Source>& src, const std::string& op, const std
       }
       const json* w = window_at(r, 0.0);
       body += fmt::format("| {} | {} | M{} | {} | {} | {} | {} | {} |\n", mode, dist, m + 1,
-                          r["isa"].get<std::string>(), r["s_underflow"]["text"].get<std::string>(),
-                          r["s_overflow"]["text"].get<std::string>(),
+                          r["isa"].get<std::string>(), band_text(r["s_underflow"]), band_text(r["s_overflow"]),
                           w == nullptr ? std::string("—") : window_text(*w), agrees);
     }
   }

@@ -1,6 +1,9 @@
-// thresholds.md: the thresholds.json document as Markdown tables, one section per op, then the recipes of the
-// kernels listed.
+// thresholds.md: the thresholds.json document as Markdown tables, one section per op: its boundaries (onset and
+// saturation), how many binades later than fp16 bf16 and f32 break, its loss-scale windows; then the recipes
+// of the kernels listed.
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,7 +22,17 @@ std::string window_text(const json& w) {
     return fmt::format("empty (S_min {}, S_max {})", w["S_min"]["text"].get<std::string>(),
                        w["S_max"]["text"].get<std::string>());
   }
-  return fmt::format("[{}, {}]", w["S_min"]["text"].get<std::string>(), w["S_max"]["text"].get<std::string>());
+  std::string t = fmt::format("[{}, {}]", w["S_min"]["text"].get<std::string>(), w["S_max"]["text"].get<std::string>());
+  // Good S outside the window: the hull of every good S and the bad stretches inside it.
+  const json& bad = w.value("bad_inside_log2", json::array());
+  if (bad.empty()) return t;
+  t += fmt::format(", good also in [2^{}, 2^{}] but bad at", num(w["good_hull_log2"][0].get<double>()),
+                   num(w["good_hull_log2"][1].get<double>()));
+  for (std::size_t i = 0; i < bad.size() && i < 3; ++i) {
+    t += fmt::format(" 2^{}..2^{}", num(bad[i][0].get<double>()), num(bad[i][1].get<double>()));
+  }
+  if (bad.size() > 3) t += fmt::format(" (+{} more)", bad.size() - 3);
+  return t;
 }
 
 namespace {
@@ -44,21 +57,33 @@ void preamble(Lines& line, const json& st) {
                    st["sizes"]["softmax_rows_cols"][1].dump(), st["sizes"]["xent_rows_cols"][0].dump(),
                    st["sizes"]["xent_rows_cols"][1].dump()));
   auto g = [&st](const char* grid, const char* key) { return num(st[grid][key].get<double>()); };
-  line(fmt::format("Input scale s from 2^{} to 2^{} in steps of 2^{}; loss scale S from 2^{} to 2^{} in steps of "
-                   "2^{}; underflow share {}; thresholds bisected to a log2 width of 2^-10.",
-                   g("s_grid", "min_log2"), g("s_grid", "max_log2"), g("s_grid", "step_log2"),
+  std::string wide;
+  if (st.contains("wide_s_grid")) {
+    wide = fmt::format(" (2^{} to 2^{} in steps of 2^{} for {})", g("wide_s_grid", "min_log2"),
+                       g("wide_s_grid", "max_log2"), g("wide_s_grid", "step_log2"),
+                       st["wide_s_grid"]["applies_to"].get<std::string>());
+  }
+  const json& lat = st["threshold_lattice_log2"];
+  line(fmt::format("Input scale s from 2^{} to 2^{} in steps of 2^{}{}; loss scale S from 2^{} to 2^{} in steps of "
+                   "2^{}; underflow share {}. Thresholds are points of the lattice log2 s = k·2^{} (windows: log2 S = "
+                   "k·2^{}), whatever the grid.",
+                   g("s_grid", "min_log2"), g("s_grid", "max_log2"), g("s_grid", "step_log2"), wide,
                    g("S_grid", "min_log2"), g("S_grid", "max_log2"), g("S_grid", "step_log2"),
-                   num(st["underflow_share"].get<double>())));
+                   num(st["underflow_share"].get<double>()), num(std::log2(lat["s"]["resolution"].get<double>())),
+                   num(std::log2(lat["S"]["resolution"].get<double>()))));
   line("");
   line(fmt::format(
       "A value is printed as 2^log2 (scale). `≤ 2^a`, `< 2^a`, `≥ 2^b`, `> 2^b`: the threshold lies beyond the "
-      "grid (a = its first point, b = its last). s_underflow: the largest s at which the forward is still lost to "
-      "underflow (`< 2^a`: none on the grid); s_overflow: the smallest s at which a forward output is inf or NaN; "
-      "storage: the same for the inputs themselves when stored. Loss-scale window [S_min, S_max] at input scale s: "
-      "S_max is the largest S with every gradient finite, S_min the smallest S at which no more than the underflow "
-      "share of the gradients flush to zero. Keras starts at 2^{}, PyTorch at 2^{}: `in`/`out` says whether that "
-      "loss scale gives an `ok` gradient at this s (evaluated directly). See README.md, \"Results: how to read the "
-      "sweep\".",
+      "item's grid (a = its first point, b = its last). Overflow (s_overflow: a forward output is inf or NaN): the "
+      "onset is the smallest s at which it happens, the saturation the s from which it happens at every s up to "
+      "the grid's end. Underflow (s_underflow: the forward is lost to underflow): the onset is the largest s at which "
+      "it happens, the saturation the s up to which it happens at every s from the grid's start (`< 2^a`: never "
+      "from the start). Between saturation and onset lies the band where it comes and goes. Storage: the same for "
+      "the inputs themselves when stored, which switch once (onset = saturation). Loss-scale window [S_min, S_max] "
+      "at input scale s: the largest interval of S with every gradient finite and no more than the underflow share "
+      "of them flushed to zero; good S outside it are listed with the bad stretches between. Keras starts at 2^{}, "
+      "PyTorch at 2^{}: `in`/`out` says whether that loss scale gives an `ok` gradient at this s (evaluated "
+      "directly). See README.md, \"Results: how to read the sweep\".",
       loss_scale::kKerasInitialLog2, loss_scale::kPytorchInitialLog2));
 }
 
@@ -67,17 +92,19 @@ bool op_table(Lines& line, const json& results, const std::string& op) {
   line("");
   line(fmt::format("## {}", op));
   line("");
-  line("| kernel | mode | isa | dist | s_underflow | s_overflow | storage underflow | storage overflow |");
-  line("| --- | --- | --- | --- | --- | --- | --- | --- |");
+  line("| kernel | mode | isa | dist | s_underflow saturation | s_underflow onset | s_overflow onset | "
+       "s_overflow saturation | storage underflow | storage overflow |");
+  line("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   bool grad = false;
+  auto t = [](const json& b, const char* which) { return b[which]["text"].get<std::string>(); };
   for (const json& q : results) {
     if (q["op"].get<std::string>() != op) continue;
     grad = grad || q.contains("loss_scale_windows");
-    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", q["kernel"].get<std::string>(),
+    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", q["kernel"].get<std::string>(),
                      q["mode"].get<std::string>(), q["isa"].get<std::string>(), q["dist"].get<std::string>(),
-                     q["s_underflow"]["text"].get<std::string>(), q["s_overflow"]["text"].get<std::string>(),
-                     q["storage_underflow"]["text"].get<std::string>(),
-                     q["storage_overflow"]["text"].get<std::string>()));
+                     t(q["s_underflow"], "saturation"), t(q["s_underflow"], "onset"), t(q["s_overflow"], "onset"),
+                     t(q["s_overflow"], "saturation"), t(q["storage_underflow"], "onset"),
+                     t(q["storage_overflow"], "onset")));
   }
   return grad;
 }
@@ -143,6 +170,47 @@ void kernels_section(Lines& line, const json& results) {
   }
 }
 
+/// A found onset's log2 of the first item of `mode` with `dist` in op's results, or nothing.
+std::optional<double> onset_log2(const json& results, const std::string& op, const std::string& mode,
+                                 const std::string& dist, const char* boundary) {
+  for (const json& q : results) {
+    if (q["op"] != op || q["mode"] != mode || q["dist"] != dist) continue;
+    const json& b = q[boundary]["onset"];
+    if (b["kind"] == "found") return b["log2"].get<double>();
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// How many binades later than fp16 storage (f16_f32acc, its first path) bf16 and f32 overflow and underflow.
+void binades_table(Lines& line, const json& results, const std::string& op) {
+  std::vector<std::string> dists;
+  for (const json& q : results) {
+    if (q["op"] == op && std::find(dists.begin(), dists.end(), q["dist"]) == dists.end()) dists.push_back(q["dist"]);
+  }
+  std::string rows;
+  for (const std::string& d : dists) {
+    for (const char* mode : {"bf16_f32acc", "f32"}) {
+      std::string cells;
+      bool any = false;
+      for (const char* b : {"s_overflow", "s_underflow", "storage_overflow", "storage_underflow"}) {
+        const auto ref = onset_log2(results, op, "f16_f32acc", d, b), got = onset_log2(results, op, mode, d, b);
+        any = any || (ref && got);
+        cells += ref && got ? fmt::format(" {:+.2f} |", *got - *ref) : std::string(" — |");
+      }
+      if (any) rows += fmt::format("| {} | {} |{}\n", d, mode, cells);
+    }
+  }
+  if (rows.empty()) return;
+  line("");
+  line(fmt::format("Binades beyond fp16 storage for {} (onset of the first path of the mode minus that of the first "
+                   "f16_f32acc path; — where either lies beyond its grid):", op));
+  line("");
+  line("| dist | mode | s_overflow | s_underflow | storage overflow | storage underflow |");
+  line("| --- | --- | --- | --- | --- | --- |");
+  line.md += rows;
+}
+
 }  // namespace
 
 std::string thresholds_markdown(const json& doc) {
@@ -154,7 +222,9 @@ std::string thresholds_markdown(const json& doc) {
   for (const json& r : results) {
     if (r["op"].get<std::string>() == op) continue;
     op = r["op"].get<std::string>();
-    if (op_table(line, results, op)) windows_table(line, st, results, op);
+    const bool grad = op_table(line, results, op);
+    binades_table(line, results, op);
+    if (grad) windows_table(line, st, results, op);
   }
   kernels_section(line, results);
   return line.md;

@@ -61,6 +61,17 @@ std::size_t Grid::size() const {
   return std::size_t(std::floor((hi - lo) / step + 1e-9)) + 1;
 }
 
+bool wide_grid_applies(const Experiment& e) {
+  const Op op = e.fwd.op;
+  const bool wide_op = op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot ||
+                       op == Op::dense_fwd || op == Op::mse;
+  return wide_op && (e.fwd.storage == DType::f32 || e.fwd.storage == DType::bf16);
+}
+
+const Grid& s_grid_of(const Options& o, const Experiment& e) {
+  return o.wide_s_grid && wide_grid_applies(e) ? *o.wide_s_grid : o.s_grid;
+}
+
 bool Experiment::has_gradient() const {
   return fwd.op == Op::mse || fwd.op == Op::xent || (fwd.op == Op::dense_fwd && bwd.has_value());
 }
@@ -245,6 +256,9 @@ std::string validate(const Options& o) {
     return fmt::format("--xent RxC must be at least 1x1, with at most {} elements in all.", kMaxElements);
   }
   if (std::string e = check_grid(o.s_grid, "input-scale (s)"); !e.empty()) return e;
+  if (o.wide_s_grid) {
+    if (std::string e = check_grid(*o.wide_s_grid, "wide input-scale (s)"); !e.empty()) return e;
+  }
   if (std::string e = check_grid(o.S_grid, "loss-scale (S)"); !e.empty()) return e;
   if (!(o.underflow_share >= 0 && o.underflow_share < 1)) return "--underflow-share must be in [0, 1).";
   if (o.shard_n == 0 || o.shard_k == 0 || o.shard_k > o.shard_n) {
@@ -255,7 +269,8 @@ std::string validate(const Options& o) {
   if (o.experiments.empty()) return "no kernel selected.";
   double cells = 0;
   for (const Experiment& e : o.experiments) {
-    cells += double(o.s_grid.size()) * (e.has_gradient() ? double(o.S_grid.size()) : 1.0) * double(o.dists.size());
+    const double per_s = e.has_gradient() ? double(o.S_grid.size()) : 1.0;
+    cells += double(s_grid_of(o, e).size()) * per_s * double(o.dists.size());
   }
   if (cells > kMaxCells) {
     return fmt::format("the sweep would have {:.3g} cells, more than {:.3g}; use coarser grids or fewer kernels.",

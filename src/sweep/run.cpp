@@ -34,7 +34,7 @@ double item_cost(const Options& o, const Experiment& e) {
     default: break;
   }
   if (e.fwd.mode == Mode::f16_model) per *= 8;  // the scalar model rounds every operation
-  return per * double(o.s_grid.size()) * (e.has_gradient() ? double(o.S_grid.size()) : 1.0);
+  return per * double(s_grid_of(o, e).size()) * (e.has_gradient() ? double(o.S_grid.size()) : 1.0);
 }
 
 std::string format_eta(double seconds) {
@@ -55,7 +55,7 @@ void plan_items(const Options& opts, Result& result) {
     it.experiment = i / nd;
     it.dist = opts.dists[i % nd];
     const Experiment& e = opts.experiments[it.experiment];
-    result.cells += opts.s_grid.size() * (e.has_gradient() ? opts.S_grid.size() : 1);
+    result.cells += s_grid_of(opts, e).size() * (e.has_gradient() ? opts.S_grid.size() : 1);
     result.items.push_back(std::move(it));
   }
 }
@@ -64,7 +64,7 @@ void plan_items(const Options& opts, Result& result) {
 void run_item(const Options& opts, ItemResult& it, std::atomic<std::size_t>& done_cells) {
   const Experiment& e = opts.experiments[it.experiment];
   Runner r(opts, e, it.dist);
-  const Grid& g = opts.s_grid;
+  const Grid& g = s_grid_of(opts, e);
   const Grid& G = opts.S_grid;
   std::vector<Cell> fwd_cells;
   fwd_cells.reserve(g.size());

@@ -1,27 +1,17 @@
-// Thresholds by bisection: where a predicate first switches on (an onset: overflow), or where a region where it
-// holds ends (underflow), refined between two grid points to kBisectionPrecision. One builder makes every Bound.
+// The thresholds over s: each boundary's predicate scanned on the absolute lattice of kThresholdLattice (lattice.hpp),
+// its onset and saturation read off the runs. The storage predicates are monotone in s (storing rounds s·x
+// monotonically), so they are bisected on the lattice; the forward predicates are not, so each of their outermost
+// coarse switches is scanned point by point with a margin (README.md, "Thresholds").
 #include "sweep/thresholds.hpp"
 
-#include <functional>
-#include <limits>
-#include <optional>
-#include <string_view>
+#include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "halfmap/detmath.hpp"
-#include "halfmap/loss_scale.hpp"
 
 namespace halfmap::sweep {
-
-namespace {
-
-using Pred = std::function<bool(double)>;
-
-/// How a threshold prints when it lies beyond the grid: `below` before the first point, `above` after the last.
-struct Relations {
-  std::string_view below, above;
-};
 
 Bound beyond(Bound::Kind kind, double log2, const Relations& rel) {
   Bound b;
@@ -32,86 +22,96 @@ Bound beyond(Bound::Kind kind, double log2, const Relations& rel) {
   return b;
 }
 
-/// Bisects [lo, hi] (log2) where `p` is false at lo and true at hi when `true_above`, the reverse otherwise.
-/// `report_hi`: the reported scale is the bracket's upper end (else its lower end); both are observed scales.
-Bound bisect(double lo, double hi, const Pred& p, bool true_above, bool report_hi) {
-  while (hi - lo > kBisectionPrecision) {
-    const double mid = 0.5 * (lo + hi);
-    (p(mid) == true_above ? hi : lo) = mid;
-  }
+Bound found_at(const Lattice& L, Index k, int side) {
   Bound b;
   b.kind = Bound::Kind::found;
-  b.bracket_lo = lo;
-  b.bracket_hi = hi;
-  b.log2 = report_hi ? hi : lo;
+  b.log2 = L.log2_at(k);
   b.value = det::exp2(b.log2);
+  b.bracket_lo = L.log2_at(side < 0 ? k - 1 : k);
+  b.bracket_hi = L.log2_at(side < 0 ? k : k + 1);
   b.text = fmt::format("2^{:.4f} ({:.5g})", b.log2, b.value);
   return b;
 }
 
-/// Onset search: the smallest grid point where P holds (P false below it, assumed monotone inside the bracket),
-/// refined by bisection. `report_hi`: the reported scale is the first one observed with P (else the last one
-/// without).
-Bound onset(const Grid& g, const std::vector<char>& grid_p, const Pred& p, bool report_hi, const Relations& rel) {
-  std::size_t j = 0;
-  while (j < grid_p.size() && !grid_p[j]) ++j;
-  if (j == 0) return beyond(Bound::Kind::below_grid, g.log2_at(0), rel);
-  if (j == grid_p.size()) return beyond(Bound::Kind::above_grid, g.log2_at(grid_p.size() - 1), rel);
-  return bisect(g.log2_at(j - 1), g.log2_at(j), p, true, report_hi);
-}
+namespace {
 
-/// End of an underflow region: the largest grid point at or below `pivot` (log2) where U holds, extended upwards
-/// while U holds, then the boundary to the next point by bisection (U true below, false above). Only the first
-/// `limit` grid points are considered. `report_hi`: report the first scale observed without U.
-Bound region_end(const Grid& g, const std::vector<char>& grid_u, std::size_t limit, double pivot, const Pred& u,
-                 bool report_hi, const Relations& rel) {
-  std::optional<std::size_t> j;
-  for (std::size_t i = 0; i < limit; ++i) {
-    if (g.log2_at(i) <= pivot && grid_u[i]) j = i;
+const Relations kOver{"≤", ">"}, kUnder{"<", "≥"};
+
+/// An overflow-like boundary from its runs over L: the first true point, and the start of the final true run.
+Boundary rising(const Lattice& L, const std::vector<Run>& runs) {
+  const Run* first = nullptr;
+  for (const Run& r : runs) {
+    if (r.v == 1) {
+      first = &r;
+      break;
+    }
   }
-  if (!j) return beyond(Bound::Kind::below_grid, g.log2_at(0), rel);
-  while (*j + 1 < limit && grid_u[*j + 1]) ++*j;
-  if (*j + 1 >= limit) return beyond(Bound::Kind::above_grid, g.log2_at(*j), rel);
-  return bisect(g.log2_at(*j), g.log2_at(*j + 1), u, false, report_hi);
+  auto start = [&L](const Run& r) {
+    return r.lo == L.lo ? beyond(Bound::Kind::below_grid, L.log2_at(L.lo), kOver) : found_at(L, r.lo, -1);
+  };
+  const Bound none = beyond(Bound::Kind::above_grid, L.log2_at(L.hi), kOver);
+  if (first == nullptr) return {none, none};
+  return {start(*first), runs.back().v == 1 ? start(runs.back()) : none};
 }
 
-/// The grid flags of one predicate over cells.
-std::vector<char> flags(const std::vector<Cell>& cells, const std::function<bool(const Cell&)>& p) {
-  std::vector<char> out(cells.size());
-  for (std::size_t i = 0; i < cells.size(); ++i) out[i] = p(cells[i]);
+/// An underflow-like boundary over L: the onset, the last true point of `onset_runs`, and the saturation, the end
+/// of the first run of `sat_runs` when it is true from the range's start.
+Boundary falling(const Lattice& L, const std::vector<Run>& onset_runs, const std::vector<Run>& sat_runs,
+                 bool domain_is_range) {
+  const Run* last = nullptr;
+  for (const Run& r : onset_runs) {
+    if (r.v == 1) last = &r;
+  }
+  auto end = [&](const Run& r) {
+    return r.hi == L.hi && domain_is_range ? beyond(Bound::Kind::above_grid, L.log2_at(L.hi), kUnder)
+                                           : found_at(L, r.hi, +1);
+  };
+  const Bound none = beyond(Bound::Kind::below_grid, L.log2_at(L.lo), kUnder);
+  if (last == nullptr) return {none, none};
+  return {end(*last), sat_runs.front().v == 1 ? end(sat_runs.front()) : none};
+}
+
+/// The forward predicates at one s. The forward is lost to underflow when it is `lost` (fwd_lost) or `vanished`:
+/// every output's oracle is zero although the inputs were not (all it depends on flushed when stored, so nothing
+/// was left to lose). `vanished` is monotone in s, as storing is.
+struct Flags {
+  bool over = false, lost = false, vanished = false, stored_inf = false, flushed = false;
+};
+
+Flags flags_of(const Cell& c, double share, Mode mode) {
+  const bool vanished = c.fwd_nonfinite == 0 && c.in_nonzero > 0 && c.fwd_count > 0 && c.fwd_oracle_nonzero == 0;
+  return {c.fwd_nonfinite > 0, fwd_lost(c, share, mode), vanished, c.in_inf > 0 || c.in_nonfinite > 0,
+          data_flushed(c, share)};
+}
+
+/// The runs of "a or b" from the runs of a and of b, which both cover the same points in order.
+std::vector<Run> runs_or(const std::vector<Run>& a, const std::vector<Run>& b) {
+  std::vector<Run> out;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const Index lo = std::max(a[i].lo, b[j].lo), hi = std::min(a[i].hi, b[j].hi);
+    const int v = a[i].v == 1 || b[j].v == 1 ? 1 : (a[i].v == -1 || b[j].v == -1 ? -1 : 0);
+    if (!out.empty() && out.back().v == v) {
+      out.back().hi = hi;
+    } else {
+      out.push_back({lo, hi, v});
+    }
+    // Both cover the same points in order: step past whichever ends here (both when they end together).
+    if (a[i].hi == hi) ++i;
+    if (b[j].hi == hi) ++j;
+  }
   return out;
 }
 
-/// The loss-scale window at input scale 2^log2_s: S_max the onset of a non-finite gradient, S_min the end of
-/// the gradients' underflow region below it; whether the frameworks' initial scales give an ok gradient.
-Window window_at(const Options& o, Runner& r, double log2_s) {
-  const double share = o.underflow_share;
-  const Grid& G = o.S_grid;
-  Window w;
-  w.log2_s = log2_s;
-  r.set_s(log2_s);
-  w.s = r.forward_cell().s;
-  w.forward_status = r.forward_cell().status;
-  std::vector<char> gover(G.size()), glost(G.size());
-  for (std::size_t i = 0; i < G.size(); ++i) {
-    const Cell c = r.cell_with_S(G.log2_at(i));
-    gover[i] = c.grad_nonfinite > 0;
-    glost[i] = grad_lost(c, share);
-  }
-  w.S_max = onset(G, gover, [&](double t) { return r.cell_with_S(t).grad_nonfinite > 0; }, false, {"<", "≥"});
-  std::size_t limit = 0;
-  while (limit < gover.size() && !gover[limit]) ++limit;
-  w.S_min = region_end(G, glost, limit, std::numeric_limits<double>::infinity(),
-                       [&](double t) { return grad_lost(r.cell_with_S(t), share); }, true, {"≤", ">"});
-  w.empty = w.S_max.kind == Bound::Kind::below_grid || w.S_min.kind == Bound::Kind::above_grid ||
-            (w.S_min.kind == Bound::Kind::found && w.S_max.kind == Bound::Kind::found && w.S_min.log2 > w.S_max.log2);
-  auto inside = [&](double log2_S) {
-    const Cell c = r.cell_with_S(log2_S);
-    return c.grad_nonfinite == 0 && !grad_lost(c, share);
-  };
-  w.keras_inside = inside(loss_scale::kKerasInitialLog2);
-  w.pytorch_inside = inside(loss_scale::kPytorchInitialLog2);
-  return w;
+/// The end of the underflow domain: from the first coarse point at or above s = 1, the coarse points upwards
+/// while the forward is lost, plus the margin (the region of the pivot s = 1, as lost forwards are found there).
+Index underflow_domain_end(const Lattice& L, Probe& lost) {
+  Index c = L.lo;
+  if (L.hi >= 0) c = std::max<Index>(L.lo, 0);
+  c = c + (L.coarse - ((c % L.coarse) + L.coarse) % L.coarse) % L.coarse;  // up to a coarse point
+  c = std::min(c, L.hi);
+  while (c < L.hi && lost(c)) c = std::min(c + L.coarse, L.hi);
+  return std::min(c + L.margin, L.hi);
 }
 
 }  // namespace
@@ -119,24 +119,41 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
 Thresholds thresholds_for(const Options& o, const Experiment& e, Runner& r, const std::vector<Cell>& fwd_cells) {
   const double share = o.underflow_share;
   const Mode mode = e.fwd.mode;
-  const Grid& g = o.s_grid;
-  auto overflowed = [](const Cell& c) { return c.fwd_nonfinite > 0; };
-  auto lost = [&](const Cell& c) { return fwd_lost(c, share, mode); };
-  auto stored_inf = [](const Cell& c) { return c.in_inf > 0 || c.in_nonfinite > 0; };
-  auto flushed = [&](const Cell& c) { return data_flushed(c, share); };
-  // Each predicate at any s, through the runner.
-  auto at = [&r](const std::function<bool(const Cell&)>& p) {
-    return [&r, p](double t) {
-      r.set_s(t);
-      return p(r.forward_cell());
-    };
+  const Grid& g = s_grid_of(o, e);
+  const Lattice L = make_lattice(g.lo, g.log2_at(g.size() - 1), kThresholdLattice, kThresholdCoarse,
+                                 kThresholdMargin);
+  // Every s evaluated once for the four predicates; the grid's cells on the lattice are known already.
+  std::map<Index, Flags> known;
+  for (const Cell& c : fwd_cells) {
+    Index k = 0;
+    if (lattice_index(L, c.log2_s, k)) known.emplace(k, flags_of(c, share, mode));
+  }
+  auto at = [&](Index k) -> const Flags& {
+    auto it = known.find(k);
+    if (it == known.end()) {
+      r.set_s(L.log2_at(k));
+      it = known.emplace(k, flags_of(r.forward_cell(), share, mode)).first;
+    }
+    return it->second;
   };
-  const std::vector<char> lost_flags = flags(fwd_cells, lost), flushed_flags = flags(fwd_cells, flushed);
+  Probe over([&](Index k) { return at(k).over; }), lost([&](Index k) { return at(k).lost; });
+  Probe vanished([&](Index k) { return at(k).vanished; });
+  Probe underflowed([&](Index k) { return at(k).lost || at(k).vanished; });
+  Probe stored_inf([&](Index k) { return at(k).stored_inf; }), flushed([&](Index k) { return at(k).flushed; });
   Thresholds th;
-  th.s_overflow = onset(g, flags(fwd_cells, overflowed), at(overflowed), true, {"≤", ">"});
-  th.s_underflow = region_end(g, lost_flags, lost_flags.size(), 0.0, at(lost), false, {"<", "≥"});
-  th.storage_overflow = onset(g, flags(fwd_cells, stored_inf), at(stored_inf), true, {"≤", ">"});
-  th.storage_underflow = region_end(g, flushed_flags, flushed_flags.size(), 0.0, at(flushed), false, {"<", "≥"});
+  th.s_overflow = rising(L, scan(L, over, Refine::ends, false));
+  th.storage_overflow = rising(L, scan(L, stored_inf, Refine::ends, true));
+  const std::vector<Run> flushed_runs = scan(L, flushed, Refine::ends, true);
+  th.storage_underflow = falling(L, flushed_runs, flushed_runs, true);
+  Lattice D = L;
+  D.hi = underflow_domain_end(L, underflowed);
+  // The onset: the last lost point, scanned on until a whole binade is clean (a lost forward comes back a binade
+  // later at the same phase, or sooner), or the vanished region's end. The saturation: the first switch of either.
+  Lattice T = D;
+  T.tail = Index(1 / kThresholdLattice);  // one binade
+  const std::vector<Run> onset_runs =
+      runs_or(scan(T, lost, Refine::ends, false), scan(D, vanished, Refine::ends, true));
+  th.s_underflow = falling(D, onset_runs, scan(D, underflowed, Refine::ends, false), D.hi == L.hi);
   if (!e.has_gradient()) return th;
   for (double ls : kWindowLog2s) th.windows.push_back(window_at(o, r, ls));
   return th;

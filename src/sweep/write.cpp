@@ -63,7 +63,7 @@ std::string pytorch_key() { return fmt::format("pytorch_2^{}", loss_scale::kPyto
 
 json thresholds_doc(const json& settings, const json& results) {
   json doc;
-  doc["format"] = "halfmap-sweep-thresholds-1";
+  doc["format"] = "halfmap-sweep-thresholds-2";
   doc["settings"] = settings;
   doc["results"] = results;
   return doc;
@@ -102,6 +102,10 @@ json settings_json(const Options& o) {
                 {"softmax_rows_cols", {z.softmax_rows, z.softmax_cols}},
                 {"xent_rows_cols", {z.xent_rows, z.xent_cols}}};
   s["s_grid"] = grid_json(o.s_grid);
+  if (o.wide_s_grid) {
+    s["wide_s_grid"] = grid_json(*o.wide_s_grid);
+    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse";
+  }
   s["S_grid"] = grid_json(o.S_grid);
   s["underflow_share"] = o.underflow_share;
   json tol;
@@ -109,7 +113,10 @@ json settings_json(const Options& o) {
     tol[std::string(mode_name(m))] = forward_tolerance(m);
   }
   s["forward_tolerance"] = tol;
-  s["bisection_precision_log2"] = kBisectionPrecision;
+  s["threshold_lattice_log2"] = {
+      {"s", {{"resolution", kThresholdLattice}, {"coarse", kThresholdCoarse}, {"margin", kThresholdMargin}}},
+      {"S",
+       {{"resolution", kWindowLattice}, {"scan", kWindowScan}, {"coarse", kWindowCoarse}, {"margin", kWindowMargin}}}};
   json wl = json::array();
   for (double l : kWindowLog2s) wl.push_back(l);
   s["window_log2_s"] = wl;
@@ -142,6 +149,28 @@ json bound_json(const Bound& b) {
   return j;
 }
 
+json boundary_json(const Boundary& b) { return {{"onset", bound_json(b.onset)}, {"saturation", bound_json(b.saturation)}}; }
+
+json pairs_json(const std::vector<std::pair<double, double>>& v) {
+  json a = json::array();
+  for (const auto& [lo, hi] : v) a.push_back({jnum(lo), jnum(hi)});
+  return a;
+}
+
+json window_json(const Window& w) {
+  json j = {{"s", jnum(w.s)},
+            {"log2_s", jnum(w.log2_s)},
+            {"forward_status", status_name(w.forward_status)},
+            {"S_min", bound_json(w.S_min)},
+            {"S_max", bound_json(w.S_max)},
+            {"empty", w.empty}};
+  j["good_hull_log2"] = w.good_hull ? json{jnum(w.good_hull->first), jnum(w.good_hull->second)} : json(nullptr);
+  j["bad_inside_log2"] = pairs_json(w.bad_inside);
+  j[keras_key()] = w.keras_inside ? "inside" : "outside";
+  j[pytorch_key()] = w.pytorch_inside ? "inside" : "outside";
+  return j;
+}
+
 json item_json(const Options& o, const ItemResult& it) {
   const Experiment& e = o.experiments[it.experiment];
   json j;
@@ -153,23 +182,15 @@ json item_json(const Options& o, const ItemResult& it) {
   j["grad_kernel"] = e.bwd ? json(e.bwd->name) : json(nullptr);
   j["dist"] = dist_name(it.dist);
   j["forward_tolerance"] = forward_tolerance(e.fwd.mode);
+  j["s_grid"] = grid_json(s_grid_of(o, e));
   const Thresholds& t = it.thresholds;
-  j["s_underflow"] = bound_json(t.s_underflow);
-  j["s_overflow"] = bound_json(t.s_overflow);
-  j["storage_underflow"] = bound_json(t.storage_underflow);
-  j["storage_overflow"] = bound_json(t.storage_overflow);
+  j["s_underflow"] = boundary_json(t.s_underflow);
+  j["s_overflow"] = boundary_json(t.s_overflow);
+  j["storage_underflow"] = boundary_json(t.storage_underflow);
+  j["storage_overflow"] = boundary_json(t.storage_overflow);
   if (e.has_gradient()) {
     json ws = json::array();
-    for (const Window& w : t.windows) {
-      ws.push_back({{"s", jnum(w.s)},
-                    {"log2_s", jnum(w.log2_s)},
-                    {"forward_status", status_name(w.forward_status)},
-                    {"S_min", bound_json(w.S_min)},
-                    {"S_max", bound_json(w.S_max)},
-                    {"empty", w.empty},
-                    {keras_key(), w.keras_inside ? "inside" : "outside"},
-                    {pytorch_key(), w.pytorch_inside ? "inside" : "outside"}});
-    }
+    for (const Window& w : t.windows) ws.push_back(window_json(w));
     j["loss_scale_windows"] = ws;
   }
   return j;

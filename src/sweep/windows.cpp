@@ -1,0 +1,82 @@
+// The loss-scale windows: at a fixed input scale, which loss scales S give good gradients (every gradient finite,
+// no more than the underflow share flushed), scanned on the absolute lattice of kWindowLattice over the S grid's
+// range; the window is the largest contiguous interval of good S (README.md, "Thresholds").
+#include <map>
+#include <utility>
+
+#include "halfmap/loss_scale.hpp"
+#include "sweep/thresholds.hpp"
+
+namespace halfmap::sweep {
+
+namespace {
+
+/// The largest run of good S (the lowest of equal ones), or null.
+const Run* largest_good(const std::vector<Run>& runs) {
+  const Run* best = nullptr;
+  for (const Run& r : runs) {
+    if (r.v == 1 && (best == nullptr || r.hi - r.lo > best->hi - best->lo)) best = &r;
+  }
+  return best;
+}
+
+/// An empty window's S_max: the largest S below the first non-finite gradient.
+Bound finite_up_to(const Lattice& L, const std::vector<Run>& over) {
+  for (const Run& r : over) {
+    if (r.v != 1) continue;
+    if (r.lo == L.lo) return beyond(Bound::Kind::below_grid, L.log2_at(L.lo), {"<", "≥"});
+    return found_at(L, r.lo - 1, +1);
+  }
+  return beyond(Bound::Kind::above_grid, L.log2_at(L.hi), {"<", "≥"});
+}
+
+}  // namespace
+
+Window window_at(const Options& o, Runner& r, double log2_s) {
+  const double share = o.underflow_share;
+  const Grid& G = o.S_grid;
+  Lattice L = make_lattice(G.lo, G.log2_at(G.size() - 1), kWindowLattice, kWindowCoarse, kWindowMargin);
+  L.sub = Index(kWindowScan / kWindowLattice);
+  Window w;
+  w.log2_s = log2_s;
+  r.set_s(log2_s);
+  w.s = r.forward_cell().s;
+  w.forward_status = r.forward_cell().status;
+  std::map<Index, std::pair<bool, bool>> known;  // S -> (a gradient is non-finite, the gradients are lost)
+  auto at = [&](Index k) -> const std::pair<bool, bool>& {
+    auto it = known.find(k);
+    if (it == known.end()) {
+      const Cell c = r.cell_with_S(L.log2_at(k));
+      it = known.emplace(k, std::make_pair(c.grad_nonfinite > 0, grad_lost(c, share))).first;
+    }
+    return it->second;
+  };
+  Probe good([&](Index k) { return !at(k).first && !at(k).second; });
+  const std::vector<Run> runs = scan(L, good, Refine::all, false);
+  if (const Run* best = largest_good(runs)) {
+    w.S_min = best->lo == L.lo ? beyond(Bound::Kind::below_grid, L.log2_at(L.lo), {"≤", ">"}) : found_at(L, best->lo, -1);
+    w.S_max = best->hi == L.hi ? beyond(Bound::Kind::above_grid, L.log2_at(L.hi), {"<", "≥"}) : found_at(L, best->hi, +1);
+    Index lo = L.hi, hi = L.lo;
+    for (const Run& x : runs) {
+      if (x.v == 1) lo = std::min(lo, x.lo), hi = std::max(hi, x.hi);
+    }
+    w.good_hull = std::make_pair(L.log2_at(lo), L.log2_at(hi));
+    for (const Run& x : runs) {
+      if (x.v != 1 && x.lo > lo && x.hi < hi) w.bad_inside.emplace_back(L.log2_at(x.lo), L.log2_at(x.hi));
+    }
+  } else {
+    w.empty = true;
+    w.S_min = beyond(Bound::Kind::above_grid, L.log2_at(L.hi), {"≤", ">"});
+    Probe over([&](Index k) { return at(k).first; });
+    w.S_max = finite_up_to(L, scan(L, over, Refine::ends, false));
+  }
+  auto inside = [&](double log2_S) {
+    const Cell c = r.cell_with_S(log2_S);
+    return c.grad_nonfinite == 0 && !grad_lost(c, share);
+  };
+  w.keras_inside = inside(loss_scale::kKerasInitialLog2);
+  w.pytorch_inside = inside(loss_scale::kPytorchInitialLog2);
+  return w;
+}
+
+}  // namespace halfmap::sweep
