@@ -50,8 +50,10 @@ void widen_to_f32(DType t, const void* src, float* dst, std::size_t n);
 
 /// pack_panels for panels of the storage type itself, one k per group (f32 into f32, fp16 bits into fp16 bits):
 /// the values are copied straight from `src`, without the detour through a scratch line that a conversion needs
-/// (at 256³ that detour was a tenth of the avx2 f32 forward pass).
-template <std::size_t MR, class P>
+/// (at 256³ that detour was a tenth of the avx2 f32 forward pass). `T`, the ISA path's traits, is unused but
+/// puts the path's namespace into the instantiation's mangled name: otherwise the avx2 and avx512 objects would
+/// emit the same symbol, compiled with different ISA flags, and the linker would keep one of them for both.
+template <std::size_t MR, class T, class P>
 void pack_panels_direct(View<P> src, std::size_t r0, std::size_t rows, std::size_t p0, std::size_t kc, P* dst) {
   const std::size_t panels = (rows + MR - 1) / MR;
   for (std::size_t j = 0; j < panels; ++j) {
@@ -95,7 +97,7 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
   using Packed = typename T::Packed;
   constexpr std::size_t KP = T::kKPack;
   if constexpr (std::is_same_v<typename T::Storage, Packed> && KP == 1) {
-    return pack_panels_direct<MR>(src, r0, rows, p0, kc, dst);
+    return pack_panels_direct<MR, T>(src, r0, rows, p0, kc, dst);
   }
   const std::size_t groups = (kc + KP - 1) / KP, kcp = groups * KP;
   const std::size_t panels = (rows + MR - 1) / MR;
