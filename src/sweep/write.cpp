@@ -175,6 +175,22 @@ json item_json(const Options& o, const ItemResult& it) {
   return j;
 }
 
+/// The peer libraries (src/peers/): built (with version and threading) or missing (with the reason). A binary
+/// that links no peers says so; a peer kernel dropped by its check on this CPU is listed by its name. The peer
+/// paths are run only without a HALFMAP_ISA cap.
+json peers_json() {
+  json j;
+  json built = json::array(), missing = json::array();
+  for (const PeerLibrary& p : peer_libraries()) {
+    (p.built ? built : missing).push_back({{"name", p.name}, {p.built ? "detail" : "reason", p.detail}});
+  }
+  j["built"] = built;
+  j["missing"] = missing;
+  if (peer_libraries().empty()) j["note"] = "this binary links no peer libraries";
+  if (isa_cap()) j["note"] = "peer paths are held back by the HALFMAP_ISA cap";
+  return j;
+}
+
 json meta_json(const Options& o, const Result& r, bool sharded) {
   const CpuFeatures& cpu = cpu_features();
   json j;
@@ -192,6 +208,7 @@ json meta_json(const Options& o, const Result& r, bool sharded) {
   j["isas_enabled"] = isas;
   const std::optional<Isa> cap = isa_cap();
   j["isa_cap"] = cap ? json(isa_name(*cap)) : json(nullptr);
+  j["peers"] = peers_json();
   const FpEnv env = read_fp_env();
   j["fp_env"] = {{"arch", env.arch},   {"ftz", env.ftz},   {"daz", env.daz},       {"fz16", env.fz16},
                  {"raw", env.raw},     {"ieee", env.ieee()}, {"text", env.describe()}};
