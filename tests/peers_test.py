@@ -12,11 +12,14 @@ Measured on x86-64 with AVX512-BF16/FP16 (Debian 12: oneDNN 2.6.3, XNNPACK 0.0~g
      whose vdpbf16ps flushes the same way. Its storage thresholds (the inputs) are the ref path's.
   2. XNNPACK f32 fully connected runs under FTZ+DAZ: its s_underflow is over 15 binades above f32_dense_fwd__ref
      (2^-111.8 vs 2^-131.8, normal); oneDNN f32 matmul has exactly the ref path's thresholds.
-  3. XNNPACK's f16 fully connected and Eigen's half GEMM accumulate in fp16: on the default grid they have exactly
+  3. XNNPACK's f16 fully connected gives forward cells identical to halfmap's fp16 model f16_dense_fwd__ref (f32
+     multiply-add rounded to fp16 after every k step); Eigen's half GEMM does not (its blocking order differs).
+     Both accumulate in fp16: on the default grid they have exactly
      the thresholds of halfmap's per-operation fp16 mode (f16_dense_fwd__avx2), and their s_underflow differs from
      f16_f32acc_dense_fwd__ref's (fp16 storage, f32 accumulation; normal: 2^-15.61 vs 2^-16.55).
-  4. Eigen's half sum adds in another order than halfmap's f16 sum: same storage thresholds, different s_overflow
-     (lognormal: 2^8.35 vs 2^8.10), so it is not bit-identical to the f16 model with halfmap's lanes.
+  4. Eigen's half sum (baseline SSE2 build) adds sequentially: forward cells identical to halfmap's sequential
+     model f16_sum__ref, and a different s_overflow from the lane-parallel f16_sum__avx2 (lognormal: 2^8.35 vs
+     2^8.10); same storage thresholds.
   5. Eigen's maxCoeff of |x| (float and half) gives cells identical to halfmap's maxabs (it is exact).
 """
 import csv
@@ -52,7 +55,7 @@ DISTS = ("normal", "uniform", "lognormal")
 LOW = ("--s-min", "2^-150", "--s-max", "2^-100")
 
 
-def finding_onednn_bf16(th):
+def finding_onednn_bf16(th, out):
     for d in DISTS:
         peer, ref, bf = (th[(k, d)] for k in ("onednn_bf16_dense_fwd__peer", "bf16_f32acc_dense_fwd__ref",
                                               "bf16_f32acc_dense_fwd__avx512bf16"))
@@ -69,7 +72,7 @@ def parse_log2(text):
     return float(text[2:].split()[0])
 
 
-def finding_f32_ftz(th):
+def finding_f32_ftz(th, out):
     for d in DISTS:
         x, o, r = (th[(k, d)] for k in ("xnnpack_f32_dense_fwd__peer", "onednn_f32_dense_fwd__peer",
                                         "f32_dense_fwd__ref"))
@@ -78,7 +81,11 @@ def finding_f32_ftz(th):
         assert x["storage_underflow"]["text"] == r["storage_underflow"]["text"], d
 
 
-def finding_f16_acc(th):
+def finding_f16_acc(th, out):
+    # XNNPACK's f16 GEMM is, on every cell, halfmap's fp16 model: fp16 inputs, f32 multiply-add rounded to fp16
+    # after every k step (f16_dense_fwd__ref).
+    assert forward(out, "xnnpack_f16_dense_fwd__peer") == forward(out, "f16_dense_fwd__ref")
+    assert forward(out, "eigen_f16_dense_fwd__peer") != forward(out, "f16_dense_fwd__ref")
     for d in DISTS:
         model = th[("f16_dense_fwd__avx2", d)]
         wide = th[("f16_f32acc_dense_fwd__ref", d)]
@@ -87,7 +94,9 @@ def finding_f16_acc(th):
             assert th[(peer, d)]["s_underflow"]["text"] != wide["s_underflow"]["text"], (peer, d)
 
 
-def finding_eigen_sum(th):
+def finding_eigen_sum(th, out):
+    # On baseline SSE2 Eigen adds halves one after the other: the cells of halfmap's sequential model.
+    assert forward(out, "eigen_f16_sum__peer") == forward(out, "f16_sum__ref")
     for d in DISTS:
         e, h = th[("eigen_f16_sum__peer", d)], th[("f16_sum__avx2", d)]
         assert e["storage_overflow"]["text"] == h["storage_overflow"]["text"], d
@@ -101,14 +110,23 @@ def rows(out, kernel):
         return [r[6:] for r in csv.reader(f) if r[0] == kernel]
 
 
+FWD = ("dist", "log2_s", "fwd_count", "fwd_nonfinite", "fwd_oracle_nonzero", "fwd_zero", "fwd_rel_err", "fwd_value")
+
+
+def forward(out, kernel):
+    """The forward columns of a kernel's cells (the sweeps here run one loss scale, S = 1)."""
+    with open(os.path.join(out, "cells.csv")) as f:
+        return [tuple(r[c] for c in FWD) for r in csv.DictReader(f) if r["kernel"] == kernel]
+
+
 FINDINGS = [
     ("onednn_bf16_flushes", finding_onednn_bf16, ["onednn_bf16_dense_fwd__peer", "bf16_f32acc_dense_fwd__ref",
                                                   "bf16_f32acc_dense_fwd__avx512bf16"], LOW),
     ("xnnpack_f32_ftz", finding_f32_ftz, ["xnnpack_f32_dense_fwd__peer", "onednn_f32_dense_fwd__peer",
                                           "f32_dense_fwd__ref"], LOW),
     ("f16_accumulation", finding_f16_acc, ["xnnpack_f16_dense_fwd__peer", "eigen_f16_dense_fwd__peer",
-                                           "f16_dense_fwd__avx2", "f16_f32acc_dense_fwd__ref"], ()),
-    ("eigen_half_sum", finding_eigen_sum, ["eigen_f16_sum__peer", "f16_sum__avx2"], ()),
+                                           "f16_dense_fwd__avx2", "f16_dense_fwd__ref", "f16_f32acc_dense_fwd__ref"], ()),
+    ("eigen_half_sum", finding_eigen_sum, ["eigen_f16_sum__peer", "f16_sum__avx2", "f16_sum__ref"], ()),
 ]
 
 
@@ -120,8 +138,8 @@ def main():
         if missing:
             print(f"SKIP {name}: this build cannot run {', '.join(missing)}")
             continue
-        th, _ = sweep(name, kernels, extra)
-        check(th)
+        th, out = sweep(name, kernels, extra)
+        check(th, out)
         print(f"ok   {name}")
         ran += 1
     pairs = [("eigen_f32_maxabs__peer", "f32_maxabs__ref"), ("eigen_f16_maxabs__peer", "f16_maxabs__avx2")]

@@ -293,6 +293,11 @@ void write_outputs(const std::string& dir, const Options& opts, const Result& re
   write_file_atomic(dir + "/cells.csv", csv);
   write_file_atomic(dir + "/thresholds.json", thresholds_text(doc));
   write_file_atomic(dir + "/thresholds.md", thresholds_markdown(doc));
+  if (const std::optional<std::string> peers = peers_markdown(opts, result, doc)) {
+    write_file_atomic(dir + "/peers.md", *peers);
+  } else {
+    std::remove((dir + "/peers.md").c_str());  // no peer ran: an older run's table would describe other cells
+  }
   write_file_atomic(dir + "/meta.json", meta_json(opts, result, sharded).dump(2) + "\n");
   // A complete run in a folder that once held a shard: the old manifest no longer describes these files.
   if (!sharded) std::remove((dir + "/shard.json").c_str());
