@@ -1,6 +1,6 @@
-// A run's files: cells.csv, thresholds.json, thresholds.md, meta.json (and shard.json for a shard). cells.csv and
-// thresholds.json hold no date, timing or thread count, so they are byte-identical for the same options whatever
-// the threads, shards or run; meta.json holds those.
+// A run's files: cells.csv, thresholds.json, thresholds.md, meta.json, peers.md when peer paths ran (and shard.json
+// for a shard). cells.csv and thresholds.json hold no date, timing or thread count, so they are byte-identical for
+// the same options whatever the threads, shards or run; meta.json holds those.
 #include <sys/stat.h>
 
 #include <cerrno>
