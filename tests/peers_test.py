@@ -86,6 +86,12 @@ def finding_f16_acc(th, out):
     # after every k step (f16_dense_fwd__ref).
     assert forward(out, "xnnpack_f16_dense_fwd__peer") == forward(out, "f16_dense_fwd__ref")
     assert forward(out, "eigen_f16_dense_fwd__peer") != forward(out, "f16_dense_fwd__ref")
+    # peers.md, the sweep's classification, says the same.
+    md = {r.split("|")[4].strip(): r for r in open(os.path.join(out, "peers.md")) if "__peer |" in r}
+    assert "identical forward cells:" in md["xnnpack_f16_dense_fwd__peer"]
+    assert "f16_dense_fwd__ref" in md["xnnpack_f16_dense_fwd__peer"].split("|")[5]
+    assert "same thresholds: f16_dense_fwd__avx2" in md["eigen_f16_dense_fwd__peer"]
+    assert md["eigen_f16_dense_fwd__peer"].split("|")[7].strip() == "none"
     for d in DISTS:
         model = th[("f16_dense_fwd__avx2", d)]
         wide = th[("f16_f32acc_dense_fwd__ref", d)]
