@@ -39,8 +39,8 @@ def available():
 
 def sweep(name, kernels, extra=()):
     out = os.path.join(OUT, name)
-    subprocess.run([EXE, "sweep", "--quiet", "--out", out, "--kernels", ",".join(kernels), "--S-max", "2^0", *extra],
-                   check=True)
+    cmd = [EXE, "sweep", "--quiet", "--out", out, "--kernels", ",".join(kernels), "--S-max", "2^0", *extra]
+    subprocess.run(cmd, check=True)
     with open(os.path.join(out, "thresholds.json")) as f:
         res = json.load(f)["results"]
     th = {(r["kernel"], r["dist"]): r for r in res}
@@ -131,7 +131,8 @@ FINDINGS = [
     ("xnnpack_f32_ftz", finding_f32_ftz, ["xnnpack_f32_dense_fwd__peer", "onednn_f32_dense_fwd__peer",
                                           "f32_dense_fwd__ref"], LOW),
     ("f16_accumulation", finding_f16_acc, ["xnnpack_f16_dense_fwd__peer", "eigen_f16_dense_fwd__peer",
-                                           "f16_dense_fwd__avx2", "f16_dense_fwd__ref", "f16_f32acc_dense_fwd__ref"], ()),
+                                           "f16_dense_fwd__avx2", "f16_dense_fwd__ref",
+                                           "f16_f32acc_dense_fwd__ref"], ()),
     ("eigen_half_sum", finding_eigen_sum, ["eigen_f16_sum__peer", "f16_sum__avx2", "f16_sum__ref"], ()),
 ]
 

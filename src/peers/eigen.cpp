@@ -35,7 +35,8 @@ void product(const DenseArgs& a) {
   const Eigen::Map<const RowMatrix<T>> x(static_cast<const T*>(a.x), m, k), w(static_cast<const T*>(a.w), k, n);
   Eigen::Map<RowMatrix<T>> y(static_cast<T*>(a.y), m, n);
   y.noalias() = x * w;
-  if (a.b != nullptr) y.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(static_cast<const T*>(a.b), n);
+  using Row = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+  if (a.b != nullptr) y.rowwise() += Eigen::Map<const Row>(static_cast<const T*>(a.b), n);
   if (a.act == Act::relu) y = y.cwiseMax(T(0));
 }
 
@@ -52,8 +53,8 @@ float reduce(const void* xp, const void*, std::size_t n) {
 LibraryList eigen_list() {
   using h = Eigen::half;
   return {"eigen",
-          fmt::format("Eigen {}.{}.{}, baseline flags (SIMD: {}); 1 thread: EIGEN_DONT_PARALLELIZE", EIGEN_WORLD_VERSION,
-                      EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, Eigen::SimdInstructionSetsInUse()),
+          fmt::format("Eigen {}.{}.{}, baseline flags (SIMD: {}); 1 thread: EIGEN_DONT_PARALLELIZE",
+                      EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, Eigen::SimdInstructionSetsInUse()),
           {reduce_peer("eigen_f32_sum__peer", Op::sum, Mode::f32, DType::f32, reduce<float, 0>, 1e-5),
            reduce_peer("eigen_f16_sum__peer", Op::sum, Mode::f16, DType::f16, reduce<h, 0>, 5e-2),
            reduce_peer("eigen_f32_sumsq__peer", Op::sumsq, Mode::f32, DType::f32, reduce<float, 1>, 1e-5),
