@@ -45,8 +45,20 @@ std::set<Isa> admitted_by(Isa cap) {
     case Isa::avx512fp16: return {Isa::ref, Isa::avx2, Isa::avx512, Isa::avx512fp16};
     case Isa::neon: return {Isa::ref, Isa::neon};
     case Isa::neonfp16: return {Isa::ref, Isa::neon, Isa::neonfp16};
+    case Isa::peer: return {};  // not a cap (HALFMAP_ISA=peer is an error)
   }
   return {};
+}
+
+// The peer libraries' kernels (src/peers/) are linked into the CLI only: this test binary has none, so the peer
+// "ISA" is not compiled, has no kernel, and is not one of halfmap's paths.
+TEST(Isa, PeerIsNotAPathOfTheLibrary) {
+  EXPECT_EQ(parse_isa("peer"), Isa::peer);
+  EXPECT_FALSE(isa_compiled(Isa::peer));
+  EXPECT_FALSE(isa_enabled(Isa::peer));
+  EXPECT_TRUE(peer_libraries().empty());
+  for (Isa isa : kAllIsas) EXPECT_NE(isa, Isa::peer);
+  for (const Kernel& k : kernels()) EXPECT_NE(k.isa, Isa::peer) << k.name;
 }
 
 TEST(Isa, NamesRoundTripAndAreDistinct) {

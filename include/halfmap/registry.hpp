@@ -196,8 +196,18 @@ struct Kernel {
 };
 
 /// Every kernel compiled into this build, whether or not this CPU can run it (src/kernels/registry.cpp joins the
-/// lists of the ISA folders compiled).
+/// lists of the ISA folders compiled), then, in a binary that links the peers (the `halfmap` CLI built with
+/// HALFMAP_PEERS=ON, src/peers/), the peer kernels (isa peer) that passed their check on this CPU.
 std::span<const Kernel> kernels();
+
+/// A peer library the build was configured with: `built` and its version, or not and why (missing package,
+/// HALFMAP_PEERS=OFF, unsupported here, failed its check). Empty in binaries that link no peers.
+struct PeerLibrary {
+  std::string_view name;    // onednn, xnnpack, eigen, openblas, or a peer kernel's name when one was dropped
+  bool built;
+  std::string_view detail;  // version and threading if built, else the reason, one sentence
+};
+std::span<const PeerLibrary> peer_libraries();
 /// The kernel with this name, or nullptr.
 const Kernel* find_kernel(std::string_view name);
 /// True if the kernel may be called on this CPU under the current HALFMAP_ISA cap.

@@ -14,6 +14,9 @@
 #endif
 
 namespace halfmap {
+
+bool peers_linked();  // src/kernels/registry.cpp: true when this binary links the peers' kernel list
+
 namespace {
 
 struct IsaInfo {
@@ -32,6 +35,8 @@ constexpr IsaInfo kIsaInfo[] = {
     {Isa::avx512fp16, "avx512fp16", "AVX-512F/BW/VL + AVX512-FP16", true, 4},
     {Isa::neon, "neon", "arm64 Advanced SIMD", false, 1},
     {Isa::neonfp16, "neonfp16", "ARMv8.2-A FP16 (fphp + asimdhp)", false, 2},
+    // Above every cap: a peer library's kernels run only when no HALFMAP_ISA cap is set.
+    {Isa::peer, "peer", "a peer library linked into this binary (src/peers/)", kHostIsX86, 100},
 };
 
 const IsaInfo& info(Isa isa) { return kIsaInfo[static_cast<int>(isa)]; }
@@ -117,6 +122,7 @@ bool hardware_has(Isa isa) {
     case Isa::avx512fp16: return avx512 && f.avx512_fp16;
     case Isa::neon: return f.asimd;
     case Isa::neonfp16: return f.asimd && f.fphp && f.asimdhp;
+    case Isa::peer: return true;  // each peer kernel is checked on this CPU when the peers' list is built
   }
   return false;
 }
@@ -124,7 +130,7 @@ bool hardware_has(Isa isa) {
 std::string valid_names() {
   std::string out;
   for (const IsaInfo& i : kIsaInfo) {
-    if (i.isa != Isa::ref && i.x86 != kHostIsX86) continue;
+    if ((i.isa != Isa::ref && i.x86 != kHostIsX86) || i.isa == Isa::peer) continue;
     out += out.empty() ? "" : ", ";
     out += i.name;
   }
@@ -169,6 +175,7 @@ bool isa_compiled(Isa isa) {
 #if defined(HALFMAP_WITH_NEONFP16)
     case Isa::neonfp16: return true;
 #endif
+    case Isa::peer: return peers_linked();
     default: return false;
   }
 }
@@ -190,7 +197,7 @@ const CapState& cap_state() {
     const char* env = std::getenv("HALFMAP_ISA");
     if (env == nullptr || *env == '\0') return s;
     const std::optional<Isa> isa = parse_isa(env);
-    if (!isa) {
+    if (!isa || *isa == Isa::peer) {
       s.error = fmt::format("HALFMAP_ISA={} names no ISA; use one of: {}.", env, valid_names());
     } else if (*isa != Isa::ref && info(*isa).x86 != kHostIsX86) {
       s.error = fmt::format("HALFMAP_ISA={} is an {} ISA, but this build is for {}; use one of: {}.", env,

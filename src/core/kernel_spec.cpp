@@ -101,7 +101,11 @@ KernelSpec kernel_spec(const Kernel& k) {
   s.accumulator = f16_family(k.mode) ? "f16" : "f32";
   s.fma = kernel_fma_name(k).value_or("-");
   s.recipe = recipe_key(k);
-  if (k.op == Op::maxabs) {
+  if (k.isa == Isa::peer) {
+    // Another library's kernel (src/peers/): halfmap does not fix its order; its recipe is its mode's, the one
+    // the sweep compares it with (peers.md says where it differs).
+    s.order = "the library's own (peer: compared with this recipe)";
+  } else if (k.op == Op::maxabs) {
     s.order = "any (exact)";
   } else if (!f16_family(k.mode)) {
     s.order = f32acc_order(k);

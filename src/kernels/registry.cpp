@@ -12,6 +12,20 @@
 
 namespace halfmap {
 
+// The peers' lists (src/peers/registry.cpp), linked only into binaries that opt in (the CLI's object library
+// halfmap_peers). Weak: in every other binary (the library's tests, halfmap_bench) they are null, so the core
+// library never depends on a peer library.
+namespace peers {
+[[gnu::weak]] std::span<const Kernel> linked_kernels();
+[[gnu::weak]] std::span<const PeerLibrary> linked_libraries();
+}  // namespace peers
+
+bool peers_linked() { return peers::linked_kernels != nullptr; }
+
+std::span<const PeerLibrary> peer_libraries() {
+  return peers::linked_libraries != nullptr ? peers::linked_libraries() : std::span<const PeerLibrary>{};
+}
+
 std::span<const Kernel> kernels() {
   static const std::vector<Kernel> all = [] {
     std::vector<Kernel> v;
@@ -19,6 +33,7 @@ std::span<const Kernel> kernels() {
 #define HALFMAP_KERNEL_LIST(isa) add(paths::isa::list());
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
+    if (peers_linked()) add(peers::linked_kernels());
     return v;
   }();
   return all;

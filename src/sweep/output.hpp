@@ -31,6 +31,9 @@ json thresholds_doc(const json& settings, const json& results);
 std::string thresholds_text(const json& doc);
 /// thresholds.md from the document.
 std::string thresholds_markdown(const json& doc);
+/// peers.md (src/sweep/peers_md.cpp): the peer paths classified against halfmap's from a run's cells and its
+/// thresholds document; nullopt when the run holds no peer kernel.
+std::optional<std::string> peers_markdown(const Options& opts, const Result& result, const json& doc);
 /// A window object's "[S_min, S_max]" (or "empty (S_min .., S_max ..)").
 std::string window_text(const json& w);
 

@@ -1,6 +1,6 @@
-// A run's files: cells.csv, thresholds.json, thresholds.md, meta.json (and shard.json for a shard). cells.csv and
-// thresholds.json hold no date, timing or thread count, so they are byte-identical for the same options whatever
-// the threads, shards or run; meta.json holds those.
+// A run's files: cells.csv, thresholds.json, thresholds.md, meta.json, peers.md when peer paths ran (and shard.json
+// for a shard). cells.csv and thresholds.json hold no date, timing or thread count, so they are byte-identical for
+// the same options whatever the threads, shards or run; meta.json holds those.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -196,6 +196,22 @@ json item_json(const Options& o, const ItemResult& it) {
   return j;
 }
 
+/// The peer libraries (src/peers/): built (with version and threading) or missing (with the reason). A binary
+/// that links no peers says so; a peer kernel dropped by its check on this CPU is listed by its name. The peer
+/// paths are run only without a HALFMAP_ISA cap.
+json peers_json() {
+  json j;
+  json built = json::array(), missing = json::array();
+  for (const PeerLibrary& p : peer_libraries()) {
+    (p.built ? built : missing).push_back({{"name", p.name}, {p.built ? "detail" : "reason", p.detail}});
+  }
+  j["built"] = built;
+  j["missing"] = missing;
+  if (peer_libraries().empty()) j["note"] = "this binary links no peer libraries";
+  if (isa_cap()) j["note"] = "peer paths are held back by the HALFMAP_ISA cap";
+  return j;
+}
+
 json meta_json(const Options& o, const Result& r, bool sharded) {
   const CpuFeatures& cpu = cpu_features();
   json j;
@@ -213,6 +229,7 @@ json meta_json(const Options& o, const Result& r, bool sharded) {
   j["isas_enabled"] = isas;
   const std::optional<Isa> cap = isa_cap();
   j["isa_cap"] = cap ? json(isa_name(*cap)) : json(nullptr);
+  j["peers"] = peers_json();
   const FpEnv env = read_fp_env();
   j["fp_env"] = {{"arch", env.arch},   {"ftz", env.ftz},   {"daz", env.daz},       {"fz16", env.fz16},
                  {"raw", env.raw},     {"ieee", env.ieee()}, {"text", env.describe()}};
@@ -297,6 +314,11 @@ void write_outputs(const std::string& dir, const Options& opts, const Result& re
   write_file_atomic(dir + "/cells.csv", csv);
   write_file_atomic(dir + "/thresholds.json", thresholds_text(doc));
   write_file_atomic(dir + "/thresholds.md", thresholds_markdown(doc));
+  if (const std::optional<std::string> peers = peers_markdown(opts, result, doc)) {
+    write_file_atomic(dir + "/peers.md", *peers);
+  } else {
+    std::remove((dir + "/peers.md").c_str());  // no peer ran: an older run's table would describe other cells
+  }
   write_file_atomic(dir + "/meta.json", meta_json(opts, result, sharded).dump(2) + "\n");
   // A complete run in a folder that once held a shard: the old manifest no longer describes these files.
   if (!sharded) std::remove((dir + "/shard.json").c_str());

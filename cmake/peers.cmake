@@ -1,0 +1,97 @@
+# The peer libraries (oneDNN, XNNPACK, Eigen, OpenBLAS), each optional: found here once, for halfmap_bench
+# (bench/peers/) and for the sweep's peer kernels (src/peers/, object library halfmap_peers, linked into the
+# `halfmap` CLI only). A library that is found gets an INTERFACE target halfmap_peer_<lib> (include dirs, link
+# libraries, HALFMAP_PEER_<LIB>=1 and its version definitions); a missing one gets
+# HALFMAP_PEER_MISSING_<lib>, the reason in words, which the build and meta.json report. In the arm64 cross
+# build (cmake/aarch64-linux-gnu.cmake) only arm64 copies are found, so the binary libraries are missing there
+# unless their :arm64 packages are installed; Eigen, header-only, is found on both.
+set(HALFMAP_PEER_LIBS openblas onednn xnnpack eigen)
+
+function(halfmap_peer_missing name packages)
+  set(HALFMAP_PEER_MISSING_${name} "not found at build time (install ${packages})" PARENT_SCOPE)
+  message(STATUS "peer ${name} not found (install ${packages}): its benchmarks and sweep paths are not built")
+endfunction()
+
+# The Debian package version of a peer, for the context where the library has no version call of its own.
+function(halfmap_peer_package_version package out)
+  execute_process(COMMAND dpkg-query -W -f=\${Version} ${package} OUTPUT_VARIABLE v ERROR_QUIET
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR v STREQUAL "")
+    set(v "unknown (no ${package} package)")
+  endif()
+  set(${out} "${v}" PARENT_SCOPE)
+endfunction()
+
+# OpenBLAS, through pkg-config: Debian keeps cblas.h in a per-variant folder (openblas-pthread) that the .pc file
+# names, so the header always matches the library that is linked.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(HALFMAP_OPENBLAS QUIET IMPORTED_TARGET openblas)
+endif()
+if(HALFMAP_OPENBLAS_FOUND)
+  # cblas_sbgemm is declared in every 0.3.21 cblas.h but exported only by builds with BUILD_BFLOAT16: a link test.
+  include(CheckCXXSymbolExists)
+  set(CMAKE_REQUIRED_LIBRARIES PkgConfig::HALFMAP_OPENBLAS)
+  check_cxx_symbol_exists(cblas_sbgemm cblas.h HALFMAP_OPENBLAS_HAS_SBGEMM)
+  unset(CMAKE_REQUIRED_LIBRARIES)
+  if(HALFMAP_OPENBLAS_HAS_SBGEMM)
+    set(sbgemm 1)
+  else()
+    set(sbgemm 0)
+  endif()
+  add_library(halfmap_peer_openblas INTERFACE)
+  target_link_libraries(halfmap_peer_openblas INTERFACE PkgConfig::HALFMAP_OPENBLAS)
+  target_compile_definitions(halfmap_peer_openblas INTERFACE HALFMAP_PEER_OPENBLAS=1
+                             HALFMAP_PEER_OPENBLAS_SBGEMM=${sbgemm}
+                             HALFMAP_PEER_OPENBLAS_VERSION="${HALFMAP_OPENBLAS_VERSION}")
+  set(HALFMAP_PEER_VERSION_openblas "${HALFMAP_OPENBLAS_VERSION}")
+else()
+  halfmap_peer_missing(openblas libopenblas-dev)
+endif()
+
+# oneDNN: header and library directly. Debian's dnnl-config.cmake also requires the OpenCL headers (the package's
+# GPU runtime), which the CPU matmul does not need. Its CPU runtime is OpenMP: the peers call omp_set_num_threads,
+# so they link libgomp (not -fopenmp: nothing of halfmap's own is parallel).
+find_path(HALFMAP_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(HALFMAP_DNNL_LIBRARY dnnl)
+find_package(OpenMP QUIET COMPONENTS CXX)
+if(HALFMAP_DNNL_INCLUDE_DIR AND HALFMAP_DNNL_LIBRARY AND OpenMP_CXX_FOUND)
+  add_library(halfmap_peer_onednn INTERFACE)
+  target_include_directories(halfmap_peer_onednn INTERFACE ${HALFMAP_DNNL_INCLUDE_DIR})
+  target_link_libraries(halfmap_peer_onednn INTERFACE ${HALFMAP_DNNL_LIBRARY} ${OpenMP_CXX_LIBRARIES})
+  target_compile_definitions(halfmap_peer_onednn INTERFACE HALFMAP_PEER_ONEDNN=1)
+  set(HALFMAP_PEER_VERSION_onednn "")
+else()
+  halfmap_peer_missing(onednn libdnnl-dev)
+endif()
+
+# XNNPACK and pthreadpool (whose header xnnpack.h includes) have no CMake or pkg-config files in Debian 12.
+# libXNNPACK.so carries its own dependencies (cpuinfo, pthreadpool). It has no version call: the package's
+# version is used.
+find_path(HALFMAP_XNNPACK_INCLUDE_DIR xnnpack.h)
+find_path(HALFMAP_PTHREADPOOL_INCLUDE_DIR pthreadpool.h)
+find_library(HALFMAP_XNNPACK_LIBRARY XNNPACK)
+find_library(HALFMAP_PTHREADPOOL_LIBRARY pthreadpool)
+if(HALFMAP_XNNPACK_INCLUDE_DIR AND HALFMAP_PTHREADPOOL_INCLUDE_DIR AND HALFMAP_XNNPACK_LIBRARY
+   AND HALFMAP_PTHREADPOOL_LIBRARY)
+  halfmap_peer_package_version(libxnnpack-dev xnnpack_version)
+  add_library(halfmap_peer_xnnpack INTERFACE)
+  target_include_directories(halfmap_peer_xnnpack INTERFACE ${HALFMAP_XNNPACK_INCLUDE_DIR}
+                             ${HALFMAP_PTHREADPOOL_INCLUDE_DIR})
+  target_link_libraries(halfmap_peer_xnnpack INTERFACE ${HALFMAP_XNNPACK_LIBRARY} ${HALFMAP_PTHREADPOOL_LIBRARY})
+  target_compile_definitions(halfmap_peer_xnnpack INTERFACE HALFMAP_PEER_XNNPACK=1
+                             HALFMAP_PEER_XNNPACK_VERSION="${xnnpack_version}")
+  set(HALFMAP_PEER_VERSION_xnnpack "${xnnpack_version}")
+else()
+  halfmap_peer_missing(xnnpack "libxnnpack-dev libpthreadpool-dev")
+endif()
+
+find_package(Eigen3 3.4 QUIET NO_MODULE)
+if(Eigen3_FOUND)
+  add_library(halfmap_peer_eigen INTERFACE)
+  target_link_libraries(halfmap_peer_eigen INTERFACE Eigen3::Eigen)
+  target_compile_definitions(halfmap_peer_eigen INTERFACE HALFMAP_PEER_EIGEN=1)
+  set(HALFMAP_PEER_VERSION_eigen "${Eigen3_VERSION}")
+else()
+  halfmap_peer_missing(eigen libeigen3-dev)
+endif()

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Findings about the peer libraries' kernels (src/peers/), pinned as measured by `halfmap sweep` on this build.
+
+Usage: peers_test.py HALFMAP_EXE OUT_DIR. Each finding runs a small sweep of a peer kernel next to halfmap
+kernels and compares thresholds.json entries (per distribution). A finding whose kernels this binary does not
+have (peer library not built, or path not enabled here) is skipped with the reason; if every finding is skipped
+the script exits 77 (ctest SKIP_RETURN_CODE).
+
+Measured on x86-64 with AVX512-BF16/FP16 (Debian 12: oneDNN 2.6.3, XNNPACK 0.0~git20220216, Eigen 3.4.0):
+  1. oneDNN bf16 matmul reads bf16-subnormal inputs as zero: its forward s_underflow is some 8 binades above
+     halfmap's bf16_f32acc ref path (2^-117.6 vs 2^-125.5, normal) and within 0.5 binade of the avx512bf16 path,
+     whose vdpbf16ps flushes the same way. Its storage thresholds (the inputs) are the ref path's.
+  2. XNNPACK f32 fully connected runs under FTZ+DAZ: its s_underflow is over 15 binades above f32_dense_fwd__ref
+     (2^-111.8 vs 2^-131.8, normal); oneDNN f32 matmul has exactly the ref path's thresholds.
+  3. XNNPACK's f16 fully connected gives forward cells identical to halfmap's fp16 model f16_dense_fwd__ref (f32
+     multiply-add rounded to fp16 after every k step); Eigen's half GEMM does not (its blocking order differs).
+     Both accumulate in fp16: on the default grid they have exactly
+     the thresholds of halfmap's per-operation fp16 mode (f16_dense_fwd__avx2), and their s_underflow differs from
+     f16_f32acc_dense_fwd__ref's (fp16 storage, f32 accumulation; normal: 2^-15.61 vs 2^-16.55).
+  4. Eigen's half sum (baseline SSE2 build) adds sequentially: forward cells identical to halfmap's sequential
+     model f16_sum__ref, and a different s_overflow from the lane-parallel f16_sum__avx2 (lognormal: 2^8.35 vs
+     2^8.10); same storage thresholds.
+  5. Eigen's maxCoeff of |x| (float and half) gives cells identical to halfmap's maxabs (it is exact).
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+EXE, OUT = sys.argv[1], sys.argv[2]
+KEYS = ("s_underflow", "s_overflow", "storage_underflow", "storage_overflow")
+
+
+def available():
+    info = json.loads(subprocess.run([EXE, "info", "--json"], check=True, capture_output=True, text=True).stdout)
+    return {k["name"] for k in info["kernels"] if k["supported"]}
+
+
+def sweep(name, kernels, extra=()):
+    out = os.path.join(OUT, name)
+    cmd = [EXE, "sweep", "--quiet", "--out", out, "--kernels", ",".join(kernels), "--S-max", "2^0", *extra]
+    subprocess.run(cmd, check=True)
+    with open(os.path.join(out, "thresholds.json")) as f:
+        res = json.load(f)["results"]
+    th = {(r["kernel"], r["dist"]): r for r in res}
+    return th, out
+
+
+def texts(r):
+    return tuple(r[k]["text"] for k in KEYS)
+
+
+DISTS = ("normal", "uniform", "lognormal")
+LOW = ("--s-min", "2^-150", "--s-max", "2^-100")
+
+
+def finding_onednn_bf16(th, out):
+    for d in DISTS:
+        peer, ref, bf = (th[(k, d)] for k in ("onednn_bf16_dense_fwd__peer", "bf16_f32acc_dense_fwd__ref",
+                                              "bf16_f32acc_dense_fwd__avx512bf16"))
+        assert peer["storage_underflow"]["text"] == ref["storage_underflow"]["text"], d
+        assert peer["s_underflow"]["text"] != ref["s_underflow"]["text"], d
+        pl, rl, bl = (parse_log2(x["s_underflow"]["text"]) for x in (peer, ref, bf))
+        assert pl - rl > 6, (d, pl, rl)
+        assert abs(pl - bl) < 0.5, (d, pl, bl)
+
+
+def parse_log2(text):
+    # "2^-117.5791 (4.0287e-36)"
+    assert text.startswith("2^"), text
+    return float(text[2:].split()[0])
+
+
+def finding_f32_ftz(th, out):
+    for d in DISTS:
+        x, o, r = (th[(k, d)] for k in ("xnnpack_f32_dense_fwd__peer", "onednn_f32_dense_fwd__peer",
+                                        "f32_dense_fwd__ref"))
+        assert texts(o) == texts(r), d
+        assert parse_log2(x["s_underflow"]["text"]) - parse_log2(r["s_underflow"]["text"]) > 15, d
+        assert x["storage_underflow"]["text"] == r["storage_underflow"]["text"], d
+
+
+def finding_f16_acc(th, out):
+    # XNNPACK's f16 GEMM is, on every cell, halfmap's fp16 model: fp16 inputs, f32 multiply-add rounded to fp16
+    # after every k step (f16_dense_fwd__ref).
+    assert forward(out, "xnnpack_f16_dense_fwd__peer") == forward(out, "f16_dense_fwd__ref")
+    assert forward(out, "eigen_f16_dense_fwd__peer") != forward(out, "f16_dense_fwd__ref")
+    # peers.md, the sweep's classification, says the same.
+    md = {r.split("|")[4].strip(): r for r in open(os.path.join(out, "peers.md")) if "__peer |" in r}
+    assert "identical forward cells:" in md["xnnpack_f16_dense_fwd__peer"]
+    assert "f16_dense_fwd__ref" in md["xnnpack_f16_dense_fwd__peer"].split("|")[5]
+    assert "same thresholds: f16_dense_fwd__avx2" in md["eigen_f16_dense_fwd__peer"]
+    assert md["eigen_f16_dense_fwd__peer"].split("|")[7].strip() == "none"
+    for d in DISTS:
+        model = th[("f16_dense_fwd__avx2", d)]
+        wide = th[("f16_f32acc_dense_fwd__ref", d)]
+        for peer in ("xnnpack_f16_dense_fwd__peer", "eigen_f16_dense_fwd__peer"):
+            assert texts(th[(peer, d)]) == texts(model), (peer, d)
+            assert th[(peer, d)]["s_underflow"]["text"] != wide["s_underflow"]["text"], (peer, d)
+
+
+def finding_eigen_sum(th, out):
+    # On baseline SSE2 Eigen adds halves one after the other: the cells of halfmap's sequential model.
+    assert forward(out, "eigen_f16_sum__peer") == forward(out, "f16_sum__ref")
+    for d in DISTS:
+        e, h = th[("eigen_f16_sum__peer", d)], th[("f16_sum__avx2", d)]
+        assert e["storage_overflow"]["text"] == h["storage_overflow"]["text"], d
+        assert e["storage_underflow"]["text"] == h["storage_underflow"]["text"], d
+    e, h = th[("eigen_f16_sum__peer", "lognormal")], th[("f16_sum__avx2", "lognormal")]
+    assert e["s_overflow"]["text"] != h["s_overflow"]["text"]
+
+
+def rows(out, kernel):
+    with open(os.path.join(out, "cells.csv")) as f:
+        return [r[6:] for r in csv.reader(f) if r[0] == kernel]
+
+
+FWD = ("dist", "log2_s", "fwd_count", "fwd_nonfinite", "fwd_oracle_nonzero", "fwd_zero", "fwd_rel_err", "fwd_value")
+
+
+def forward(out, kernel):
+    """The forward columns of a kernel's cells (the sweeps here run one loss scale, S = 1)."""
+    with open(os.path.join(out, "cells.csv")) as f:
+        return [tuple(r[c] for c in FWD) for r in csv.DictReader(f) if r["kernel"] == kernel]
+
+
+FINDINGS = [
+    ("onednn_bf16_flushes", finding_onednn_bf16, ["onednn_bf16_dense_fwd__peer", "bf16_f32acc_dense_fwd__ref",
+                                                  "bf16_f32acc_dense_fwd__avx512bf16"], LOW),
+    ("xnnpack_f32_ftz", finding_f32_ftz, ["xnnpack_f32_dense_fwd__peer", "onednn_f32_dense_fwd__peer",
+                                          "f32_dense_fwd__ref"], LOW),
+    ("f16_accumulation", finding_f16_acc, ["xnnpack_f16_dense_fwd__peer", "eigen_f16_dense_fwd__peer",
+                                           "f16_dense_fwd__avx2", "f16_dense_fwd__ref",
+                                           "f16_f32acc_dense_fwd__ref"], ()),
+    ("eigen_half_sum", finding_eigen_sum, ["eigen_f16_sum__peer", "f16_sum__avx2", "f16_sum__ref"], ()),
+]
+
+
+def main():
+    have = available()
+    ran = 0
+    for name, check, kernels, extra in FINDINGS:
+        missing = [k for k in kernels if k not in have]
+        if missing:
+            print(f"SKIP {name}: this build cannot run {', '.join(missing)}")
+            continue
+        th, out = sweep(name, kernels, extra)
+        check(th, out)
+        print(f"ok   {name}")
+        ran += 1
+    pairs = [("eigen_f32_maxabs__peer", "f32_maxabs__ref"), ("eigen_f16_maxabs__peer", "f16_maxabs__avx2")]
+    if all(k in have for p in pairs for k in p):
+        _, out = sweep("maxabs", [k for p in pairs for k in p])
+        for peer, ours in pairs:
+            assert rows(out, peer) == rows(out, ours), peer
+        print("ok   eigen_maxabs_identical")
+        ran += 1
+    else:
+        print("SKIP eigen_maxabs_identical: this build has no Eigen peer or no avx2 path")
+    return 0 if ran else 77
+
+
+if __name__ == "__main__":
+    sys.exit(main())
