@@ -190,8 +190,9 @@ struct Kernel {
   /// f32-accumulating kernels whose order of operations is fixed (neonfhm's FMLAL): each term (x_i, x_i², x_i·y_i,
   /// the product exact in f32) is added with one f32 rounding into lane i % lanes from +0, the lanes are folded
   /// with f32 adds in f16_model::fold_lanes's order, and the result rounded once (reductions); each dense output
-  /// adds its k terms in order from +0 with one f32 rounding each. Such kernels are bit-exact to
-  /// f32acc_model_reduce / f32acc_model_dense_fwd. False: the order is the path's own (checked within a bound).
+  /// (dX, dW, db too) adds its inner-index terms in order from +0 with one f32 rounding each. Such kernels are
+  /// bit-exact to f32acc_model_reduce / f32acc_model_dense_fwd / f32acc_model_dense_bwd. False: the order is the
+  /// path's own (checked within a bound).
   bool f32_order_fixed = false;
   ReduceFn reduce = nullptr;      // ops sum, sumsq, maxabs, dot
   DenseFn dense = nullptr;        // op dense_fwd
@@ -227,6 +228,9 @@ float f32acc_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsi
 /// The same for dense forward (fp16 storage): acc = FMLAL(acc, x_mk, w_kn) over k in order from +0, then
 /// y = to_f16(act(f32acc_model_add(acc, b_n))) (no add without a bias).
 void f32acc_model_dense_fwd(const DenseArgs& args);
+/// And dense backward: dX[i][p] = FMLAL over j of (dY[i][j], W[p][j]), dW[p][j] = FMLAL over i of (X[i][p],
+/// dY[i][j]), db[j] = FMLAL over i of (1, dY[i][j]), each in order from +0, rounded once to fp16.
+void f32acc_model_dense_bwd(const DenseBwdArgs& args);
 /// One FMLAL lane: acc + f32(x)·f32(y) rounded once to f32 (sum: y = 1, sumsq: y = x), NaNs as Arm's FPMulAdd
 /// picks them (first signalling NaN of acc, x, y, else first quiet one; invalid: the default NaN 0x7FC00000).
 float f32acc_model_step(Op op, float acc, f16 x, f16 y);

@@ -99,4 +99,32 @@ void f32acc_model_dense_fwd(const DenseArgs& d) {
   }
 }
 
+
+void f32acc_model_dense_bwd(const DenseBwdArgs& d) {
+  const auto* x = static_cast<const f16*>(d.x);
+  const auto* w = static_cast<const f16*>(d.w);
+  const auto* dy = static_cast<const f16*>(d.dy);
+  auto inner = [](std::size_t len, auto&& term_a, auto&& term_b) {
+    float acc = 0.0f;
+    for (std::size_t t = 0; t < len; ++t) acc = fmlal_step(term_a(t), term_b(t), acc);
+    return to_f16(acc);
+  };
+  for (std::size_t i = 0; d.dx != nullptr && i < d.m; ++i) {
+    for (std::size_t p = 0; p < d.k; ++p) {
+      static_cast<f16*>(d.dx)[i * d.k + p] =
+          inner(d.n, [&](std::size_t j) { return dy[i * d.n + j]; }, [&](std::size_t j) { return w[p * d.n + j]; });
+    }
+  }
+  for (std::size_t p = 0; d.dw != nullptr && p < d.k; ++p) {
+    for (std::size_t j = 0; j < d.n; ++j) {
+      static_cast<f16*>(d.dw)[p * d.n + j] =
+          inner(d.m, [&](std::size_t i) { return x[i * d.k + p]; }, [&](std::size_t i) { return dy[i * d.n + j]; });
+    }
+  }
+  for (std::size_t j = 0; d.db != nullptr && j < d.n; ++j) {
+    static_cast<f16*>(d.db)[j] =
+        inner(d.m, [](std::size_t) { return f16{0x3C00}; }, [&](std::size_t i) { return dy[i * d.n + j]; });
+  }
+}
+
 }  // namespace halfmap

@@ -5,11 +5,14 @@
 //     copy (adding +0·+0 leaves a lane as it was: a lane starts at +0 and round to nearest never makes it -0);
 //     then the 32 lanes are folded with f32 adds (fold_lanes's order) and rounded once to fp16;
 //   * dense forward: each output accumulates its k terms in order from +0 (FMLAL by a broadcast x_mk on 8
-//     columns at a time), then acc + b, act and one rounding to fp16.
+//     columns at a time), then acc + b, act and one rounding to fp16; dense backward: the same on transposed
+//     copies, so dX, dW and db each accumulate over their inner index in order from +0.
 // Each step is the widening f32 FMA of the neon path's f16_f32acc kernels; what differs from them is only the
 // order, which neon leaves open. max|x| is exact in any order (the neon kernel covers it); mse, softmax and xent
 // are not here: their terms (p - y, exp) are f32 values, not fp16 pairs, so FMLAL does not apply. No std::
 // algorithm is called: its instantiations would be inline code outside this namespace (see ops.hpp).
+#include <vector>
+
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/reduce.hpp"
@@ -82,6 +85,30 @@ void dense_fwd(const DenseArgs& d) {
   }
 }
 
+/// dX = dY·Wᵀ, dW = Xᵀ·dY, db = 1ᵀ·dY, each as dense_fwd on exact transposed copies (dX[i][p] = Σ_j
+/// dY[i][j]·W[p][j] over j in order, dW[p][j] = Σ_i X[i][p]·dY[i][j] over i in order, db by FMLAL with 1.0).
+void dense_bwd(const DenseBwdArgs& d) {
+  auto transpose = [](const std::uint16_t* src, std::size_t rows, std::size_t cols, std::vector<std::uint16_t>& dst) {
+    dst.resize(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+    }
+  };
+  thread_local std::vector<std::uint16_t> t;
+  if (d.dx != nullptr) {
+    transpose(static_cast<const std::uint16_t*>(d.w), d.k, d.n, t);  // Wᵀ: n × k
+    dense_fwd({d.m, d.k, d.n, d.dy, t.data(), nullptr, d.dx, Act::identity});
+  }
+  if (d.dw != nullptr) {
+    transpose(static_cast<const std::uint16_t*>(d.x), d.m, d.k, t);  // Xᵀ: k × m
+    dense_fwd({d.k, d.n, d.m, t.data(), d.dy, nullptr, d.dw, Act::identity});
+  }
+  if (d.db != nullptr) {
+    t.assign(d.m, kOne);
+    dense_fwd({1, d.n, d.m, t.data(), d.dy, nullptr, d.db, Act::identity});
+  }
+}
+
 template <Op o, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes) {
   return entry_f32_fixed<o, kIsa>(fn, lanes);
@@ -92,6 +119,7 @@ const Kernel kList[] = {
     k<Op::sumsq>(reduce<Op::sumsq>, kLanes),
     k<Op::dot>(reduce<Op::dot>, kLanes),
     k<Op::dense_fwd>(dense_fwd, 1),
+    k<Op::dense_bwd>(dense_bwd, 1),
 };
 
 }  // namespace
