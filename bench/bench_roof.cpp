@@ -70,6 +70,9 @@ std::optional<roof::IsaLoops> loops_for(Isa isa) {
 #if defined(HALFMAP_BENCH_ROOF_NEONFP16)
     case Isa::neonfp16: return roof::loops_neonfp16();
 #endif
+#if defined(HALFMAP_BENCH_ROOF_NEONFHM)
+    case Isa::neonfhm: return roof::loops_neonfhm();
+#endif
     default: return std::nullopt;
   }
 }
@@ -228,7 +231,7 @@ Roofs& mutable_roofs() {
 /// The FMA roof a dense kernel is compared with: its own ISA's peak for the arithmetic it does. f32 arithmetic
 /// (f32, f16_f32acc, and the F16C/AVX2/AVX-512 f16 and f16_model kernels, which compute in f32 and round to fp16
 /// per operation) against the f32 FMA of its ISA family; fp16 arithmetic on avx512fp16 and neonfp16 against the
-/// fp16 FMA; bf16_f32acc on avx512bf16 against vdpbf16ps. ref: none.
+/// fp16 FMA; bf16_f32acc on avx512bf16 against vdpbf16ps; neonfhm (f16_f32acc only) against FMLAL. ref: none.
 std::optional<Isa> compute_roof_isa(const Kernel& k) {
   switch (k.isa) {
     case Isa::ref: return std::nullopt;

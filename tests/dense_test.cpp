@@ -12,6 +12,8 @@
 //   * f16, f16_model: bit-exact against f16_model_dense_fwd/bwd(args, k.fma), the per-operation fp16 model with
 //     the kernel's fused multiply-add flavour, compared as bit patterns (indices and hex printed on failure). The
 //     inputs hold fp16 subnormals and a few larger values: no path may flush, no path may reorder.
+//   * f16_f32acc with a fixed f32 order (Kernel::f32_order_fixed, neonfhm): also bit-exact against
+//     f32acc_model_dense_fwd / f32acc_model_dense_bwd(args).
 //   * f32, f16_f32acc, bf16_f32acc: against E, the exact result computed in f64 from the same stored inputs (each
 //     product of two stored values is exact in f64; 24 + 24 <= 53 significant bits), with
 //         |acc - E| <= A = 2 r u S + r 2^-52 S + r 2^-149 [+ F],   u = 2^-24,   S = Σ_p |x_ip w_pj| (+ |b_j|),
@@ -158,6 +160,7 @@ Tiling tiling_of(const Kernel& k) {
     case Isa::avx512fp16: return {8, 64, 256, 128};
     case Isa::neon: return {8, 8, 256, 128};
     case Isa::neonfp16: return {8, 16, 256, 128};
+    case Isa::neonfhm: return {1, 8, 64, 4};  // no blocking: row by row, 8 columns at a time, k in order
     case Isa::peer: break;  // peer kernels are linked into the CLI only, never into this test
   }
   return {4, 8, 32, 64};
@@ -378,6 +381,11 @@ void run_and_check_fwd(const Kernel& k, FwdCase& c, bool bias, Act act) {
   } else {
     const double flush = bf16_flush_term(k, c.k, c.x.max_abs(), c.w.max_abs());
     expect_within_bound("Y", c.y, exact_fwd(c, bias), c.k + (bias ? 2 : 1), flush, act);
+  }
+  if (k.f32_order_fixed) {  // neonfhm's FMLAL: also bit-exact to the fixed-order f32 model
+    std::vector<f16> want(c.m * c.n);
+    f32acc_model_dense_fwd({c.m, c.n, c.k, c.x.data(), c.w.data(), bias ? c.b.data() : nullptr, want.data(), act});
+    expect_bits_equal("Y (f32acc_model_dense_fwd)", c.y, want);
   }
 }
 
@@ -763,6 +771,13 @@ void run_and_check_bwd(const Kernel& k, BwdCase& c, Which which) {
   if (which.dw) expect_within_bound("dW", c.dw, e.dw, c.m + 1, bf16_flush_term(k, c.m, max_x, max_dy), Act::identity);
   // db is summed in plain f32 on every path (no vdpbf16ps): no flush term.
   if (which.db) expect_within_bound("db", c.db, e.db, c.m + 1, 0.0, Act::identity);
+  if (k.f32_order_fixed) {  // neonfhm's FMLAL: also bit-exact to the fixed-order f32 model
+    std::vector<f16> dx(c.m * c.k), dw(c.k * c.n), db(c.n);
+    f32acc_model_dense_bwd({c.m, c.n, c.k, c.x.data(), c.w.data(), c.dy.data(), dx.data(), dw.data(), db.data()});
+    if (which.dx) expect_bits_equal("dX (f32acc_model_dense_bwd)", c.dx, dx);
+    if (which.dw) expect_bits_equal("dW (f32acc_model_dense_bwd)", c.dw, dw);
+    if (which.db) expect_bits_equal("db (f32acc_model_dense_bwd)", c.db, db);
+  }
 }
 
 /// Every shape of shapes_for() with all three outputs; shapes with K <= 7 also run with each output alone (the

@@ -64,6 +64,11 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     if (f16 && k.lanes > 1 && k.op != Op::maxabs && k.op != Op::dense_fwd && k.op != Op::dense_bwd) {
       EXPECT_EQ(s.order.rfind("i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
     }
+    // A fixed f32 order (neonfhm's FMLAL) says so, with the lane order of its entry for the reductions.
+    EXPECT_EQ(s.order.find("in f32; FMLAL") != std::string::npos, k.f32_order_fixed) << s.order;
+    if (k.f32_order_fixed && is_reduction(k.op)) {
+      EXPECT_EQ(s.order.rfind("i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
+    }
     const bool fma_rounds = f16 && (k.op == Op::sumsq || k.op == Op::dot || k.op == Op::mse ||
                                     k.op == Op::dense_fwd || k.op == Op::dense_bwd);
     EXPECT_EQ(s.fma != "-", fma_rounds) << s.fma;

@@ -42,5 +42,6 @@ IsaLoops loops_avx512bf16();
 IsaLoops loops_avx512fp16();
 IsaLoops loops_neon();
 IsaLoops loops_neonfp16();
+IsaLoops loops_neonfhm();
 
 }  // namespace halfmap::bench::roof

@@ -20,14 +20,15 @@ inline constexpr bool kHostIsX86 = false;
 #endif
 
 /// The instruction-set paths. Each kernel belongs to exactly one. x86 paths form the chain
-/// ref < avx2 < avx512 < {avx512bf16, avx512fp16}; arm64 paths the chain ref < neon < neonfp16.
+/// ref < avx2 < avx512 < {avx512bf16, avx512fp16}; arm64 paths the chain ref < neon < neonfp16 < neonfhm
+/// (FEAT_FHM's FMLAL, which the architecture only has together with FEAT_FP16).
 /// `peer` is not one of halfmap's paths: it marks the kernels of peer libraries (oneDNN, XNNPACK, Eigen,
 /// OpenBLAS; src/peers/), which pick their own instructions. It is compiled only into binaries that link the
 /// peers, is held back by any HALFMAP_ISA cap, cannot be a cap itself, and is not in kAllIsas.
-enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, peer };
+enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, neonfhm, peer };
 
-inline constexpr std::array<Isa, 7> kAllIsas = {Isa::ref,        Isa::avx2, Isa::avx512,  Isa::avx512bf16,
-                                                Isa::avx512fp16, Isa::neon, Isa::neonfp16};
+inline constexpr std::array<Isa, 8> kAllIsas = {Isa::ref,        Isa::avx2, Isa::avx512,   Isa::avx512bf16,
+                                                Isa::avx512fp16, Isa::neon, Isa::neonfp16, Isa::neonfhm};
 
 std::string_view isa_name(Isa isa);
 std::optional<Isa> parse_isa(std::string_view name);

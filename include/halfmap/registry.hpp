@@ -187,6 +187,13 @@ struct Kernel {
   /// Which fp16 fused multiply-add the kernel computes: fused or f32_round for the fp16-accumulating kernels,
   /// none for the f32-accumulating ones (they have no fp16 FMA).
   FmaKind fma;
+  /// f32-accumulating kernels whose order of operations is fixed (neonfhm's FMLAL): each term (x_i, x_i², x_i·y_i,
+  /// the product exact in f32) is added with one f32 rounding into lane i % lanes from +0, the lanes are folded
+  /// with f32 adds in f16_model::fold_lanes's order, and the result rounded once (reductions); each dense output
+  /// (dX, dW, db too) adds its inner-index terms in order from +0 with one f32 rounding each. Such kernels are
+  /// bit-exact to f32acc_model_reduce / f32acc_model_dense_fwd / f32acc_model_dense_bwd. False: the order is the
+  /// path's own (checked within a bound).
+  bool f32_order_fixed = false;
   ReduceFn reduce = nullptr;      // ops sum, sumsq, maxabs, dot
   DenseFn dense = nullptr;        // op dense_fwd
   DenseBwdFn dense_bwd = nullptr; // op dense_bwd
@@ -223,6 +230,24 @@ f16 f16_model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma);
 /// reference for dense kernels in modes f16 and f16_model.
 void f16_model_dense_fwd(const DenseArgs& args, FmaKind fma);
 void f16_model_dense_bwd(const DenseBwdArgs& args, FmaKind fma);
+
+/// The fixed-order f32-accumulating model (Kernel::f32_order_fixed; src/models/f32acc.cpp) of an f16_f32acc
+/// reduction: term i added into f32 lane i % lanes (a power of two) by f32acc_model_step, the lanes folded by
+/// f32acc_model_fold, the result rounded to fp16 and returned widened to f32.
+float f32acc_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes);
+/// The same for dense forward (fp16 storage): acc = FMLAL(acc, x_mk, w_kn) over k in order from +0, then
+/// y = to_f16(act(f32acc_model_add(acc, b_n))) (no add without a bias).
+void f32acc_model_dense_fwd(const DenseArgs& args);
+/// And dense backward: dX[i][p] = FMLAL over j of (dY[i][j], W[p][j]), dW[p][j] = FMLAL over i of (X[i][p],
+/// dY[i][j]), db[j] = FMLAL over i of (1, dY[i][j]), each in order from +0, rounded once to fp16.
+void f32acc_model_dense_bwd(const DenseBwdArgs& args);
+/// One FMLAL lane: acc + f32(x)·f32(y) rounded once to f32 (sum: y = 1, sumsq: y = x), NaNs as Arm's FPMulAdd
+/// picks them (first signalling NaN of acc, x, y, else first quiet one; invalid: the default NaN 0x7FC00000).
+float f32acc_model_step(Op op, float acc, f16 x, f16 y);
+/// a + b as Arm's FADD (first NaN operand quieted; invalid: the default NaN), for the folds and the bias.
+float f32acc_model_add(float a, float b);
+/// acc[j] = f32acc_model_add(acc[j], acc[j + w]) for w = lanes/2, ..., 1 (fold_lanes's order); returns acc[0].
+float f32acc_model_fold(float* acc, unsigned lanes);
 
 /// The f16 models of the losses and softmax (fp16 storage, every operation rounded; see LossArgs, SoftmaxArgs,
 /// XentArgs): the bit-exact references for mse, softmax and xent kernels in modes f16 and f16_model, run with a

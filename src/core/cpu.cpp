@@ -35,6 +35,8 @@ constexpr IsaInfo kIsaInfo[] = {
     {Isa::avx512fp16, "avx512fp16", "AVX-512F/BW/VL + AVX512-FP16", true, 4},
     {Isa::neon, "neon", "arm64 Advanced SIMD", false, 1},
     {Isa::neonfp16, "neonfp16", "ARMv8.2-A FP16 (fphp + asimdhp)", false, 2},
+    // Rank 3 is the first sibling rank (isa_enabled): x86 has two siblings there, arm64 for now one path.
+    {Isa::neonfhm, "neonfhm", "FEAT_FHM FMLAL (asimdfhm + neonfp16)", false, 3},
     // Above every cap: a peer library's kernels run only when no HALFMAP_ISA cap is set.
     {Isa::peer, "peer", "a peer library linked into this binary (src/peers/)", kHostIsX86, 100},
 };
@@ -122,6 +124,7 @@ bool hardware_has(Isa isa) {
     case Isa::avx512fp16: return avx512 && f.avx512_fp16;
     case Isa::neon: return f.asimd;
     case Isa::neonfp16: return f.asimd && f.fphp && f.asimdhp;
+    case Isa::neonfhm: return f.asimd && f.fphp && f.asimdhp && f.asimdfhm;
     case Isa::peer: return true;  // each peer kernel is checked on this CPU when the peers' list is built
   }
   return false;
@@ -175,6 +178,9 @@ bool isa_compiled(Isa isa) {
 #if defined(HALFMAP_WITH_NEONFP16)
     case Isa::neonfp16: return true;
 #endif
+#if defined(HALFMAP_WITH_NEONFHM)
+    case Isa::neonfhm: return true;
+#endif
     case Isa::peer: return peers_linked();
     default: return false;
   }
@@ -222,7 +228,8 @@ bool isa_enabled(Isa isa) {
   const IsaInfo& cap = info(*s.cap);
   const IsaInfo& me = info(isa);
   if (me.rank > cap.rank) return false;
-  // avx512bf16 and avx512fp16 are siblings above avx512: capping at one excludes the other.
+  // Ranks from 3 up are siblings (x86: avx512bf16 and avx512fp16 above avx512): capping at one excludes the
+  // others. arm64's neonfhm is alone at rank 3, so on arm64 the cap is a chain.
   return me.rank < 3 || isa == *s.cap;
 }
 

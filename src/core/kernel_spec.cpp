@@ -76,8 +76,13 @@ std::string lane_order(unsigned lanes) {
 }
 
 /// The f32-accumulating kernels fix no order (they are checked within a bound of float64, registry.hpp); the
-/// portable ones are sequential, avx512bf16 has vdpbf16ps's pairs and its flushing.
+/// portable ones are sequential, avx512bf16 has vdpbf16ps's pairs and its flushing, and the fixed-order ones
+/// (neonfhm's FMLAL, Kernel::f32_order_fixed) have the fp16 kernels' lane order on f32 lanes.
 std::string f32acc_order(const Kernel& k) {
+  if (k.f32_order_fixed) {
+    const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
+    return (dense ? std::string("inner index in order") : lane_order(k.lanes)) + " in f32; FMLAL";
+  }
   if (k.isa == Isa::avx512bf16) {
     const bool dp = is_reduction(k.op) || k.op == Op::dense_fwd || k.op == Op::dense_bwd;
     return dp ? "vdpbf16ps pairs, flushes" : "SIMD, not fixed; flushes";
@@ -136,13 +141,16 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "kernels are checked within a bound of float64, NUMERICS.md); `vdpbf16ps pairs`: each f32 lane adds "
       "x[2i]·y[2i] + x[2i+1]·y[2i+1] (sum: y = 1, sumsq: y = x); `flushes`: bf16 subnormal inputs of vdpbf16ps "
       "read as 0 and its subnormal results are flushed, and vcvtneps2bf16 flushes f32-subnormal outputs, "
-      "whatever MXCSR says. fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
+      "whatever MXCSR says; `in f32; FMLAL`: that order on f32 accumulators, each term added with one f32 "
+      "rounding and the lanes folded with f32 adds (FEAT_FHM's FMLAL/FMLAL2; bit-exact to f32acc_model_reduce "
+      "and f32acc_model_dense_fwd). fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
       "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {
     const KernelSpec s = kernel_spec(*k);
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", k->name, dtype_name(k->storage), s.accumulator,
-                      f16_family(k->mode) ? std::to_string(k->lanes) : std::string("-"), s.order, s.fma, s.recipe);
+                      f16_family(k->mode) || k->f32_order_fixed ? std::to_string(k->lanes) : std::string("-"),
+                      s.order, s.fma, s.recipe);
   }
   return md;
 }

@@ -23,6 +23,11 @@ void avx512bf16_narrow_range(std::uint32_t first, std::size_t count, std::uint16
 void neon_narrow(const std::uint32_t* patterns, std::size_t count, std::uint16_t* out);
 /// arm64 fcvtl (vcvt_f32_f16) of every fp16 pattern 0 .. 65535 into out[65536] (as f32 bit patterns).
 void neon_widen_all(std::uint32_t* out);
+/// FEAT_FHM FMLAL/FMLAL2 (vfmlalq_low_f16 / vfmlalq_high_f16; tests/hw/neonfhm_fmlal.cpp, +fp16fml) lane by lane:
+/// out[i] = acc[i] + a[i]·b[i] with a, b fp16 bit patterns, acc and out f32 bit patterns; lanes 8j..8j+3 go
+/// through FMLAL, 8j+4..8j+7 through FMLAL2 (count % 8 == 0). Only where cpu_features().asimdfhm.
+void neonfhm_fmlal(const std::uint16_t* a, const std::uint16_t* b, const std::uint32_t* acc, std::size_t count,
+                   std::uint32_t* out);
 #endif
 
 }  // namespace halfmap::test::hw

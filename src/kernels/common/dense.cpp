@@ -33,6 +33,14 @@ void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, 
   }
 }
 
+void f32acc_f16_row_epilogue(const float* acc, std::size_t n, const std::uint16_t* b, Act act, std::uint16_t* out) {
+  for (std::size_t j = 0; j < n; ++j) {
+    float v = b != nullptr ? f32acc_model_add(acc[j], to_f32(f16{b[j]})) : acc[j];  // NaNs as FADD picks them
+    if (act == Act::relu && v < 0.0f) v = 0.0f;  // -0 and NaN pass, as relu() above
+    out[j] = to_f16(v).bits;
+  }
+}
+
 void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, void* db) {
   if (mode == Mode::f16 || mode == Mode::f16_model) {
     for (std::size_t j = 0; j < n; ++j) {

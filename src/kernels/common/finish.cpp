@@ -28,6 +28,11 @@ float f32acc_finish(Mode mode, float acc) {
   }
 }
 
+float f32lanes_finish(Mode mode, float* acc, unsigned lanes) {
+  // The model's fold: its adds pick NaN operands as FADD does, whatever order the compiler gives a C++ add.
+  return f32acc_finish(mode, f32acc_model_fold(acc, lanes));
+}
+
 float maxabs_from_key(DType storage, std::uint32_t key) {
   switch (storage) {
     case DType::f16: return to_f32(f16{static_cast<std::uint16_t>(key)});

@@ -43,6 +43,9 @@ struct View {
 /// f16 modes: out[i*n + j] = act(acc[i*n + j] + b[j]) with fp16 rounding (b may be null; fp16 bits throughout).
 void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, const std::uint16_t* b, Act act,
                         std::uint16_t* out);
+/// f16_f32acc, one row: out[j] = to_f16(act(acc[j] + b[j])) (b may be null: no add; the add is
+/// f32acc_model_add), relu in f32 (x < 0 ? 0 : x).
+void f32acc_f16_row_epilogue(const float* acc, std::size_t n, const std::uint16_t* b, Act act, std::uint16_t* out);
 /// db[j] = Σ_i dy[i*n + j] in the mode's arithmetic, rounded like the mode's other outputs.
 void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, void* db);
 /// f32 copy of a vector in storage type `t` (exact).

@@ -25,8 +25,8 @@ constexpr std::string_view name_prefix(Mode mode) {
   return "?";
 }
 constexpr std::string_view name_isa(Isa isa) {
-  constexpr std::array<std::string_view, 7> kNames = {"ref",        "avx2", "avx512",  "avx512bf16",
-                                                      "avx512fp16", "neon", "neonfp16"};
+  constexpr std::array<std::string_view, 8> kNames = {"ref",        "avx2", "avx512",   "avx512bf16",
+                                                      "avx512fp16", "neon", "neonfp16", "neonfhm"};
   return kNames[static_cast<std::size_t>(isa)];
 }
 constexpr DType storage_of(Mode mode) {
@@ -78,6 +78,14 @@ constexpr Kernel entry(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {
     static_assert(std::is_same_v<Fn, XentFn> && kOp == Op::xent, "not a kernel function type");
     k.xent = fn;
   }
+  return k;
+}
+
+/// An f16_f32acc kernel whose f32 order of operations is fixed (Kernel::f32_order_fixed) with `lanes` lanes.
+template <Op kOp, Isa kIsa, class Fn>
+constexpr Kernel entry_f32_fixed(Fn fn, unsigned lanes) {
+  Kernel k = entry<kOp, Mode::f16_f32acc, kIsa>(fn, lanes, FmaKind::none);
+  k.f32_order_fixed = true;
   return k;
 }
 

@@ -24,6 +24,11 @@ float f16acc_finish(Op op, std::uint16_t* lane_bits, unsigned lanes, const std::
 /// Rounds an f32-accumulated result to the mode's output type and widens it back (see ReduceFn).
 float f32acc_finish(Mode mode, float acc);
 
+/// Folds `lanes` f32 accumulators (a power of two, modified in place) by f32acc_model_fold (f32 adds in
+/// f16_model::fold_lanes's order) and rounds the result like f32acc_finish: the fixed-order f32 kernels' finish
+/// (Kernel::f32_order_fixed).
+float f32lanes_finish(Mode mode, float* acc, unsigned lanes);
+
 /// max|x| result from its ordering key (bit pattern with the sign cleared) for the given storage type.
 float maxabs_from_key(DType storage, std::uint32_t key);
 
