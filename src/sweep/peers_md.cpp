@@ -4,8 +4,8 @@
 // For each peer kernel, among halfmap's kernels of the same op and storage type that ran here:
 //   identical forward cells: at every distribution and every s of the grid, the forward columns (status of the
 //     forward, non-finite and zero counts, relative error, scalar value) are equal;
-//   same thresholds: otherwise, the four thresholds' texts (s_underflow, s_overflow, storage_underflow,
-//     storage_overflow) are equal at every distribution.
+//   same thresholds: otherwise, the onset and saturation texts of the four thresholds (s_underflow, s_overflow,
+//     storage_underflow, storage_overflow) are equal at every distribution.
 // "differs at" lists, against halfmap's kernel of the peer's mode (the ref path's where it ran), each
 // distribution and threshold whose text differs.
 #include <map>
@@ -54,7 +54,11 @@ std::map<std::string, Seen> collect(const Options& opts, const Result& result, c
     auto it = seen.find(r.at("kernel").get<std::string>());
     if (it == seen.end()) continue;
     std::vector<std::string> t;
-    for (const char* key : kKeys) t.push_back(r.contains(key) ? r.at(key).value("text", "?") : "-");
+    for (const char* key : kKeys) {  // each boundary's onset and saturation (halfmap-sweep-thresholds-2)
+      for (const char* end : {"onset", "saturation"}) {
+        t.push_back(r.contains(key) && r.at(key).contains(end) ? r.at(key).at(end).value("text", "?") : "-");
+      }
+    }
     it->second.th[r.at("dist").get<std::string>()] = t;
   }
   return seen;
@@ -67,7 +71,8 @@ std::string differs(const Seen& p, const Seen& h) {
     if (other == h.th.end()) continue;
     for (std::size_t i = 0; i < t.size(); ++i) {
       if (t[i] == other->second[i]) continue;
-      out += fmt::format("{}{} {}: {} vs {}", out.empty() ? "" : "; ", dist, kKeys[i], t[i], other->second[i]);
+      out += fmt::format("{}{} {} {}: {} vs {}", out.empty() ? "" : "; ", dist, kKeys[i / 2],
+                         i % 2 ? "saturation" : "onset", t[i], other->second[i]);
     }
   }
   return out.empty() ? "none" : out;
