@@ -185,8 +185,14 @@ step_sweep() {
   "$PY" tools/plot_maps.py "$csv" --out "$OUT"
   "$PY" tools/headline.py "$OUT/thresholds.json" --out "$OUT/headline.md"
   local dirs=("$OUT")  # this machine first (M1): the others are compared with the one that just ran
+  local format='"format": "halfmap-sweep-thresholds-2"'  # src/sweep/output.hpp's kThresholdsFormat
   for d in results/*/; do
-    [ "${d%/}" != "$OUT" ] && [ -f "$d/thresholds.json" ] && dirs+=("${d%/}")
+    [ "${d%/}" != "$OUT" ] && [ -f "$d/thresholds.json" ] || continue
+    if grep -q "$format" "$d/thresholds.json"; then
+      dirs+=("${d%/}")
+    else  # an older format (single-number thresholds): compare would refuse it
+      say "not comparing ${d%/}: its thresholds.json is an older format (rerun the sweep on that machine)"
+    fi
   done
   if [ ${#dirs[@]} -gt 1 ]; then
     "$HALFMAP" compare "${dirs[@]}" --out results/compare.md

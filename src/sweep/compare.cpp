@@ -45,6 +45,14 @@ std::string load_source(const std::string& d, Source& s) {
   } catch (const std::exception&) {
     return fmt::format("{}/thresholds.json is not a sweep's thresholds file.", d);
   }
+  // Each boundary is an onset and a saturation since format 2; an older file's single numbers cannot be set
+  // beside them.
+  const json format = s.thresholds.value("format", json());
+  if (format != kThresholdsFormat) {
+    return fmt::format("{}/thresholds.json is in format {}, not {}: it was written by an older halfmap; rerun the "
+                       "sweep there to compare it.", d, format.is_string() ? format.get<std::string>() : "(none)",
+                       kThresholdsFormat);
+  }
   std::string base = d;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   const std::size_t slash = base.find_last_of('/');

@@ -16,6 +16,9 @@ namespace halfmap::sweep {
 
 using json = nlohmann::ordered_json;
 
+/// thresholds.json's "format": 2 since each boundary became an onset and a saturation (README.md, "Thresholds").
+inline constexpr const char* kThresholdsFormat = "halfmap-sweep-thresholds-2";
+
 /// Creates `dir` and its parents (mode 0755). Throws std::runtime_error naming the folder that failed.
 void make_dirs(const std::string& dir);
 /// The whole file, or nullopt when it cannot be opened.

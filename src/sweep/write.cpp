@@ -63,7 +63,7 @@ std::string pytorch_key() { return fmt::format("pytorch_2^{}", loss_scale::kPyto
 
 json thresholds_doc(const json& settings, const json& results) {
   json doc;
-  doc["format"] = "halfmap-sweep-thresholds-2";
+  doc["format"] = kThresholdsFormat;
   doc["settings"] = settings;
   doc["results"] = results;
   return doc;
