@@ -46,6 +46,12 @@ s = [socket.socket() for _ in range(2)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(*(x.getsockname()[1] for x in s))')
 : >"$work/plugstack.conf"  # no SPANK plugins of the host's /etc/slurm
+# No cgroups: slurmd loads a cgroup plugin at start even with proctrack/linuxproc and task/none, and the default
+# (autodetect) fails where /sys/fs/cgroup is not mounted (a chroot, a minimal container). cgroup/v1 over an empty
+# folder of the test's own loads without touching any cgroup; nothing the jobs do needs one. (Slurm reads
+# cgroup.conf from slurm.conf's folder.)
+mkdir -p "$work/cgroup"
+printf 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=%s\nCgroupAutomount=no\n' "$work/cgroup" >"$work/cgroup.conf"
 export SLURM_CONF=$work/slurm.conf
 cat >"$SLURM_CONF" <<EOF
 ClusterName=halfmaptest
