@@ -76,6 +76,9 @@ for preset in "${presets[@]}"; do
   result=$(grep -E 'tests passed|tests failed|No tests were found' "$ctest_log" | tail -n 1)
   if [ "$rc" -ne 0 ]; then
     failed=1
+    # What the failed tests printed, where CI shows it (the full log stays in the build folder).
+    echo "--- [$preset] output of the failed tests (ctest --rerun-failed --output-on-failure, last 150 lines)"
+    ctest --preset "$preset" --rerun-failed --output-on-failure 2>&1 | tail -n 150
     summary+=("$preset: ${result:-ctest failed (exit $rc)}; see $ctest_log")
     summary+=("$(sed -n '/The following tests FAILED/,$p' "$ctest_log" | grep -v '^Errors while running' | sed 's/^/    /')")
   else
