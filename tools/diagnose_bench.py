@@ -146,7 +146,7 @@ def main(argv):
            "load_avg_end": [round(x, 2) for x in os.getloadavg()], "repeats": args.repeats,
            "generator": f"NumPy {np.__version__} default_rng([{SEED}, rows, cols]): features standard normal "
                         f"float32, labels 0.1 * features @ w (w standard normal), float32, C order",
-           "step_wall_s": round(time.perf_counter() - start, 2),
+           "step_wall_s": round(time.perf_counter() - start, 4),
            "generate_wall_s": round(sum(g for _, g in measured), 2), "cases": [c for c, _ in measured]}
     write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
     print(f"diagnose_bench.py: wrote {args.out} ({doc['step_wall_s']:.1f} s in all, "
