@@ -70,7 +70,10 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
     Probe over([&](Index k) { return at(k).first; });
     w.S_max = finite_up_to(L, scan(L, over, Refine::ends, false));
   }
+  // The frameworks' initial scales are coarse points of the default lattice, already evaluated by the scan.
   auto inside = [&](double log2_S) {
+    Index k = 0;
+    if (lattice_index(L, log2_S, k) && k >= L.lo && k <= L.hi) return !at(k).first && !at(k).second;
     const Cell c = r.cell_with_S(log2_S);
     return c.grad_nonfinite == 0 && !grad_lost(c, share);
   };
