@@ -1,11 +1,12 @@
-# The peer libraries (oneDNN, XNNPACK, Eigen, OpenBLAS), each optional: found here once, for halfmap_bench
-# (bench/peers/) and for the sweep's peer kernels (src/peers/, object library halfmap_peers, linked into the
-# `halfmap` CLI only). A library that is found gets an INTERFACE target halfmap_peer_<lib> (include dirs, link
-# libraries, HALFMAP_PEER_<LIB>=1 and its version definitions); a missing one gets
-# HALFMAP_PEER_MISSING_<lib>, the reason in words, which the build and meta.json report. In the arm64 cross
+# The peer libraries (oneDNN, XNNPACK, Eigen, OpenBLAS; PyTorch for the sweep only), each optional: found here
+# once, for halfmap_bench (bench/peers/) and for the sweep's peer kernels (src/peers/, object library
+# halfmap_peers, linked into the `halfmap` CLI only). A library that is found gets an INTERFACE target
+# halfmap_peer_<lib> (include dirs, link libraries, HALFMAP_PEER_<LIB>=1 and its version definitions; and
+# HALFMAP_PEER_SOURCES_<lib>, sources beside src/peers/<lib>.cpp); a missing one gets HALFMAP_PEER_MISSING_<lib>,
+# the reason in words, which the build and meta.json report. In the arm64 cross
 # build (cmake/aarch64-linux-gnu.cmake) only arm64 copies are found, so the binary libraries are missing there
 # unless their :arm64 packages are installed; Eigen, header-only, is found on both.
-set(HALFMAP_PEER_LIBS openblas onednn xnnpack eigen)
+set(HALFMAP_PEER_LIBS openblas onednn xnnpack eigen torch)
 
 function(halfmap_peer_missing name packages)
   set(HALFMAP_PEER_MISSING_${name} "not found at build time (install ${packages})" PARENT_SCOPE)
@@ -94,4 +95,35 @@ if(Eigen3_FOUND)
   set(HALFMAP_PEER_VERSION_eigen "${Eigen3_VERSION}")
 else()
   halfmap_peer_missing(eigen libeigen3-dev)
+endif()
+
+# PyTorch: nothing to link. Its kernels run in Python, in servers of tools/torch_peer.py that src/peers/torch.cpp
+# starts and talks to over a socket (torch_server.cpp). Found when Debian's python3 (the one tools/main.sh runs,
+# first; else python3 in PATH) imports torch at configure time (a few seconds; a found version is cached). Not in
+# a cross build: the build machine's Python says nothing about the target's.
+if(NOT CMAKE_CROSSCOMPILING)
+  find_program(HALFMAP_TORCH_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+  find_program(HALFMAP_TORCH_PYTHON NAMES python3)
+endif()
+if(HALFMAP_TORCH_PYTHON AND NOT HALFMAP_TORCH_VERSION)
+  execute_process(COMMAND ${HALFMAP_TORCH_PYTHON} -c "import torch, numpy; print(torch.__version__, end='')"
+                  OUTPUT_VARIABLE torch_version ERROR_QUIET RESULT_VARIABLE rc TIMEOUT 120)
+  if(rc EQUAL 0 AND NOT torch_version STREQUAL "")
+    set(HALFMAP_TORCH_VERSION "${torch_version}" CACHE STRING "torch.__version__ of HALFMAP_TORCH_PYTHON (found)")
+  endif()
+endif()
+if(HALFMAP_TORCH_VERSION AND NOT CMAKE_CROSSCOMPILING)
+  halfmap_peer_package_version(python3-torch torch_package)
+  add_library(halfmap_peer_torch INTERFACE)
+  set(HALFMAP_PEER_SOURCES_torch src/peers/torch_server.cpp)  # beside src/peers/torch.cpp
+  target_link_libraries(halfmap_peer_torch INTERFACE nlohmann_json::nlohmann_json)
+  target_compile_definitions(halfmap_peer_torch INTERFACE HALFMAP_PEER_TORCH=1
+                             HALFMAP_PEER_TORCH_PYTHON="${HALFMAP_TORCH_PYTHON}"
+                             HALFMAP_PEER_TORCH_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/../tools/torch_peer.py"
+                             HALFMAP_PEER_TORCH_VERSION="${torch_package}")
+  set(HALFMAP_PEER_VERSION_torch "${HALFMAP_TORCH_VERSION}")
+elseif(CMAKE_CROSSCOMPILING)
+  set(HALFMAP_PEER_MISSING_torch "not built in a cross build (its Python runs on the build machine)")
+else()
+  halfmap_peer_missing(torch python3-torch)
 endif()

@@ -22,6 +22,22 @@ Measured on x86-64 with AVX512-BF16/FP16 (Debian 12: oneDNN 2.6.3, XNNPACK 0.0~g
      model f16_sum__ref, and a different s_overflow from the lane-parallel f16_sum__avx2 (lognormal: 2^8.35 vs
      2^8.10); same storage thresholds.
   5. Eigen's maxCoeff of |x| (float and half) gives cells identical to halfmap's maxabs (it is exact).
+
+PyTorch 1.13.0a0 (Debian python3-torch 1.13.1, ATen CPU capability AVX2), run with HALFMAP_TORCH=1 (skipped,
+with the reason, where torch was not found at build time):
+  6. torch refuses, on CPU: fp16 dot, matmul (addmm), softmax, cross-entropy (log_softmax) and mse's gradient;
+     bf16 mse. meta.json names exactly these, and the fp16 mse is mapped forward only (no windows).
+  7. torch's fp16 sum gives forward cells identical to halfmap's f16_f32acc sum (f32 accumulation, one rounding).
+  8. torch's fp16 square + sum rounds each square to fp16, so squares below 2^-25 flush: its s_underflow onset is
+     over 3.5 binades above f16_f32acc_sumsq__ref's (2^-10.64 vs 2^-14.57, normal); same overflow.
+  9. torch's fp16 mse_loss stores the sum of squares in fp16 before dividing by n (mean = sum().div_(n)): it
+     overflows 6 binades (log2 sqrt(4096)) before f16_f32acc_mse__ref (2^1.5127 vs 2^7.5127, normal), where
+     the fp16-accumulating f16 paths overflow (f16_mse__avx2: 2^1.5127 too; lognormal 2^0.1514 vs 2^0.1523).
+ 10. torch's bf16 cross-entropy is log_softmax-based: no forward overflow on the grid, where
+     bf16_f32acc_xent__ref's loss is -log 0 = inf once a stored probability flushes (2^4.67, normal).
+ 11. torch's bf16 dot accumulates in bf16: at s = 1 its relative error is over 10x bf16_f32acc_dot__ref's.
+ 12. (AVX512-BF16 CPUs) torch's bf16 linear runs through oneDNN: forward cells identical to
+     onednn_bf16_dense_fwd__peer, so it flushes subnormals like it (s_underflow onset 8 binades above the ref).
 """
 import csv
 import json
@@ -33,15 +49,19 @@ EXE, OUT = sys.argv[1], sys.argv[2]
 KEYS = ("s_underflow", "s_overflow", "storage_underflow", "storage_overflow")
 
 
-def available():
-    info = json.loads(subprocess.run([EXE, "info", "--json"], check=True, capture_output=True, text=True).stdout)
+TORCH_ENV = dict(os.environ, HALFMAP_TORCH="1")
+
+
+def available(env=None):
+    info = json.loads(subprocess.run([EXE, "info", "--json"], check=True, capture_output=True, text=True,
+                                     env=env).stdout)
     return {k["name"] for k in info["kernels"] if k["supported"]}
 
 
-def sweep(name, kernels, extra=()):
+def sweep(name, kernels, extra=(), env=None):
     out = os.path.join(OUT, name)
     cmd = [EXE, "sweep", "--quiet", "--out", out, "--kernels", ",".join(kernels), "--S-max", "2^0", *extra]
-    subprocess.run(cmd, check=True)
+    subprocess.run(cmd, check=True, env=env)
     with open(os.path.join(out, "thresholds.json")) as f:
         res = json.load(f)["results"]
     th = {(r["kernel"], r["dist"]): r for r in res}
@@ -147,6 +167,78 @@ FINDINGS = [
 ]
 
 
+TORCH_REFUSED = {"torch_f16_dot__peer", "torch_f16_dense_fwd__peer", "torch_f16_dense_bwd__peer",
+                 "torch_f16_softmax__peer", "torch_f16_xent__peer", "torch_f16_mse__peer (gradient)",
+                 "torch_bf16_mse__peer"}
+
+
+def finding_torch(th, out):
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    missing = {m["name"] for m in meta["peers"]["missing"] if m["name"].startswith("torch_")}
+    assert missing == TORCH_REFUSED, missing
+    assert all("refused by PyTorch" in m["reason"] for m in meta["peers"]["missing"] if m["name"] in missing)
+    assert forward(out, "torch_f16_sum__peer") == forward(out, "f16_f32acc_sum__ref")
+    for d in DISTS:
+        sq, ref = th[("torch_f16_sumsq__peer", d)], th[("f16_f32acc_sumsq__ref", d)]
+        assert onset(sq, "s_underflow") - onset(ref, "s_underflow") > 3.5, d
+        assert sq["s_overflow"] == ref["s_overflow"], d
+        mse, wide = th[("torch_f16_mse__peer", d)], th[("f16_f32acc_mse__ref", d)]
+        assert "loss_scale_windows" not in mse and "loss_scale_windows" in wide, d
+        assert abs(onset(wide, "s_overflow") - onset(mse, "s_overflow") - 6) < 0.01, d
+        xent, hx = th[("torch_bf16_xent__peer", d)], th[("bf16_f32acc_xent__ref", d)]
+        assert xent["s_overflow"]["onset"]["kind"] == "above_grid", d
+        assert hx["s_overflow"]["onset"]["kind"] == "found", d
+    with open(os.path.join(out, "cells.csv")) as f:
+        at_one = {(r["kernel"], r["dist"]): float(r["fwd_rel_err"]) for r in csv.DictReader(f)
+                  if r["log2_s"] == "0" and r["kernel"] in ("torch_bf16_dot__peer", "bf16_f32acc_dot__ref")}
+    for d in DISTS:
+        assert at_one[("torch_bf16_dot__peer", d)] > 10 * at_one[("bf16_f32acc_dot__ref", d)], d
+
+
+def finding_torch_linear(th, out):
+    assert forward(out, "torch_bf16_dense_fwd__peer") == forward(out, "onednn_bf16_dense_fwd__peer")
+    for d in DISTS:
+        t, ref = th[("torch_bf16_dense_fwd__peer", d)], th[("bf16_f32acc_dense_fwd__ref", d)]
+        assert onset(t, "s_underflow") - onset(ref, "s_underflow") > 6, d
+        assert "loss_scale_windows" in t, d  # torch's autograd gradient: the windows are mapped
+
+
+def onset(r, key):
+    return parse_log2(r[key]["onset"]["text"])
+
+
+TORCH_FINDINGS = [
+    ("torch_cpu_kernels", finding_torch,
+     ["torch_f16_sum__peer", "f16_f32acc_sum__ref", "torch_f16_sumsq__peer", "f16_f32acc_sumsq__ref",
+      "torch_f16_mse__peer", "f16_f32acc_mse__ref", "torch_bf16_xent__peer",
+      "bf16_f32acc_xent__ref", "torch_bf16_dot__peer", "bf16_f32acc_dot__ref"], ()),
+    ("torch_bf16_linear_is_onednn", finding_torch_linear,
+     ["torch_bf16_dense_fwd__peer", "onednn_bf16_dense_fwd__peer", "bf16_f32acc_dense_fwd__ref",
+      "bf16_f32acc_dense_fwd__avx512bf16"], LOW),
+]
+
+
+def torch_findings():
+    """The PyTorch findings (HALFMAP_TORCH=1); returns how many ran."""
+    have = available(TORCH_ENV)
+    if not any(k.startswith("torch_") for k in have):
+        print("SKIP torch findings: this build runs no PyTorch peer (python3-torch not found at build time, "
+              "or its server failed: see meta.json's peers)")
+        return 0
+    ran = 0
+    for name, check, kernels, extra in TORCH_FINDINGS:
+        missing = [k for k in kernels if k not in have]
+        if missing:
+            print(f"SKIP {name}: this build cannot run {', '.join(missing)}")
+            continue
+        th, out = sweep(name, kernels, extra, env=TORCH_ENV)
+        check(th, out)
+        print(f"ok   {name}")
+        ran += 1
+    return ran
+
+
 def main():
     have = available()
     ran = 0
@@ -168,6 +260,7 @@ def main():
         ran += 1
     else:
         print("SKIP eigen_maxabs_identical: this build has no Eigen peer or no avx2 path")
+    ran += torch_findings()
     return 0 if ran else 77
 
 

@@ -18,8 +18,9 @@
 #                    diagnose benchmark, by tools/bench_report.py
 #   bench_reductions.png, bench_dense.png, bench_nn.png   its charts: GB/s from l1 to dram with the read roof,
 #                    GFLOP/s from 64³ to 1024³ with the FMA roofs and the peers
-#   cells.csv, thresholds.json, thresholds.md, meta.json   the default `halfmap sweep` (README.md, "Results: how to
-#                    read the sweep"); cells.csv.gz too when cells.csv exceeds 20 MB (then cells.csv is git-ignored)
+#   cells.csv, thresholds.json, thresholds.md, meta.json, peers.md   the default `halfmap sweep` with PyTorch's
+#                    kernels (HALFMAP_TORCH=1; README.md, "Results: how to read the sweep"); cells.csv.gz too when
+#                    cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
 #   headline.md      per op, every path's thresholds side by side and its window at s = 1, by tools/headline.py
 # and results/compare.md (`halfmap compare`) when several machines' sweeps are in results/.
@@ -168,8 +169,9 @@ gitignore_cells() {  # $1: add|remove, $2: <machine>/cells.csv
 step_sweep() {
   say "running the default sweep ($HALFMAP sweep --out $OUT): every kernel and path of this CPU"
   # halfmap writes each file to a temporary name in $OUT and renames it: an interrupted sweep keeps the
-  # previous results.
-  "$HALFMAP" sweep --out "$OUT"
+  # previous results. HALFMAP_TORCH=1: PyTorch's CPU kernels too (tools/torch_peer.py), where the build found
+  # python3-torch; meta.json and peers.md name it missing otherwise.
+  HALFMAP_TORCH=1 "$HALFMAP" sweep --out "$OUT"
   local csv=$OUT/cells.csv size tmp
   size=$(stat -c %s "$csv")
   if [ "$size" -gt $((20 * 1024 * 1024)) ]; then

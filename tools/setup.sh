@@ -6,7 +6,8 @@
 #   bash tools/setup.sh          what the build, the tests and the main job need
 #   bash tools/setup.sh --peers  that, and the libraries halfmap_bench compares against (bench/bench_peers.cpp:
 #                                OpenBLAS, oneDNN, XNNPACK with pthreadpool, Eigen), native only: the build finds
-#                                each that is present and skips the others (tools/main.sh asks for them)
+#                                each that is present and skips the others (tools/main.sh asks for them); and
+#                                PyTorch (python3-torch), whose CPU kernels the sweep runs through tools/torch_peer.py
 #   bash tools/setup.sh --fuzz   only what tools/fuzz.sh needs besides: clang and its libFuzzer/sanitizer runtimes
 set -euo pipefail
 
@@ -20,7 +21,7 @@ native_packages=(
 # authentication (a dependency of slurm-wlm; the test's cluster uses auth/none and starts its own daemons with
 # its own configuration, never the system's services).
 slurm_packages=(slurm-wlm munge)
-peer_packages=(libopenblas-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libeigen3-dev)
+peer_packages=(libopenblas-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libeigen3-dev python3-torch)
 # The cross build (on a host that is not arm64): Debian's cross compiler, qemu to run its tests, and the arm64
 # libraries it links (multiarch, /usr/lib/aarch64-linux-gnu). libgmock-dev is listed because GTest's CMake
 # config references the gmock libraries.

@@ -200,6 +200,9 @@ struct Kernel {
   LossFn loss = nullptr;          // op mse
   SoftmaxFn softmax = nullptr;    // ops softmax, softmax_naive
   XentFn xent = nullptr;          // op xent
+  /// A loss kernel (mse, xent) that computes its forward only: a peer whose library refuses the gradient for its
+  /// type (PyTorch 1.13's fp16 mse). It must not be called with a gradient output; the sweep maps its forward.
+  bool forward_only = false;
 };
 
 /// Every kernel compiled into this build, whether or not this CPU can run it (src/kernels/registry.cpp joins the

@@ -227,7 +227,8 @@ Command add_sweep_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
       "sweep", "Map, for every kernel and path, where data, compute and optimization first overflow or underflow "
                "over input scales s and loss scales S; writes cells.csv, thresholds.json/.md, meta.json and, when "
-               "peer paths ran, peers.md");
+               "peer paths ran, peers.md. The environment variable HALFMAP_TORCH=1 adds PyTorch's CPU kernels "
+               "(tools/torch_peer.py) to the peer paths");
   auto a = std::make_shared<SweepArgs>();
   sub->add_option("--kernels", a->kernels, "Comma list of kernel names or ops (e.g. sum,dense_fwd); default: all");
   sub->add_option("--paths", a->paths, "Comma list of ISA paths and/or modes (e.g. avx512,f16); default: all");

@@ -73,7 +73,8 @@ const Grid& s_grid_of(const Options& o, const Experiment& e) {
 }
 
 bool Experiment::has_gradient() const {
-  return fwd.op == Op::mse || fwd.op == Op::xent || (fwd.op == Op::dense_fwd && bwd.has_value());
+  return ((fwd.op == Op::mse || fwd.op == Op::xent) && !fwd.forward_only) ||
+         (fwd.op == Op::dense_fwd && bwd.has_value());
 }
 
 // ---- planning ------------------------------------------------------------------------------------------------
@@ -162,10 +163,16 @@ NameFilter parse_names(const std::vector<std::string>& names) {
   return f;
 }
 
-/// The enabled dense_bwd kernel of a dense_fwd kernel's mode and ISA, or null.
+/// A peer kernel's library: its name up to the first '_' (<lib>_<dtype>_<op>__peer).
+std::string_view library_of(const Kernel& k) { return k.name.substr(0, k.name.find('_')); }
+
+/// The enabled dense_bwd kernel of a dense_fwd kernel's mode and ISA (and, for a peer, of its library), or null.
 const Kernel* find_bwd(const Kernel& f) {
   for (const Kernel& k : kernels()) {
-    if (k.op == Op::dense_bwd && k.mode == f.mode && k.isa == f.isa && kernel_enabled(k)) return &k;
+    if (k.op == Op::dense_bwd && k.mode == f.mode && k.isa == f.isa && kernel_enabled(k) &&
+        (f.isa != Isa::peer || library_of(k) == library_of(f))) {
+      return &k;
+    }
   }
   return nullptr;
 }

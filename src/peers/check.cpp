@@ -1,0 +1,190 @@
+// The check every peer kernel passes on this CPU before it joins the registry (registry.cpp): the kernel on small
+// deterministic inputs in [-1, 1], stored in its type, against float64 on the stored values. The error is
+// max|y - y_f64| / max(1, max|y_f64|) over the outputs (a NaN output: infinite), and for a gradient the same over
+// the gradient with its own scale:
+//   dense_fwd   8×64 · 64×16 with bias;
+//   dense_bwd   the same shapes: dX = dY·Wᵀ, dW = Xᵀ·dY, db = Σ_rows dY, the three errors' largest;
+//   reductions  1000 elements (maxabs: exact, tolerance 0);
+//   mse         1000 predictions and targets: the loss, and dp = 2(p - y)/n at loss scale 1 unless forward only;
+//   softmax     8 rows × 16 columns of 4·[-1, 1] (stable softmax);
+//   xent        8 rows × 16 columns of 4·[-1, 1], labels r·5 mod 16: the mean loss, and dlogits = (p - onehot)/rows
+//               at loss scale 1 unless forward only.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "halfmap/storage.hpp"
+#include "peers/peers.hpp"
+
+namespace halfmap::peers {
+namespace {
+
+/// Deterministic values in [-scale, scale): a 32-bit LCG, the same on every run and CPU.
+TypedBuffer values(DType t, std::size_t n, std::uint32_t seed, std::vector<double>& v, double scale = 1) {
+  TypedBuffer b(t, n);
+  v.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = b.set(i, scale * (double(seed >> 8) / double(1u << 23) - 1.0));
+  }
+  return b;
+}
+
+/// max|got - ref| / max(1, max|ref|) over a buffer; infinite if any output is NaN.
+double error(const TypedBuffer& got, const std::vector<double>& ref) {
+  double err = 0, scale = 1;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double g = got.get(i);
+    if (std::isnan(g)) return INFINITY;
+    err = std::fmax(err, std::fabs(g - ref[i]));
+    scale = std::fmax(scale, std::fabs(ref[i]));
+  }
+  return err / scale;
+}
+
+/// The same for a buffer whose values are all small (gradients): relative to max|ref| itself.
+double grad_error(const TypedBuffer& got, const std::vector<double>& ref) {
+  double mx = 0;
+  for (double r : ref) mx = std::fmax(mx, std::fabs(r));
+  std::vector<double> scaled(ref.size());
+  TypedBuffer g(DType::f32, ref.size());
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    scaled[i] = ref[i] / mx;
+    g.set(i, got.get(i) / mx);
+  }
+  return error(g, scaled);
+}
+
+double scalar_error(double got, double ref) {
+  return std::isnan(got) ? INFINITY : std::fabs(got - ref) / std::fmax(1.0, std::fabs(ref));
+}
+
+constexpr std::size_t kM = 8, kK = 64, kN = 16;
+
+double dense_error(const Kernel& k) {
+  std::vector<double> x, w, b;
+  const TypedBuffer xb = values(k.storage, kM * kK, 1, x), wb = values(k.storage, kK * kN, 2, w),
+                    bb = values(k.storage, kN, 3, b);
+  TypedBuffer yb(k.storage, kM * kN);
+  k.dense(DenseArgs{kM, kN, kK, xb.data(), wb.data(), bb.data(), yb.data(), Act::identity});
+  std::vector<double> ref(kM * kN);
+  for (std::size_t i = 0; i < kM; ++i) {
+    for (std::size_t j = 0; j < kN; ++j) {
+      double r = b[j];
+      for (std::size_t p = 0; p < kK; ++p) r += x[i * kK + p] * w[p * kN + j];
+      ref[i * kN + j] = r;
+    }
+  }
+  return error(yb, ref);
+}
+
+double dense_bwd_error(const Kernel& k) {
+  std::vector<double> x, w, dy;
+  const TypedBuffer xb = values(k.storage, kM * kK, 1, x), wb = values(k.storage, kK * kN, 2, w),
+                    dyb = values(k.storage, kM * kN, 3, dy);
+  TypedBuffer dx(k.storage, kM * kK), dw(k.storage, kK * kN), db(k.storage, kN);
+  k.dense_bwd(DenseBwdArgs{kM, kN, kK, xb.data(), wb.data(), dyb.data(), dx.data(), dw.data(), db.data()});
+  std::vector<double> rx(kM * kK, 0.0), rw(kK * kN, 0.0), rb(kN, 0.0);
+  for (std::size_t i = 0; i < kM; ++i) {
+    for (std::size_t p = 0; p < kK; ++p) {
+      for (std::size_t j = 0; j < kN; ++j) {
+        rx[i * kK + p] += dy[i * kN + j] * w[p * kN + j];
+        rw[p * kN + j] += x[i * kK + p] * dy[i * kN + j];
+      }
+    }
+    for (std::size_t j = 0; j < kN; ++j) rb[j] += dy[i * kN + j];
+  }
+  return std::max({error(dx, rx), error(dw, rw), error(db, rb)});
+}
+
+double reduce_error(const Kernel& k) {
+  const std::size_t n = 1000;
+  std::vector<double> x, y;
+  const TypedBuffer xb = values(k.storage, n, 4, x), yb = values(k.storage, n, 5, y);
+  double ref = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (k.op) {
+      case Op::sum: ref += x[i]; break;
+      case Op::sumsq: ref += x[i] * x[i]; break;
+      case Op::dot: ref += x[i] * y[i]; break;
+      default: ref = std::fmax(ref, std::fabs(x[i])); break;
+    }
+  }
+  return scalar_error(k.reduce(xb.data(), k.op == Op::dot ? yb.data() : nullptr, n), ref);
+}
+
+double mse_error(const Kernel& k) {
+  const std::size_t n = 1000;
+  std::vector<double> p, y;
+  const TypedBuffer pb = values(k.storage, n, 6, p), yb = values(k.storage, n, 7, y);
+  TypedBuffer dp(k.storage, n);
+  double ref = 0;
+  std::vector<double> rdp(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    ref += (p[i] - y[i]) * (p[i] - y[i]);
+    rdp[i] = 2 * (p[i] - y[i]) / double(n);
+  }
+  const float loss = k.loss(LossArgs{n, pb.data(), yb.data(), 1.0f, k.forward_only ? nullptr : dp.data()});
+  const double err = scalar_error(loss, ref / double(n));
+  return k.forward_only ? err : std::max(err, grad_error(dp, rdp));
+}
+
+/// The stable softmax of rows × cols values in f64.
+std::vector<double> softmax_ref(const std::vector<double>& x, std::size_t rows, std::size_t cols) {
+  std::vector<double> y(x.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double* xr = &x[r * cols];
+    const double mx = *std::max_element(xr, xr + cols);
+    double s = 0;
+    for (std::size_t j = 0; j < cols; ++j) s += y[r * cols + j] = std::exp(xr[j] - mx);
+    for (std::size_t j = 0; j < cols; ++j) y[r * cols + j] /= s;
+  }
+  return y;
+}
+
+constexpr std::size_t kRows = 8, kCols = 16;
+
+double softmax_error(const Kernel& k) {
+  std::vector<double> x;
+  const TypedBuffer xb = values(k.storage, kRows * kCols, 8, x, 4);
+  TypedBuffer yb(k.storage, kRows * kCols);
+  k.softmax(SoftmaxArgs{kRows, kCols, xb.data(), yb.data()});
+  return error(yb, softmax_ref(x, kRows, kCols));
+}
+
+double xent_error(const Kernel& k) {
+  std::vector<double> x;
+  const TypedBuffer xb = values(k.storage, kRows * kCols, 9, x, 4);
+  std::vector<std::int32_t> labels(kRows);
+  for (std::size_t r = 0; r < kRows; ++r) labels[r] = std::int32_t(r * 5 % kCols);
+  TypedBuffer dl(k.storage, kRows * kCols);
+  const float loss = k.xent(XentArgs{kRows, kCols, xb.data(), labels.data(), 1.0f, nullptr,
+                                     k.forward_only ? nullptr : dl.data()});
+  std::vector<double> p = softmax_ref(x, kRows, kCols);
+  double ref = 0;
+  for (std::size_t r = 0; r < kRows; ++r) ref -= std::log(p[r * kCols + std::size_t(labels[r])]);
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t j = 0; j < kCols; ++j) {
+      p[r * kCols + j] = (p[r * kCols + j] - (std::size_t(labels[r]) == j ? 1.0 : 0.0)) / double(kRows);
+    }
+  }
+  const double err = scalar_error(loss, ref / double(kRows));
+  return k.forward_only ? err : std::max(err, grad_error(dl, p));
+}
+
+}  // namespace
+
+double check_error(const Kernel& k) {
+  switch (k.op) {
+    case Op::dense_fwd: return dense_error(k);
+    case Op::dense_bwd: return dense_bwd_error(k);
+    case Op::mse: return mse_error(k);
+    case Op::softmax:
+    case Op::softmax_naive: return softmax_error(k);
+    case Op::xent: return xent_error(k);
+    default: return reduce_error(k);
+  }
+}
+
+}  // namespace halfmap::peers
