@@ -1,18 +1,29 @@
-// oneDNN peers of dense_fwd: one matmul primitive, Y = X·W (+ b), every tensor plain row-major (format tag ab, as
-// halfmap stores them), on halfmap's operands in place (same bits: IEEE f32 and bf16).
+// oneDNN peers, on halfmap's operands in place (same bits: IEEE f32 and bf16), every tensor plain row-major
+// (format tag ab, as halfmap stores them):
 //
-//   onednn_f32_dense_fwd__peer   f32 X, W, b, Y (mode f32).
-//   onednn_bf16_dense_fwd__peer  bf16 X, W, b, Y, f32 accumulation inside (mode bf16_f32acc, like halfmap's
+//   onednn_f32_dense_fwd__peer   matmul Y = X·W (+ b), f32 X, W, b, Y (mode f32).
+//   onednn_bf16_dense_fwd__peer  the same on bf16, f32 accumulation inside (mode bf16_f32acc, like halfmap's
 //                                bf16_f32acc kernels). Its AVX512-BF16/AMX kernels flush subnormals whatever
 //                                MXCSR says (vdpbf16ps reads subnormal inputs as zero; f32-to-bf16 conversion
 //                                flushes subnormal results); MXCSR is left unchanged.
+//   onednn_{f32,bf16}_softmax__peer  softmax_v2 forward (inference), algorithm softmax_accurate (the max
+//                                subtracted first, halfmap's stable softmax) over axis 1 of rows × cols, with
+//                                oneDNN's own exp.
+//   onednn_{f32,bf16}_sum__peer     reduction_sum of the 1×n vector into 1×1 (f32 accumulation inside).
+//   onednn_{f32,bf16}_sumsq__peer   reduction_norm_lp_power_p_sum with p = 2, eps = 0: Σ|x|², halfmap's sumsq
+//                                (the L2 norm itself, reduction_norm_lp_sum, is its square root: no halfmap op).
+//   onednn_{f32,bf16}_maxabs__peer  eltwise_abs into a scratch vector, then reduction_max: max|x| (reduction_max
+//                                alone is max x, which no halfmap op computes).
 //
-// Per call: the primitive is created (oneDNN's primitive cache returns the JIT kernel of a seen shape) and run on
+// Per call: each primitive is created (oneDNN's primitive cache returns the JIT kernel of a seen shape) and run on
 // a stream of this call. Threads: Debian's libdnnl uses OpenMP; omp_set_num_threads(1) is called on the calling
 // thread before each use, since oneDNN sizes its parallel regions by that thread's omp_get_max_threads() and a
 // new thread starts from the default. Act relu, which the sweep does not use, is applied after, on the stored Y.
+#include <bit>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -64,16 +75,76 @@ void matmul(const DenseArgs& a) {
   }
 }
 
+/// A memory object over halfmap's buffer; oneDNN only reads a source, so the const_cast never leads to a write.
+dnnl::memory wrap(const dnnl::memory::desc& md, const void* p) {
+  return dnnl::memory(md, engine(), const_cast<void*>(p));
+}
+
+template <dt type>
+void softmax(const SoftmaxArgs& a) {
+  omp_set_num_threads(1);
+  const dnnl::memory::desc md({dnnl::memory::dim(a.rows), dnnl::memory::dim(a.cols)}, type, tag::ab);
+  const dnnl::softmax_v2_forward prim(dnnl::softmax_v2_forward::primitive_desc(
+      dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, md, md, 1),
+      engine()));
+  dnnl::stream stream(engine());
+  prim.execute(stream, {{DNNL_ARG_SRC, wrap(md, a.x)}, {DNNL_ARG_DST, dnnl::memory(md, engine(), a.y)}});
+  stream.wait();
+}
+
+enum class Reduce { sum, sumsq, maxabs };
+
+template <dt type, Reduce which>
+float reduce(const void* x, const void*, std::size_t n) {
+  omp_set_num_threads(1);
+  const dnnl::memory::desc src({1, dnnl::memory::dim(n)}, type, tag::ab), dst({1, 1}, type, tag::ab);
+  dnnl::stream stream(engine());
+  dnnl::memory in = wrap(src, x);
+  std::vector<std::uint16_t> scratch;  // |x|, for maxabs: 2 or 4 bytes per element
+  if constexpr (which == Reduce::maxabs) {
+    scratch.resize(n * (type == dt::f32 ? 2 : 1));
+    const dnnl::memory abs(src, engine(), scratch.data());
+    const dnnl::eltwise_forward prim(dnnl::eltwise_forward::primitive_desc(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_abs, src), engine()));
+    prim.execute(stream, {{DNNL_ARG_SRC, in}, {DNNL_ARG_DST, abs}});
+    in = abs;
+  }
+  const dnnl::algorithm alg = which == Reduce::sum     ? dnnl::algorithm::reduction_sum
+                              : which == Reduce::sumsq ? dnnl::algorithm::reduction_norm_lp_power_p_sum
+                                                       : dnnl::algorithm::reduction_max;
+  const dnnl::reduction prim(dnnl::reduction::primitive_desc(dnnl::reduction::desc(alg, src, dst, 2.0f, 0.0f),
+                                                             engine()));
+  std::uint32_t out = 0;
+  prim.execute(stream, {{DNNL_ARG_SRC, in}, {DNNL_ARG_DST, dnnl::memory(dst, engine(), &out)}});
+  stream.wait();
+  if constexpr (type == dt::f32) return std::bit_cast<float>(out);
+  return to_f32(bf16{std::uint16_t(out)});
+}
+
 }  // namespace
 
 LibraryList onednn_list() {
   const dnnl_version_t* v = dnnl_version();
   return {"onednn",
-          fmt::format("oneDNN {}.{}.{} (git {}); matmul primitive per call, plain row-major tensors; 1 thread "
+          fmt::format("oneDNN {}.{}.{} (git {}); matmul, softmax_v2 and reduction primitives per call, plain "
+                      "row-major tensors; 1 thread "
                       "(omp_set_num_threads(1) on the calling thread)",
                       v->major, v->minor, v->patch, v->hash),
           {dense_peer("onednn_f32_dense_fwd__peer", Mode::f32, DType::f32, matmul<dt::f32>, 1e-5),
-           dense_peer("onednn_bf16_dense_fwd__peer", Mode::bf16_f32acc, DType::bf16, matmul<dt::bf16>, 2e-2)}};
+           dense_peer("onednn_bf16_dense_fwd__peer", Mode::bf16_f32acc, DType::bf16, matmul<dt::bf16>, 2e-2),
+           softmax_peer("onednn_f32_softmax__peer", Mode::f32, DType::f32, softmax<dt::f32>, 1e-5),
+           softmax_peer("onednn_bf16_softmax__peer", Mode::bf16_f32acc, DType::bf16, softmax<dt::bf16>, 2e-2),
+           reduce_peer("onednn_f32_sum__peer", Op::sum, Mode::f32, DType::f32, reduce<dt::f32, Reduce::sum>, 1e-5),
+           reduce_peer("onednn_bf16_sum__peer", Op::sum, Mode::bf16_f32acc, DType::bf16, reduce<dt::bf16, Reduce::sum>,
+                       2e-2),
+           reduce_peer("onednn_f32_sumsq__peer", Op::sumsq, Mode::f32, DType::f32, reduce<dt::f32, Reduce::sumsq>,
+                       1e-5),
+           reduce_peer("onednn_bf16_sumsq__peer", Op::sumsq, Mode::bf16_f32acc, DType::bf16,
+                       reduce<dt::bf16, Reduce::sumsq>, 2e-2),
+           reduce_peer("onednn_f32_maxabs__peer", Op::maxabs, Mode::f32, DType::f32, reduce<dt::f32, Reduce::maxabs>,
+                       0),
+           reduce_peer("onednn_bf16_maxabs__peer", Op::maxabs, Mode::bf16_f32acc, DType::bf16,
+                       reduce<dt::bf16, Reduce::maxabs>, 0)}};
 }
 
 }  // namespace halfmap::peers

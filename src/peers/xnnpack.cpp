@@ -7,6 +7,9 @@
 //                                halfmap's mode f16. Where XNNPACK has no fp16 path for the CPU, creation fails
 //                                and registry.cpp drops the kernel with that reason.
 //
+//   xnnpack_f32_softmax__peer    xnn_create_softmax_nc_f32 over rows × cols (channels = cols), XNNPACK's own exp;
+//                                the Debian build (0.0~git20220216) has no f16 softmax operator.
+//
 // XNNPACK takes W as [output channels × input channels], the transpose of halfmap's K×N W: it is transposed per
 // call. Subnormals: xnn_run_operator sets MXCSR's FTZ and DAZ for the call and restores them after, so f32
 // results are flushed (halfmap itself never sets them). Act relu, unused by the sweep, clamps at 0 instead.
@@ -71,16 +74,28 @@ void fully_connected(const DenseArgs& a) {
   check(s, "fully connected setup/run");
 }
 
+void softmax(const SoftmaxArgs& a) {
+  xnn_operator_t op = nullptr;
+  check(xnn_create_softmax_nc_f32(a.cols, a.cols, a.cols, 0, &op), "xnn_create_softmax_nc_f32");
+  xnn_status s = xnn_setup_softmax_nc_f32(op, a.rows, static_cast<const float*>(a.x), static_cast<float*>(a.y),
+                                          nullptr);
+  if (s == xnn_status_success) s = xnn_run_operator(op, nullptr);
+  xnn_delete_operator(op);
+  check(s, "softmax setup/run");
+}
+
 }  // namespace
 
 LibraryList xnnpack_list() {
   check(xnn_initialize(nullptr), "xnn_initialize");
   return {"xnnpack",
-          fmt::format("XNNPACK {} (Debian package version); fully-connected operator per call, NULL pthreadpool "
+          fmt::format("XNNPACK {} (Debian package version); fully-connected and softmax operators per call, NULL "
+                      "pthreadpool "
                       "(1 thread), W transposed to N×K",
                       HALFMAP_PEER_XNNPACK_VERSION),
           {dense_peer("xnnpack_f32_dense_fwd__peer", Mode::f32, DType::f32, fully_connected<float>, 1e-5),
-           dense_peer("xnnpack_f16_dense_fwd__peer", Mode::f16, DType::f16, fully_connected<f16>, 2e-2)}};
+           dense_peer("xnnpack_f16_dense_fwd__peer", Mode::f16, DType::f16, fully_connected<f16>, 2e-2),
+           softmax_peer("xnnpack_f32_softmax__peer", Mode::f32, DType::f32, softmax, 1e-5)}};
 }
 
 }  // namespace halfmap::peers
