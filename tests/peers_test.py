@@ -2,7 +2,8 @@
 """Findings about the peer libraries' kernels (src/peers/), pinned as measured by `halfmap sweep` on this build.
 
 Usage: peers_test.py HALFMAP_EXE OUT_DIR. Each finding runs a small sweep of a peer kernel next to halfmap
-kernels and compares thresholds.json entries (per distribution). A finding whose kernels this binary does not
+kernels and compares thresholds.json entries (per distribution); one more checks that `halfmap merge` writes the
+peers.md of a whole run. A finding whose kernels this binary does not
 have (peer library not built, or path not enabled here) is skipped with the reason; if every finding is skipped
 the script exits 77 (ctest SKIP_RETURN_CODE).
 
@@ -22,6 +23,10 @@ Measured on x86-64 with AVX512-BF16/FP16 (Debian 12: oneDNN 2.6.3, XNNPACK 0.0~g
      model f16_sum__ref, and a different s_overflow from the lane-parallel f16_sum__avx2 (lognormal: 2^8.35 vs
      2^8.10); same storage thresholds.
   5. Eigen's maxCoeff of |x| (float and half) gives cells identical to halfmap's maxabs (it is exact).
+  5b. oneDNN's bf16 reductions flush a subnormal result: maxabs is lost 8 binades above bf16_f32acc_maxabs__ref
+     (2^-127.85 vs 2^-135.84, normal), the sum 4.4 binades above the ref (2^-131.10 vs 2^-135.46) yet 8 below the
+     avx512bf16 path, which flushes subnormal inputs too; its f32 sumsq (reference implementation, powf) gives
+     the cells of f32_sumsq__ref.
 
 PyTorch 1.13.0a0 (Debian python3-torch 1.13.1, ATen CPU capability AVX2), run with HALFMAP_TORCH=1 (skipped,
 with the reason, where torch was not found at build time):
@@ -141,6 +146,22 @@ def finding_eigen_sum(th, out):
     assert e["s_overflow"]["onset"]["text"] != h["s_overflow"]["onset"]["text"]
 
 
+def finding_onednn_reductions(th, out):
+    # oneDNN's bf16 reductions read subnormal inputs exactly but flush a subnormal result (f32 -> bf16): maxabs
+    # (eltwise_abs, reduction_max) is lost 8 binades above the ref path, once max|x| falls below 2^-126; the sum
+    # 4 binades above, and still below the avx512bf16 path, whose vdpbf16ps reads subnormal inputs as zero.
+    for d in DISTS:
+        mx, mref = th[("onednn_bf16_maxabs__peer", d)], th[("bf16_f32acc_maxabs__ref", d)]
+        assert abs(onset(mx, "s_underflow") - onset(mref, "s_underflow") - 8) < 0.05, d
+        sm, sref, sbf = (th[(k, d)] for k in ("onednn_bf16_sum__peer", "bf16_f32acc_sum__ref",
+                                               "bf16_f32acc_sum__avx512bf16"))
+        assert onset(sm, "s_underflow") - onset(sref, "s_underflow") > 3, d
+        assert onset(sbf, "s_underflow") - onset(sm, "s_underflow") > 6, d
+    # Its f32 sum of squares (norm_lp_power_p_sum, the reference implementation: powf(|x|, 2) in order) gives the
+    # cells of halfmap's sequential f32 sumsq.
+    assert forward(out, "onednn_f32_sumsq__peer") == forward(out, "f32_sumsq__ref")
+
+
 def rows(out, kernel):
     with open(os.path.join(out, "cells.csv")) as f:
         return [r[6:] for r in csv.reader(f) if r[0] == kernel]
@@ -164,6 +185,9 @@ FINDINGS = [
                                            "f16_dense_fwd__avx2", "f16_dense_fwd__ref",
                                            "f16_f32acc_dense_fwd__ref"], ()),
     ("eigen_half_sum", finding_eigen_sum, ["eigen_f16_sum__peer", "f16_sum__avx2", "f16_sum__ref"], ()),
+    ("onednn_reductions", finding_onednn_reductions,
+     ["onednn_bf16_maxabs__peer", "bf16_f32acc_maxabs__ref", "onednn_bf16_sum__peer", "bf16_f32acc_sum__ref",
+      "bf16_f32acc_sum__avx512bf16", "onednn_f32_sumsq__peer", "f32_sumsq__ref"], ()),
 ]
 
 
@@ -239,6 +263,26 @@ def torch_findings():
     return ran
 
 
+def run_merge_check(have):
+    """`halfmap merge` of two shards writes the peers.md (and cells, thresholds) of the same sweep in one piece."""
+    kernels = ["eigen_f16_sum__peer", "f16_sum__ref", "f16_f32acc_sum__ref"]
+    if any(k not in have for k in kernels):
+        print("SKIP merge_writes_peers_md: this build has no Eigen peer")
+        return False
+    base = [EXE, "sweep", "--quiet", "--kernels", ",".join(kernels)]
+    whole, parts = os.path.join(OUT, "merge_whole"), [os.path.join(OUT, f"merge_{k}") for k in (1, 2)]
+    subprocess.run([*base, "--out", whole], check=True)
+    for k, d in enumerate(parts, 1):
+        subprocess.run([*base, "--shard", f"{k}/2", "--out", d], check=True)
+    merged = os.path.join(OUT, "merge_merged")
+    subprocess.run([EXE, "merge", *parts, "--out", merged], check=True)
+    for f in ("cells.csv", "thresholds.json", "thresholds.md", "peers.md"):
+        with open(os.path.join(whole, f), "rb") as a, open(os.path.join(merged, f), "rb") as b:
+            assert a.read() == b.read(), f
+    print("ok   merge_writes_peers_md")
+    return True
+
+
 def main():
     have = available()
     ran = 0
@@ -260,6 +304,8 @@ def main():
         ran += 1
     else:
         print("SKIP eigen_maxabs_identical: this build has no Eigen peer or no avx2 path")
+    if run_merge_check(have):
+        ran += 1
     ran += torch_findings()
     return 0 if ran else 77
 

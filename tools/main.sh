@@ -23,7 +23,8 @@
 #                    cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
 #   headline.md      per op, every path's thresholds side by side and its window at s = 1, by tools/headline.py
-# and results/compare.md (`halfmap compare`) when several machines' sweeps are in results/.
+# and results/compare.md (`halfmap compare`): every machine's sweep in results/ (in the current format), this one
+# first, with the peers' paths beside halfmap's.
 # <machine> is a slug of the CPU architecture, model and microarchitecture (tools/machine_slug.py, e.g.
 # x86-64-amd-epyc-zen4), so reruns on one machine replace its results and other machines' results stay beside
 # them. Every file is written to a temporary name and renamed when complete: an interrupted run leaves the previous
@@ -196,10 +197,9 @@ step_sweep() {
       say "not comparing ${d%/}: its thresholds.json is an older format (rerun the sweep on that machine)"
     fi
   done
-  if [ ${#dirs[@]} -gt 1 ]; then
-    "$HALFMAP" compare "${dirs[@]}" --out results/compare.md
-    say "wrote results/compare.md (${#dirs[@]} machines)"
-  fi
+  # Also with this machine alone: compare.md then sets the peers' paths beside halfmap's, op by op and mode.
+  "$HALFMAP" compare "${dirs[@]}" --out results/compare.md
+  say "wrote results/compare.md (${#dirs[@]} machines)"
   say "wrote $OUT/thresholds.md, $OUT/headline.md, $OUT/cells.csv and $OUT/maps/"
 }
 

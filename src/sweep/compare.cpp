@@ -89,7 +89,9 @@ std::string preamble(const std::vector<Source>& src) {
         "beyond the same grid "
         "limit; `≠ what` marks the thresholds that differ. fp16-accumulating paths (`f16`) differ in FMA kind "
         "(per-op F16C rounds the f32 FMA; native fp16 fuses) and in accumulation order (lanes), so marks there "
-        "can be real differences of the hardware rather than errors; `f16_model` is the fused reference.\n";
+        "can be real differences of the hardware rather than errors; `f16_model` is the fused reference. Peer "
+        "libraries' paths (`peer <library> <dtype>`, src/peers/) sit in the group of the mode they are compared "
+        "with, beside halfmap's paths: a mark there is how the library differs (peers.md says why).\n";
   return md;
 }
 
@@ -120,6 +122,15 @@ std::string agreement(const json& r, const json& first, bool& differs) {
   return out + "**";
 }
 
+/// A row's path: halfmap's ISA, or a peer's library and storage type ("peer onednn bf16"), so that the peers of a
+/// group stand beside halfmap's paths under their own names.
+std::string path_label(const json& r) {
+  const std::string isa = r["isa"].get<std::string>();
+  if (isa != "peer") return isa;
+  const std::string k = r["kernel"].get<std::string>();
+  return fmt::format("peer {} {}", k.substr(0, k.find('_')), r["storage"].get<std::string>());
+}
+
 /// The rows of one (op, mode, dist) group, machine by machine; returns whether any row disagrees.
 bool group_rows(const std::vector<Source>& src, const std::string& op, const std::string& mode,
                 const std::string& dist, std::string& body) {
@@ -141,8 +152,8 @@ bool group_rows(const std::vector<Source>& src, const std::string& op, const std
         agrees = agreement(r, *first, group_bad);
       }
       const json* w = window_at(r, 0.0);
-      body += fmt::format("| {} | {} | M{} | {} | {} | {} | {} | {} |\n", mode, dist, m + 1,
-                          r["isa"].get<std::string>(), band_text(r["s_underflow"]), band_text(r["s_overflow"]),
+      body += fmt::format("| {} | {} | M{} | {} | {} | {} | {} | {} |\n", mode, dist, m + 1, path_label(r),
+                          band_text(r["s_underflow"]), band_text(r["s_overflow"]),
                           w == nullptr ? std::string("—") : window_text(*w), agrees);
     }
   }
@@ -152,7 +163,7 @@ bool group_rows(const std::vector<Source>& src, const std::string& op, const std
 /// One op's table; returns the number of its groups that disagree.
 std::size_t op_section(const std::vector<Source>& src, const std::string& op, std::string& body) {
   body += fmt::format("\n## {}\n\n", op);
-  body += "| mode | dist | machine | isa | s_underflow | s_overflow | window at s = 1 | agrees |\n";
+  body += "| mode | dist | machine | path | s_underflow | s_overflow | window at s = 1 | agrees |\n";
   body += "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
   // Groups by (mode, dist) in order of first appearance.
   std::vector<std::pair<std::string, std::string>> groups;

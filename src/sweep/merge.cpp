@@ -1,6 +1,6 @@
 // `halfmap merge`: joins the folders of `halfmap sweep --shard K/N` into the files of one whole run. Every shard
-// must be present once and come from the same sweep; the joined cells.csv and thresholds.json are byte-identical
-// to those of the same sweep run in one piece.
+// must be present once and come from the same sweep; the joined cells.csv, thresholds.json, thresholds.md and
+// peers.md are byte-identical to those of the same sweep run in one piece.
 #include <cstdio>
 #include <stdexcept>
 #include <vector>
@@ -135,6 +135,12 @@ std::string merge(const std::vector<std::string>& dirs, const std::string& out) 
   write_file_atomic(out + "/cells.csv", csv);
   write_file_atomic(out + "/thresholds.json", thresholds_text(doc));
   write_file_atomic(out + "/thresholds.md", thresholds_markdown(doc));
+  // The shards ran one binary on one machine: the first one's peers stand for all.
+  if (const auto peers = peers_markdown(csv, doc, shards[0].meta.value("peers", json::object()))) {
+    write_file_atomic(out + "/peers.md", *peers);
+  } else {
+    std::remove((out + "/peers.md").c_str());
+  }
   write_file_atomic(out + "/meta.json", meta.dump(2) + "\n");
   return {};
 }

@@ -34,9 +34,10 @@ json thresholds_doc(const json& settings, const json& results);
 std::string thresholds_text(const json& doc);
 /// thresholds.md from the document.
 std::string thresholds_markdown(const json& doc);
-/// peers.md (src/sweep/peers_md.cpp): the peer paths classified against halfmap's from a run's cells and its
-/// thresholds document; nullopt when the run holds no peer kernel.
-std::optional<std::string> peers_markdown(const Options& opts, const Result& result, const json& doc);
+/// peers.md (src/sweep/peers_md.cpp): the peer paths classified against halfmap's from cells.csv's text and the
+/// thresholds document, with the peers not mapped from meta.json's `peers` object; nullopt when the results hold
+/// no peer kernel. A run and a merge of its shards give the same text.
+std::optional<std::string> peers_markdown(const std::string& csv, const json& doc, const json& peers);
 /// A window object's "[S_min, S_max]" (or "empty (S_min .., S_max ..)").
 std::string window_text(const json& w);
 

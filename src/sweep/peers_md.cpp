@@ -1,15 +1,22 @@
-// peers.md: the classification of the peer paths (src/peers/) against halfmap's own, computed from this run's
-// cells and thresholds. Written only when the run holds a peer experiment.
+// peers.md: the classification of the peer paths (src/peers/) against halfmap's own, computed from a run's
+// cells.csv and thresholds document, so that a sweep and a merge of its shards write the same table. Written only
+// when the results hold a peer experiment.
 //
-// For each peer kernel, among halfmap's kernels of the same op and storage type that ran here:
-//   identical forward cells: at every distribution and every s of the grid, the forward columns (status of the
-//     forward, non-finite and zero counts, relative error, scalar value) are equal;
+// For each peer kernel, among halfmap's kernels of the same op and storage type in the results:
+//   identical forward cells: at every distribution and every s of the grid, the forward columns (non-finite and
+//     zero counts, relative error, scalar value) are equal;
 //   same thresholds: otherwise, the onset and saturation texts of the four thresholds (s_underflow, s_overflow,
-//     storage_underflow, storage_overflow) are equal at every distribution.
+//     storage_underflow, storage_overflow), and the loss-scale window at s = 1 where both have one, are equal at
+//     every distribution;
+// and, after them, the other peers whose forward cells are identical (PyTorch's bf16 linear and oneDNN's matmul).
 // "differs at" lists, against halfmap's kernel of the peer's mode (the ref path's where it ran), each
-// distribution and threshold whose text differs.
+// distribution and threshold whose text differs. Then the peers not mapped, from meta.json's `peers`.
+#include <charconv>
+#include <cmath>
 #include <map>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -23,8 +30,8 @@ constexpr const char* kKeys[] = {"s_underflow", "s_overflow", "storage_underflow
 
 /// The forward part of a cell, as compared (the first S of a gradient experiment stands for its s).
 struct Fwd {
-  std::size_t nonfinite, zero, count;
-  double rel_err, value;
+  std::string_view nonfinite, zero, count;  // integers: compared as text
+  double rel_err, value;                    // NaN when the column is empty
   bool operator==(const Fwd& o) const {
     auto same = [](double a, double b) { return a == b || (a != a && b != b); };
     return nonfinite == o.nonfinite && zero == o.zero && count == o.count && same(rel_err, o.rel_err) &&
@@ -32,36 +39,84 @@ struct Fwd {
   }
 };
 
+/// One kernel of the results: what the document says of it, its forward cells and its thresholds' texts.
 struct Seen {
-  const Kernel* k = nullptr;
-  std::map<std::string, std::vector<std::pair<double, Fwd>>> fwd;  // per dist: (log2 s, forward part)
-  std::map<std::string, std::vector<std::string>> th;              // per dist: the four threshold texts
+  std::string op, mode, isa, storage;
+  std::map<std::string, std::vector<std::pair<std::string_view, Fwd>>> fwd;     // per dist: (log2 s, forward)
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> th;  // per dist: (threshold, text)
+  bool peer() const { return isa == "peer"; }
 };
 
-std::map<std::string, Seen> collect(const Options& opts, const Result& result, const json& doc) {
+double number(std::string_view s) {
+  if (s.empty()) return NAN;
+  double v = NAN;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+/// The kernels of the document, with their threshold texts.
+std::map<std::string, Seen> from_doc(const json& doc) {
   std::map<std::string, Seen> seen;
-  for (const ItemResult& it : result.items) {
-    const Experiment& e = opts.experiments[it.experiment];
-    Seen& s = seen[std::string(e.fwd.name)];
-    s.k = &e.fwd;
-    auto& v = s.fwd[std::string(dist_name(it.dist))];
-    for (const Cell& c : it.cells) {
-      if (!v.empty() && v.back().first == c.log2_s) continue;
-      v.push_back({c.log2_s, Fwd{c.fwd_nonfinite, c.fwd_zero, c.fwd_count, c.fwd_rel_err, c.fwd_value.value_or(0)}});
-    }
-  }
   for (const json& r : doc.at("results")) {
-    auto it = seen.find(r.at("kernel").get<std::string>());
-    if (it == seen.end()) continue;
-    std::vector<std::string> t;
+    Seen& s = seen[r.at("kernel").get<std::string>()];
+    s.op = r.at("op").get<std::string>();
+    s.mode = r.at("mode").get<std::string>();
+    s.isa = r.at("isa").get<std::string>();
+    s.storage = r.at("storage").get<std::string>();
+    auto& t = s.th[r.at("dist").get<std::string>()];
     for (const char* key : kKeys) {  // each boundary's onset and saturation (halfmap-sweep-thresholds-2)
       for (const char* end : {"onset", "saturation"}) {
-        t.push_back(r.contains(key) && r.at(key).contains(end) ? r.at(key).at(end).value("text", "?") : "-");
+        t.push_back({fmt::format("{} {}", key, end),
+                     r.contains(key) && r.at(key).contains(end) ? r.at(key).at(end).value("text", "?") : "-"});
       }
     }
-    it->second.th[r.at("dist").get<std::string>()] = t;
+    for (const json& w : r.value("loss_scale_windows", json::array())) {
+      if (w.at("log2_s").get<double>() == 0) t.push_back({"window at s = 1", window_text(w)});
+    }
   }
   return seen;
+}
+
+/// Fills the forward cells of the kernels that matter (the peers, and halfmap's of a peer's op and storage) from
+/// cells.csv's text, which `seen` then points into.
+void add_cells(const std::string& csv, std::map<std::string, Seen>& seen) {
+  std::set<std::pair<std::string, std::string>> peer_kinds;
+  for (const auto& [name, s] : seen) {
+    if (s.peer()) peer_kinds.insert({s.op, s.storage});
+  }
+  std::size_t pos = csv.find('\n');  // past the header
+  while (pos != std::string::npos && pos + 1 < csv.size()) {
+    const std::size_t start = pos + 1, end = csv.find('\n', start);
+    const std::string_view line(csv.data() + start, (end == std::string::npos ? csv.size() : end) - start);
+    pos = end;
+    const std::string_view name = line.substr(0, line.find(','));
+    auto it = seen.find(std::string(name));
+    if (it == seen.end() || !peer_kinds.count({it->second.op, it->second.storage})) continue;
+    std::vector<std::string_view> f;  // the columns up to fwd_value (csv_header: 24 of them)
+    for (std::size_t a = 0; f.size() < 24;) {
+      const std::size_t b = line.find(',', a);
+      f.push_back(line.substr(a, b == std::string_view::npos ? line.size() - a : b - a));
+      if (b == std::string_view::npos) break;
+      a = b + 1;
+    }
+    if (f.size() < 24) continue;
+    auto& v = it->second.fwd[std::string(f[6])];
+    if (!v.empty() && v.back().first == f[7]) continue;
+    v.push_back({f[7], Fwd{f[19], f[21], f[18], number(f[22]), number(f[23])}});
+  }
+}
+
+/// Whether two kernels' thresholds agree at every distribution, on the keys both have.
+bool same_thresholds(const Seen& p, const Seen& h) {
+  if (p.th.size() != h.th.size()) return false;
+  for (const auto& [dist, t] : p.th) {
+    const auto other = h.th.find(dist);
+    if (other == h.th.end()) return false;
+    for (std::size_t i = 0; i < t.size() && i < other->second.size(); ++i) {
+      if (t[i] != other->second[i]) return false;
+    }
+  }
+  return true;
 }
 
 std::string differs(const Seen& p, const Seen& h) {
@@ -69,56 +124,75 @@ std::string differs(const Seen& p, const Seen& h) {
   for (const auto& [dist, t] : p.th) {
     const auto other = h.th.find(dist);
     if (other == h.th.end()) continue;
-    for (std::size_t i = 0; i < t.size(); ++i) {
+    for (std::size_t i = 0; i < t.size() && i < other->second.size(); ++i) {
       if (t[i] == other->second[i]) continue;
-      out += fmt::format("{}{} {} {}: {} vs {}", out.empty() ? "" : "; ", dist, kKeys[i / 2],
-                         i % 2 ? "saturation" : "onset", t[i], other->second[i]);
+      out += fmt::format("{}{} {}: {} vs {}", out.empty() ? "" : "; ", dist, t[i].first, t[i].second,
+                         other->second[i].second);
     }
   }
   return out.empty() ? "none" : out;
 }
 
-std::string row(const Seen& p, const std::map<std::string, Seen>& seen) {
-  std::vector<std::string> identical, same;
-  const Seen* mode_ref = nullptr;
-  for (const auto& [name, h] : seen) {
-    if (h.k->isa == Isa::peer || h.k->op != p.k->op || h.k->storage != p.k->storage) continue;
-    if (h.k->mode == p.k->mode && (mode_ref == nullptr || h.k->isa == Isa::ref)) mode_ref = &h;
+std::string row(const std::string& name, const Seen& p, const std::map<std::string, Seen>& seen) {
+  std::vector<std::string> identical, same, peers;
+  const std::pair<const std::string, Seen>* mode_ref = nullptr;
+  for (const auto& entry : seen) {
+    const auto& [other, h] = entry;
+    if (h.op != p.op || h.storage != p.storage || other == name) continue;
+    if (h.peer()) {
+      if (h.fwd == p.fwd) peers.push_back(other);
+      continue;
+    }
+    if (h.mode == p.mode && (mode_ref == nullptr || h.isa == "ref")) mode_ref = &entry;
     if (h.fwd == p.fwd) {
-      identical.push_back(name);
-    } else if (h.th == p.th) {
-      same.push_back(name);
+      identical.push_back(other);
+    } else if (same_thresholds(p, h)) {
+      same.push_back(other);
     }
   }
   std::string like;
   if (!identical.empty()) like = fmt::format("identical forward cells: {}", fmt::join(identical, ", "));
   if (!same.empty()) like += fmt::format("{}same thresholds: {}", like.empty() ? "" : "; ", fmt::join(same, ", "));
   if (like.empty()) like = "none";
-  const std::string name(p.k->name);
-  return fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name.substr(0, name.find('_')), op_name(p.k->op),
-                     dtype_name(p.k->storage), name, like, mode_ref ? std::string(mode_ref->k->name) : "-",
-                     mode_ref ? differs(p, *mode_ref) : "no halfmap kernel of its mode ran");
+  if (!peers.empty()) like += fmt::format("; identical forward cells (peers): {}", fmt::join(peers, ", "));
+  return fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name.substr(0, name.find('_')), p.op, p.storage, name,
+                     like, mode_ref ? mode_ref->first : "-",
+                     mode_ref ? differs(p, mode_ref->second) : "no halfmap kernel of its mode ran");
+}
+
+/// The peers meta.json names as not built, not run, refused or dropped, with the reason.
+std::string not_mapped(const json& peers) {
+  std::string md;
+  for (const json& m : peers.value("missing", json::array())) {
+    md += fmt::format("| {} | {} |\n", m.value("name", "?"), m.value("reason", "?"));
+  }
+  if (md.empty()) return {};
+  return "\nNot mapped in this run (meta.json's `peers.missing`: a library not built or not run, an op it refuses, "
+         "a kernel that failed its check):\n\n| library or kernel | reason |\n| --- | --- |\n" +
+         md;
 }
 
 }  // namespace
 
-std::optional<std::string> peers_markdown(const Options& opts, const Result& result, const json& doc) {
-  const std::map<std::string, Seen> seen = collect(opts, result, doc);
+std::optional<std::string> peers_markdown(const std::string& csv, const json& doc, const json& peers) {
+  std::map<std::string, Seen> seen = from_doc(doc);
+  add_cells(csv, seen);
   std::string rows;
   for (const auto& [name, p] : seen) {
-    if (p.k->isa == Isa::peer) rows += row(p, seen);
+    if (p.peer()) rows += row(name, p, seen);
   }
   if (rows.empty()) return std::nullopt;
   return "# Peer libraries against halfmap's paths\n\n"
-         "Computed by `halfmap sweep` from this run's cells (src/sweep/peers_md.cpp). *behaves like*: halfmap's "
-         "kernels of the same op and storage type whose forward cells are identical to the peer's at every "
-         "distribution and s of the grid, else whose four thresholds are the same. *differs at*: each "
-         "distribution and threshold where the peer differs from halfmap's kernel of its mode (*compared with*). "
-         "The peers have a forward only (no gradient kernel), so they have no loss-scale windows. meta.json's "
-         "`peers` names the libraries built and the ones missing, with the reason.\n\n"
+         "Computed from this run's cells.csv and thresholds.json (src/sweep/peers_md.cpp; `halfmap merge` writes the "
+         "same from the joined shards). *behaves like*: halfmap's kernels of the same op and storage type whose "
+         "forward cells are identical to the peer's at every distribution and s of the grid, else whose thresholds "
+         "are the same (the four boundaries' onsets and saturations, and the loss-scale window at s = 1 where both "
+         "have one); then the other peers with identical forward cells. *differs at*: each distribution and "
+         "threshold where the peer differs from halfmap's kernel of its mode (*compared with*). Most peers have a "
+         "forward only (no gradient kernel), so they have no loss-scale windows; PyTorch's dense layer and cross-entropy have torch's autograd gradients.\n\n"
          "| library | op | dtype | peer path | behaves like | compared with | differs at |\n"
          "| --- | --- | --- | --- | --- | --- | --- |\n" +
-         rows;
+         rows + not_mapped(peers);
 }
 
 }  // namespace halfmap::sweep

@@ -314,7 +314,7 @@ void write_outputs(const std::string& dir, const Options& opts, const Result& re
   write_file_atomic(dir + "/cells.csv", csv);
   write_file_atomic(dir + "/thresholds.json", thresholds_text(doc));
   write_file_atomic(dir + "/thresholds.md", thresholds_markdown(doc));
-  if (const std::optional<std::string> peers = peers_markdown(opts, result, doc)) {
+  if (const std::optional<std::string> peers = peers_markdown(csv, doc, peers_json())) {
     write_file_atomic(dir + "/peers.md", *peers);
   } else {
     std::remove((dir + "/peers.md").c_str());  // no peer ran: an older run's table would describe other cells
