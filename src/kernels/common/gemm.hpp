@@ -48,6 +48,9 @@ void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, 
 void f32acc_f16_row_epilogue(const float* acc, std::size_t n, const std::uint16_t* b, Act act, std::uint16_t* out);
 /// db[j] = Σ_i dy[i*n + j] in the mode's arithmetic, rounded like the mode's other outputs.
 void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, void* db);
+/// The same for columns [j0, j1) only (db[j0..j1) written; each column's sum is the same as dense_bias_grad's).
+void dense_bias_grad_cols(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, std::size_t j0,
+                          std::size_t j1, void* db);
 /// f32 copy of a vector in storage type `t` (exact).
 void widen_to_f32(DType t, const void* src, float* dst, std::size_t n);
 
@@ -256,8 +259,17 @@ void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::s
   }
 }
 
+// The same on a team of threads (DenseArgs::threads > 1), defined in gemm_team.hpp (included at the end).
+template <class T>
+unsigned gemm_threads(std::size_t m, std::size_t n, std::size_t k, unsigned threads);
+template <class T>
+void dense_fwd_team(const DenseArgs& d, unsigned threads);
+template <class T>
+void dense_bwd_team(const DenseBwdArgs& d, unsigned threads);
+
 template <class T>
 void dense_fwd(const DenseArgs& d) {
+  if (const unsigned team = gemm_threads<T>(d.m, d.n, d.k, d.threads); team > 1) return dense_fwd_team<T>(d, team);
   using S = typename T::Storage;
   thread_local std::vector<typename T::Acc> acc;
   acc.resize(d.m * d.n);
@@ -304,6 +316,11 @@ void gemm_store(std::size_t m, std::size_t n, std::size_t k, View<typename T::St
 
 template <class T>
 void dense_bwd(const DenseBwdArgs& d) {
+  // The larger of its two GEMMs' teams (both have m·n·k multiply-adds; their output tiles differ).
+  const unsigned team = std::max(gemm_threads<T>(d.m, d.k, d.n, d.threads), gemm_threads<T>(d.k, d.n, d.m, d.threads));
+  if (team > 1) {
+    return dense_bwd_team<T>(d, team);
+  }
   using S = typename T::Storage;
   thread_local std::vector<typename T::Acc> acc;
   const auto* x = static_cast<const S*>(d.x);
@@ -324,3 +341,5 @@ void dense_bwd(const DenseBwdArgs& d) {
 }
 
 }  // namespace halfmap::detail
+
+#include "kernels/common/gemm_team.hpp"  // IWYU pragma: export
