@@ -18,6 +18,8 @@
 //       k order is the packing order, one k-group after the other.
 //   store_out(const float* src, Storage* dst, size_t count)  (f32-accumulating modes) round f32 to storage;
 //       called once per row of each finished micro-tile (count <= kNr), so it should be vectorised
+//   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
+//       exactly pack_panels's panels (avx512bf16's pairs: a transpose in shuffles rather than 16-bit moves)
 #pragma once
 
 #include <algorithm>
@@ -102,7 +104,9 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
                  typename T::Packed* dst, std::vector<typename T::Packed>& line) {
   using Packed = typename T::Packed;
   constexpr std::size_t KP = T::kKPack;
-  if constexpr (std::is_same_v<typename T::Storage, Packed> && KP == 1) {
+  if constexpr (requires { T::template pack<MR>(src, r0, rows, p0, kc, dst); }) {
+    return T::template pack<MR>(src, r0, rows, p0, kc, dst);
+  } else if constexpr (std::is_same_v<typename T::Storage, Packed> && KP == 1) {
     return pack_panels_direct<MR, T>(src, r0, rows, p0, kc, dst);
   }
   const std::size_t groups = (kc + KP - 1) / KP, kcp = groups * KP;
