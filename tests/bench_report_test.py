@@ -433,7 +433,7 @@ class Threads(unittest.TestCase):
         self.assertIn("| 0.925 |", bwd)
         self.assertIn("## Dense layers on several threads", text)
         # 185 on 2 threads / the peer's 200 there; 2 cores busy (CPU time twice the wall time).
-        self.assertIn("| `f32_dense_fwd__avx512` | 100.0 | 185.0 | 0.93 | 2.00 | 0.93 (onednn_f32) |", text)
+        self.assertIn("| `f32_dense_fwd__avx512` | 100.0 | 185.0 | 0.93 | 2.00 | 0.50 | 0.93 (onednn_f32) |", text)
 
     def test_one_thread_only_is_not_measured(self):
         text = bench_report.render(self.data(counts=(1,)), {}, "fixture", "bench.json")

@@ -31,6 +31,15 @@ def cores_busy(results, suite, kernel, threads):
     return cpu / real if cpu and real else None
 
 
+def cpu_ratio(results, suite, kernel, threads):
+    """The process's CPU time per call on 1 thread / on `threads`: 1.00 when the team spent no more CPU than one
+    thread did (no extra work, little spinning), whatever else ran on the machine; the scaling a quiet machine
+    would show is at most this (less any imbalance between the members)."""
+    one = results.cells.get((suite, kernel, "1"), {}).get("cpu_time")
+    many = results.cells.get((suite, kernel, str(threads)), {}).get("cpu_time")
+    return one / many if one and many else None
+
+
 def target_rows(results):
     """[target, measured, ratio, needed, result] for every halfmap kernel of the two suites: 1 -> 2 threads."""
     rows = []
@@ -71,14 +80,16 @@ def suite_table(results, context, suite):
     top = counts[-1]
     peers = Peers(results, context, suite)
     head = ["kernel"] + [f"{t} thr" for t in counts] + [f"scaling at {top}", f"cores busy at {top}",
-                                                        f"÷ best peer at {top}"]
+                                                        f"CPU 1 thr ÷ CPU at {top}", f"÷ best peer at {top}"]
     rows = []
     for k in kernels:
         s = scaling(results, suite, k, top)
         busy = cores_busy(results, suite, k, top)
+        work = cpu_ratio(results, suite, k, top)
         ratio = "peer" if is_peer(k) else peers.ratio(k, top, FLOPS) if peers.present else "no peer"
         rows.append([f"`{k}`"] + [fmt_rate(results.value(suite, k, t, FLOPS)) for t in counts]
-                    + ["-" if s is None else f"{s:.2f}", "-" if busy is None else f"{busy:.2f}", ratio])
+                    + ["-" if s is None else f"{s:.2f}", "-" if busy is None else f"{busy:.2f}",
+                       "-" if work is None else f"{work:.2f}", ratio])
     return table(head, rows)
 
 
@@ -92,7 +103,10 @@ def section(results, context):
                "the same thread counts. \"scaling\": GFLOP/s / (threads × GFLOP/s on 1 thread), 1.00 being "
                "linear. \"cores busy\": the process's CPU time / wall time (a team's members spin briefly while "
                "they wait, so it counts waiting as busy; well below the thread count means other work had the "
-               "cores). \"÷ best peer\": GFLOP/s / the fastest peer of the same storage type at the same thread "
+               "cores). \"CPU 1 thr ÷ CPU\": the process's CPU time per call on 1 thread over that on the most threads, "
+               "which other work on the machine does not change: 1.00 means the team did no more work than one "
+               "thread, and the scaling a quiet machine shows is at most that (less the members' imbalance). "
+               "\"÷ best peer\": GFLOP/s / the fastest peer of the same storage type at the same thread "
                "count. A multi-threaded result is bit-identical to the single-threaded one (the same tiles, each "
                "in its own k order; tests/dense_threads_test.cpp).")
     for suite, what in SUITES:
