@@ -1,8 +1,15 @@
 // dense_fwd/<kernel>/<size> and dense_bwd/<kernel>/<size>: every dense kernel of the registry on square layers,
-// M = N = K = <size>, single-threaded (the kernels are).
+// M = N = K = <size>, single-threaded (DenseArgs::threads = 1, the default).
 //
 //   dense_fwd  Y = X·W + b, identity activation, with bias, at 64, 128, 256, 512, 1024;
 //   dense_bwd  dX = dY·Wᵀ, dW = Xᵀ·dY and db = Σ_rows dY, all three, at 256, 512, 1024.
+//
+// dense_fwd_threads/<kernel>/<threads> and dense_bwd_threads/<kernel>/<threads>: the same calls at 1024 (kThreadsSize)
+// with DenseArgs::threads = <threads>, for 1, 2, 4, ... up to bench_max_threads() (--halfmap_threads), every
+// kernel but isa ref's: the scaling over the cores of the machine. Timed by wall clock (UseRealTime: the rate is
+// the call's, whatever thread did the work), with the process's CPU time as cpu_time (MeasureProcessCPUTime), so
+// that cpu_time / real_time says how many cores the call kept busy (waiting members spin briefly, so it counts
+// them as busy).
 //
 // Scalar reference kernels (isa ref) are registered only at 64 and 128, forward and backward alike: the f16
 // model rounds every operation in software and runs at about 0.1 GFLOP/s, so one forward call at 1024 (2 GFLOP)
@@ -32,8 +39,10 @@
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "bench_util.hpp"
+#include "halfmap/parallel.hpp"
 
 namespace halfmap::bench {
 namespace {
@@ -113,6 +122,56 @@ void run_dense_bwd(benchmark::State& state, const Kernel& k, std::size_t s) {
   set_counters(state, k, s, 4.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
 }
 
+void run_dense_fwd_threads(benchmark::State& state, const Kernel& k, unsigned threads) {
+  label_kernel(state, k, compute_roof(k));
+  if (const std::string reason = skip_reason(k); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    return;
+  }
+  const std::size_t s = kThreadsSize;
+  const Operands in = operands(k.storage, s);
+  const Outputs out = outputs(k.storage, s);
+  DenseArgs args{s, s, s, in.x, in.w, in.b, out.y_or_dx, Act::identity};
+  args.threads = threads;
+  k.dense(args);  // untimed: every member's buffers grow here
+  for (auto _ : state) {
+    k.dense(args);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, k, s, 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
+  state.counters["threads"] = benchmark::Counter(threads);
+}
+
+void run_dense_bwd_threads(benchmark::State& state, const Kernel& k, unsigned threads) {
+  label_kernel(state, k, compute_roof(k));
+  if (const std::string reason = skip_reason(k); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    return;
+  }
+  const std::size_t s = kThreadsSize;
+  const Operands in = operands(k.storage, s);
+  const Outputs out = outputs(k.storage, s);
+  DenseBwdArgs args{s, s, s, in.x, in.w, in.dy, out.y_or_dx, out.dw, out.db};
+  args.threads = threads;
+  k.dense_bwd(args);
+  for (auto _ : state) {
+    k.dense_bwd(args);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, k, s, 4.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s));
+  state.counters["threads"] = benchmark::Counter(threads);
+}
+
+template <class Run>
+void register_threads(const Kernel& k, std::string_view suite, Run run) {
+  for (const unsigned t : thread_counts(bench_max_threads())) {
+    const std::string name = fmt::format("{}/{}/{}", suite, k.name, t);
+    benchmark::RegisterBenchmark(name.c_str(), [&k, t, run](benchmark::State& state) { run(state, k, t); })
+        ->UseRealTime()
+        ->MeasureProcessCPUTime();
+  }
+}
+
 template <class Run, std::size_t N>
 void register_op(const Kernel& k, std::string_view op, const std::size_t (&sizes)[N], Run run) {
   // isa ref: only kRefSizes, whatever the op's own list (see the top of this file).
@@ -137,8 +196,10 @@ std::string dense_description() {
   return fmt::format(
       "M = N = K; dense_fwd (identity, with bias) at {}; dense_bwd (dx, dw, db) at {}; isa ref kernels at {} "
       "only; flops_per_second counts 2MNK (fwd) or 4MNK (bwd) per call; operands X, W, dY, b are consecutive "
-      "slices of the inputs",
-      size_list(kDenseFwdSizes), size_list(kBwdSizes), size_list(kRefSizes));
+      "slices of the inputs; dense_fwd_threads and dense_bwd_threads at {} on {} threads (all but isa ref; wall "
+      "clock, process CPU time)",
+      size_list(kDenseFwdSizes), size_list(kBwdSizes), size_list(kRefSizes), kThreadsSize,
+      fmt::join(thread_counts(bench_max_threads()), ", "));
 }
 
 void register_dense_benchmarks() {
@@ -148,6 +209,28 @@ void register_dense_benchmarks() {
   for (const Kernel& k : kernels()) {
     if (k.op == Op::dense_bwd && k.dense_bwd != nullptr) register_op(k, "dense_bwd", kBwdSizes, run_dense_bwd);
   }
+  for (const Kernel& k : kernels()) {
+    if (k.op == Op::dense_fwd && k.dense != nullptr && k.isa != Isa::ref) {
+      register_threads(k, "dense_fwd_threads", run_dense_fwd_threads);
+    }
+  }
+  for (const Kernel& k : kernels()) {
+    if (k.op == Op::dense_bwd && k.dense_bwd != nullptr && k.isa != Isa::ref) {
+      register_threads(k, "dense_bwd_threads", run_dense_bwd_threads);
+    }
+  }
+}
+
+std::vector<unsigned> thread_counts(unsigned most) {
+  std::vector<unsigned> out;
+  for (unsigned t = 1; t < most; t *= 2) out.push_back(t);
+  out.push_back(std::max(1u, most));
+  return out;
+}
+
+unsigned& bench_max_threads() {
+  static unsigned most = default_threads();
+  return most;
 }
 
 }  // namespace halfmap::bench

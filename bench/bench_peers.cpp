@@ -3,7 +3,10 @@
 //   dense_fwd/<lib>_<dtype>__peer/<size>  Y = X·W + b at the sizes of dense_fwd (kDenseFwdSizes), on the same
 //                                         operands as halfmap's dense kernels of that storage type (operands());
 //   softmax/<lib>_f32__peer/<level>       rows × kNnCols f32 at each level, from the same input buffer into
-//                                         output_buffer(), as halfmap's f32 softmax benchmark.
+//                                         output_buffer(), as halfmap's f32 softmax benchmark;
+//   dense_fwd_threads/<lib>_<dtype>__peer/<threads>  the peers that run on several threads (DensePeer::threaded:
+//                                         oneDNN, OpenBLAS) at kThreadsSize on each of halfmap's thread counts,
+//                                         timed by wall clock like halfmap's dense_fwd_threads/ (bench_dense.cpp).
 //
 // with the counters of the halfmap benchmarks they compare with (flops_per_second and size; bytes_per_second,
 // elements_per_second and n). A dense peer's label uses the words of halfmap's (label_kernel): op=dense_fwd, mode=
@@ -260,7 +263,7 @@ std::string dense_label(const peers::DensePeer& p) {
   return label + fmt::format(" storage={} roof={}", dtype, f32_roof || bf16_roof ? "fma/" + p.isa : "none");
 }
 
-void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s) {
+void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s, unsigned threads = 1) {
   state.SetLabel(dense_label(p));
   if (const auto it = peer_state().skip.find("dense_fwd/" + p.name); it != peer_state().skip.end()) {
     state.SkipWithError(it->second.c_str());  // copied by the library
@@ -269,7 +272,7 @@ void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s
   const Operands in = operands(p.source, s);
   std::unique_ptr<peers::DenseRun> run;
   try {
-    run = p.make({s, in.x, in.w, in.b});  // conversions and library objects: untimed
+    run = p.make({s, in.x, in.w, in.b, threads});  // conversions and library objects: untimed
   } catch (const peers::Unsupported& e) {
     state.SkipWithError(e.what());
     return;
@@ -285,6 +288,7 @@ void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s
   const auto n = static_cast<double>(s);
   state.counters["flops_per_second"] = benchmark::Counter(2 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["size"] = benchmark::Counter(n);
+  if (p.threaded) state.counters["threads"] = benchmark::Counter(threads);
 }
 
 void run_softmax(benchmark::State& state, const peers::SoftmaxPeer& p, const Level& level) {
@@ -351,6 +355,19 @@ void register_peer_benchmarks() {
         const std::string name = fmt::format("softmax/{}/{}", p.name, level.name);
         benchmark::RegisterBenchmark(name.c_str(),
                                      [&p, &level](benchmark::State& state) { run_softmax(state, p, level); });
+      }
+    }
+  }
+  // Last: a library's threads may spin for a while after its calls, which would slow what runs next.
+  for (const peers::Library& lib : peer_state().libs) {
+    for (const peers::DensePeer& p : lib.dense) {
+      if (!p.threaded) continue;
+      for (const unsigned t : thread_counts(bench_max_threads())) {
+        const std::string name = fmt::format("dense_fwd_threads/{}/{}", p.name, t);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&p, t](benchmark::State& state) { run_dense(state, p, kThreadsSize, t); })
+            ->UseRealTime()
+            ->MeasureProcessCPUTime();
       }
     }
   }

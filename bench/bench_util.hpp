@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "halfmap/cpu.hpp"
 #include "halfmap/registry.hpp"
@@ -61,6 +62,14 @@ const void* input_buffer(DType t, std::size_t bytes);
 
 /// The sizes (M = N = K) of dense_fwd/<kernel>/<size>, halfmap's kernels and the peer libraries' alike.
 inline constexpr std::size_t kDenseFwdSizes[] = {64, 128, 256, 512, 1024};
+
+/// The size (M = N = K) of dense_fwd_threads/<kernel>/<threads> and dense_bwd_threads/<kernel>/<threads>.
+inline constexpr std::size_t kThreadsSize = 1024;
+/// The thread counts those run at: 1, 2, 4, 8, ... below `most`, then `most` itself.
+std::vector<unsigned> thread_counts(unsigned most);
+/// The most threads of those benchmarks: --halfmap_threads, else HALFMAP_THREADS, else every CPU this process
+/// may run on (set once by main before registration).
+unsigned& bench_max_threads();
 
 /// Columns of every softmax and xent row (bench_nn.cpp, and the peers' softmax): a classifier's or a vocabulary
 /// shard's width, a multiple of every ISA's vector width, and small enough that a row stays in L1 between the
@@ -139,7 +148,8 @@ void register_reduce_benchmarks();
 /// The dense benchmarks' sizes (M = N = K), operations and FLOP count in words, for the benchmark context
 /// (bench_dense.cpp).
 std::string dense_description();
-/// Registers dense_fwd/<kernel>/<size> and dense_bwd/<kernel>/<size> for every dense kernel in the registry
+/// Registers dense_fwd/<kernel>/<size> and dense_bwd/<kernel>/<size> for every dense kernel in the registry, and
+/// dense_fwd_threads/<kernel>/<threads> and dense_bwd_threads/<kernel>/<threads> for every one but isa ref's
 /// (bench_dense.cpp).
 void register_dense_benchmarks();
 
@@ -155,7 +165,8 @@ void register_nn_benchmarks();
 /// (bench_peers.cpp). The checks run here, once, before any benchmark.
 void add_peer_context();
 /// Registers dense_fwd/<lib>_<dtype>__peer/<size> and softmax/<lib>_<dtype>__peer/<level> for every peer
-/// library built in (bench_peers.cpp).
+/// library built in, and dense_fwd_threads/<lib>_<dtype>__peer/<threads> for the peers that run on several
+/// threads (bench_peers.cpp).
 void register_peer_benchmarks();
 
 /// Registers roof/read/<level>, roof/copy/<level>, roof/fma/<isa> and roof/f16c/<isa> (bench_roof.cpp).

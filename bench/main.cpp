@@ -1,7 +1,7 @@
 // halfmap_bench: Google Benchmark over the kernel registry, with the machine facts a result needs in its context.
 //
 //   halfmap_bench [--benchmark_filter=REGEX] [--benchmark_out=FILE --benchmark_out_format=json]
-//                 [--halfmap_roof_time=SECONDS] [...]
+//                 [--halfmap_roof_time=SECONDS] [--halfmap_threads=N] [...]
 //
 // Benchmarks: reduce/<kernel>/<level> (bench_reduce.cpp), dense_fwd/<kernel>/<size> and
 // dense_bwd/<kernel>/<size> (bench_dense.cpp), mse/, softmax/, softmax_naive/ and xent/<kernel>/<level>
@@ -10,13 +10,16 @@
 // roof/fma/<isa> and roof/f16c/<isa> (bench_roof.cpp). Before any of them, the roofs the kernels are compared with
 // (read and copy at each level, the FMA peak of each enabled ISA, the F16C round trip) are measured once,
 // --halfmap_roof_time seconds each (default 0.25; 0: not measured, no roof_fraction counters), and written to the
-// context; each kernel benchmark reports its rate / its roof as the counter roof_fraction. Unless
+// context; each kernel benchmark reports its rate / its roof as the counter roof_fraction. --halfmap_threads
+// (1 to 1024; default HALFMAP_THREADS, else every CPU this process may run on) is the most threads of the
+// dense_fwd_threads/ and dense_bwd_threads/ benchmarks, which run at 1, 2, 4, ... and that many. Unless
 // --benchmark_min_time is given, each benchmark runs for at least 0.1 s (not the library's 0.5 s), so that the
 // suites (every reduction kernel at 3 sizes, every dense kernel at 2 to 5) stay within minutes. The
 // floating-point environment is only read, never changed: flush-to-zero and denormals-are-zero stay off (a peer
 // library that changed it would be put back, and the context would say so: bench_peers.cpp).
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,11 +31,13 @@
 #include "bench_util.hpp"
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
+#include "halfmap/parallel.hpp"
 
 namespace {
 
 constexpr const char* kDefaultMinTime = "--benchmark_min_time=0.1";
 constexpr std::string_view kRoofTimeFlag = "--halfmap_roof_time=";
+constexpr std::string_view kThreadsFlag = "--halfmap_threads=";
 constexpr double kDefaultRoofTime = 0.25;
 
 std::string cpu_feature_list(const halfmap::CpuFeatures& f) {
@@ -75,6 +80,11 @@ void add_context(std::string_view min_time) {
   AddCustomContext("isa_enabled", isa_list(halfmap::isa_enabled));
   const char* cap = std::getenv("HALFMAP_ISA");
   AddCustomContext("halfmap_isa_cap", cap != nullptr && *cap != '\0' ? cap : "unset");
+  const std::optional<unsigned> env_threads = halfmap::threads_env();
+  AddCustomContext("threads", fmt::format("dense_*_threads/ up to {} threads; {} CPUs this process may run on; "
+                                          "HALFMAP_THREADS {}",
+                                          halfmap::bench::bench_max_threads(), halfmap::hardware_threads(),
+                                          env_threads ? std::to_string(*env_threads) : "unset"));
   const halfmap::FpEnv env = halfmap::read_fp_env();
   AddCustomContext("fp_env", env.describe());
   std::string levels;
@@ -93,9 +103,11 @@ void add_context(std::string_view min_time) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (const std::string err = halfmap::isa_cap_error(); !err.empty()) {
-    std::fprintf(stderr, "halfmap_bench: %s\n", err.c_str());
-    return 2;
+  for (const std::string& err : {halfmap::isa_cap_error(), halfmap::threads_env_error()}) {
+    if (!err.empty()) {
+      std::fprintf(stderr, "halfmap_bench: %s\n", err.c_str());
+      return 2;
+    }
   }
   const halfmap::FpEnv env = halfmap::read_fp_env();
   if (!env.ieee()) {
@@ -117,6 +129,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "halfmap_bench: %s: expected seconds between 0 and 60\n", argv[i]);
         return 2;
       }
+      continue;
+    }
+    if (i > 0 && arg.starts_with(kThreadsFlag)) {
+      const std::optional<unsigned> t = halfmap::parse_threads(arg.substr(kThreadsFlag.size()));
+      if (!t) {
+        std::fprintf(stderr, "halfmap_bench: %s: expected a thread count from 1 to %u\n", argv[i],
+                     halfmap::kMaxThreads);
+        return 2;
+      }
+      halfmap::bench::bench_max_threads() = *t;
       continue;
     }
     if (i > 0 && arg.starts_with("--benchmark_min_time")) min_time = argv[i];

@@ -365,6 +365,82 @@ class DiagnoseBench(unittest.TestCase):
         self.assertIn("| 2^16 (65,536) | 100 |", diagnose_section(text))
 
 
+def run(name, flops, label, rep=None, reps=1, real=1.0, cpu=1.0, aggregate=None):
+    """One benchmark entry as halfmap_bench writes it: an iteration run (repetition `rep` of `reps`) or an
+    aggregate."""
+    b = {"name": name, "run_name": name, "run_type": "aggregate" if aggregate else "iteration", "repetitions": reps,
+         "iterations": 10, "real_time": real, "cpu_time": cpu, "time_unit": "ns", "flops_per_second": flops,
+         "size": 1024, "label": label}
+    if aggregate:
+        b["aggregate_name"] = aggregate
+    elif rep is not None:
+        b["repetition_index"] = rep
+    return b
+
+
+F32_AVX512 = "op=dense_fwd mode=f32 isa=avx512 storage=f32 roof=fma/avx512"
+ONEDNN = "op=dense_fwd mode=f32 isa=avx512 storage=f32 roof=fma/avx512"
+
+
+class Repetitions(unittest.TestCase):
+    """Medians and spreads of repeated benchmarks: a target is met only when the median ratio meets it, whatever
+    the fastest repetition did; the spread is shown from the repetitions themselves or from min/max aggregates."""
+
+    def data(self):
+        benchmarks = [run("dense_fwd/f32_dense_fwd__avx512/1024", v * 1e9, F32_AVX512, i, 3)
+                      for i, v in enumerate((90.0, 80.0, 110.0))]
+        # The peer as a capped run keeps it: median and min/max aggregates only.
+        for agg, v in (("median", 100.0), ("min", 95.0), ("max", 104.0), ("mean", 99.0)):
+            benchmarks.append(run("dense_fwd/onednn_f32__peer/1024", v * 1e9, ONEDNN, reps=5, aggregate=agg))
+        return {"context": {}, "benchmarks": benchmarks}
+
+    def test_met_only_by_the_median(self):
+        text = bench_report.render(self.data(), {}, "fixture", "bench.json")
+        row = next(line for line in target_lines(text) if "best avx512 f32 peer, 1024³" in line)
+        # 90 (median of 90, 80, 110) / 100 = 0.9 < 1.0: missed, though the fastest repetition (110) beat the peer.
+        self.assertIn("90.0 [80.0–110.0] / 100.0 [95.0–104.0] GFLOP/s (onednn_f32) | 0.900 [0.77–1.16] |", row)
+        self.assertIn("**missed** by 0.10", row)
+        self.assertIn("Each benchmark ran 5 times", text)
+        self.assertIn("Spread over the repetitions", text)
+
+    def test_one_run_says_so(self):
+        text = bench_report.render(load(), {}, "fixture", "bench.json")
+        self.assertIn("Each benchmark ran once (no repetitions)", text)
+
+
+class Threads(unittest.TestCase):
+    """dense_fwd_threads/ and dense_bwd_threads/: the table and the 1 -> 2 threads target (>= 0.9x linear)."""
+
+    def data(self, counts=(1, 2)):
+        speeds = {1: 100.0, 2: 185.0}
+        benchmarks = []
+        for t in counts:
+            name = f"dense_fwd_threads/f32_dense_fwd__avx512/{t}/process_time/real_time"
+            benchmarks.append(run(name, speeds[t] * 1e9, F32_AVX512, real=1.0, cpu=1.0 * t))
+            bwd = f"dense_bwd_threads/f32_dense_bwd__avx512/{t}/process_time/real_time"
+            benchmarks.append(run(bwd, speeds[t] * 0.8e9, F32_AVX512.replace("dense_fwd", "dense_bwd")))
+            peer = f"dense_fwd_threads/onednn_f32__peer/{t}/process_time/real_time"
+            benchmarks.append(run(peer, 200.0e9 * t / 2, ONEDNN))
+        return {"context": {}, "benchmarks": benchmarks}
+
+    def test_scaling_target_and_table(self):
+        text = bench_report.render(self.data(), {}, "fixture", "bench.json")
+        rows = [line for line in target_lines(text) if "1 → 2 threads" in line]
+        fwd = next(line for line in rows if "`f32_dense_fwd__avx512`" in line)
+        self.assertIn("185.0 / 2 × 100.0 GFLOP/s | 0.925 |", fwd)  # 185 / 200
+        self.assertIn("| met |", fwd)
+        bwd = next(line for line in rows if "`f32_dense_bwd__avx512`" in line)
+        self.assertIn("| 0.925 |", bwd)
+        self.assertIn("## Dense layers on several threads", text)
+        # 185 on 2 threads / the peer's 200 there; 2 cores busy (CPU time twice the wall time).
+        self.assertIn("| `f32_dense_fwd__avx512` | 100.0 | 185.0 | 0.93 | 2.00 | 0.50 | 0.93 (onednn_f32) |", text)
+
+    def test_one_thread_only_is_not_measured(self):
+        text = bench_report.render(self.data(counts=(1,)), {}, "fixture", "bench.json")
+        row = next(line for line in target_lines(text) if "1 → 2 threads" in line)
+        self.assertIn("not measured: no 2-thread run", row)
+
+
 class Command(unittest.TestCase):
     def test_writes_the_report(self):
         with tempfile.TemporaryDirectory() as d:

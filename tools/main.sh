@@ -2,9 +2,10 @@
 # The main job (see README.md): installs what is missing, builds the release preset, shows `halfmap info`, and
 # writes this machine's results into results/<machine>/:
 #   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
-#   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, mse/, softmax/, softmax_naive/, xent/ and
-#                    roof/ benchmarks and the peers' <op>/<lib>_<dtype>__peer/ where built, one run (Google
-#                    Benchmark JSON, with the roofs measured at its start in the context)
+#   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, dense_fwd_threads/, dense_bwd_threads/,
+#                    mse/, softmax/, softmax_naive/, xent/ and roof/ benchmarks and the peers' <op>/<lib>_<dtype>__peer/
+#                    where built, one run of 5 repetitions of each (Google Benchmark JSON with every repetition and
+#                    its aggregates, the roofs measured at its start in the context)
 #   diagnose_bench.json   `halfmap diagnose` timed on 2^16, 2^18 and 2^20 rows x 100 float32 columns and 2^18 x 16
 #                    (wall time, CPU time, peak memory, file sizes), by tools/diagnose_bench.py (NumPy data in a
 #                    temporary folder, removed afterwards)
@@ -106,7 +107,11 @@ step_diagnose_bench() {
 }
 
 # One run of every suite, the peers' and the roofs', so that the report's ratios (to the roofs, to the peers, between
-# kernels) all come from the same conditions; then the report and its charts.
+# kernels) all come from the same conditions; then the report and its charts. Each benchmark runs 5 times, at least
+# 0.05 s each (bench.md shows the median and its spread): about 4 minutes on the 2-core development VM (from the
+# per-iteration times of the single 0.1 s pass it replaced, which took 1.5; a third of the 4 is the few benchmarks
+# slower than 0.05 s per call: Eigen's fp16 product, the scalar fp16 models at dram). The thread-scaling suites run
+# at 1, 2, 4, ... up to every CPU (HALFMAP_THREADS caps it).
 step_bench() {
   if [ ! -x "$BENCH" ]; then
     say "SKIPPED the benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
@@ -114,10 +119,12 @@ step_bench() {
   fi
   # The kernels' names (reduce/<kernel>/<level>, ...) and the peers' (<op>/<lib>_<dtype>__peer/<size>) share these
   # prefixes, so the peers need no pattern of their own.
-  local json=$OUT/bench.json filter='^(reduce|dense_fwd|dense_bwd|mse|softmax|softmax_naive|xent|roof)/' tmp
+  local json=$OUT/bench.json tmp
+  local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|roof)/'
   tmp=$(temp_for "$json")
   say "running the benchmarks: kernels, peers and roofs ($BENCH --benchmark_filter=$filter)"
-  "$BENCH" --benchmark_filter="$filter" --benchmark_out="$tmp" --benchmark_out_format=json
+  "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 --benchmark_min_time=0.05 \
+    --benchmark_display_aggregates_only=true --benchmark_out="$tmp" --benchmark_out_format=json
   publish "$tmp" "$json"
   local extra=() isa
   for isa in avx2 avx512bf16; do
@@ -152,7 +159,7 @@ bench_capped_peers() {
   tmp=$(temp_for "$json")
   say "running the $1-capped peers (${env[*]} $BENCH --benchmark_filter=$filter, median of 5)"
   env "${env[@]}" "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 \
-    --benchmark_report_aggregates_only=true --halfmap_roof_time=0 --benchmark_out="$tmp" \
+    --benchmark_display_aggregates_only=true --halfmap_roof_time=0 --benchmark_out="$tmp" \
     --benchmark_out_format=json >/dev/null
   publish "$tmp" "$json"
 }

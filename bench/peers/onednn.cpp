@@ -22,7 +22,9 @@
 //
 // Threads: Debian's libdnnl is built with the OpenMP runtime (DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP, libgomp).
 // omp_set_num_threads(1) is called when the library is set up, before oneDNN's first use, on the thread that
-// runs every benchmark: oneDNN sizes its parallel regions by that thread's omp_get_max_threads().
+// runs every benchmark: oneDNN sizes its parallel regions by that thread's omp_get_max_threads(). A peer of
+// dense_fwd_threads/<lib>_<dtype>__peer/<threads> sets omp_set_num_threads(threads) before its primitive is
+// created (oneDNN splits the work when it creates the primitive) and before each call, every other one 1.
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -49,7 +51,8 @@ dnnl::engine& engine() {
 class MatmulRun final : public DenseRun {
  public:
   MatmulRun(const DenseProblem& p, dt type, std::string_view unsupported)
-      : s_(p.s), type_(type), stream_(engine()) {
+      : s_(p.s), threads_(int(p.threads)), type_(type), stream_(engine()) {
+    omp_set_num_threads(threads_);
     const auto s = static_cast<dnnl::memory::dim>(p.s);
     const dnnl::memory::desc x_md({s, s}, type, tag::ab), w_md({s, s}, type, tag::ab),
         b_md({1, s}, type, tag::ab), y_md({s, s}, type, tag::ab);
@@ -67,6 +70,7 @@ class MatmulRun final : public DenseRun {
     y_ = dnnl::memory(y_md, engine());  // owned by oneDNN
   }
   void run() override {
+    omp_set_num_threads(threads_);
     prim_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_WEIGHTS, w_}, {DNNL_ARG_BIAS, b_}, {DNNL_ARG_DST, y_}});
     stream_.wait();
   }
@@ -84,6 +88,7 @@ class MatmulRun final : public DenseRun {
 
  private:
   std::size_t s_;
+  int threads_;
   dt type_;
   dnnl::stream stream_;
   dnnl::matmul::primitive_desc pd_;
@@ -156,12 +161,13 @@ Library onednn_library() {
   const bool cap = capped();
   const auto peer = [&](dt type, std::string_view dtype, double tolerance, auto make) {
     return DensePeer{peer_name("onednn", cap, isa_for(isa, type), dtype), type == dt::f32 ? DType::f32
-                     : type == dt::bf16 ? DType::bf16 : DType::f16, tolerance, make, isa_for(isa, type)};
+                     : type == dt::bf16 ? DType::bf16 : DType::f16, tolerance, make, isa_for(isa, type), true};
   };
   return {
       cap ? fmt::format("onednn_{}", dnnl_isa_name(isa)) : "onednn",  // onednn_avx2, onednn_avx512_core_bf16
       fmt::format("oneDNN {}.{}.{} (git {}), CPU runtime {}; 1 thread: omp_set_num_threads(1) before first use "
-                  "(omp_get_max_threads() = {}); max ISA {}; matmul with bias, plain row-major tensors, "
+                  "(omp_get_max_threads() = {}), dense_fwd_threads/: omp_set_num_threads(threads); max ISA {}; "
+                  "matmul with bias, plain row-major tensors, "
                   "bf16 peer writes bf16{}",
                   v->major, v->minor, v->patch, v->hash, runtime_name(v->cpu_runtime), omp_get_max_threads(),
                   dnnl_isa_name(isa), cap ? " (capped by the environment: ONEDNN_MAX_CPU_ISA)" : ""),

@@ -14,9 +14,11 @@
 // (isa_for: Haswell and Zen avx2; SkylakeX, Cooperlake and SapphireRapids avx512, with avx512bf16 for sbgemm on the
 // last two; arm64 cores neon; else the core's name in lower case).
 //
-// Threads: openblas_set_num_threads(1) when the library is set up (before any benchmark). The pthread build
-// starts its pool when the library is loaded (OPENBLAS_NUM_THREADS, else one thread per core); those threads stay
-// idle once the count is 1. Run with OPENBLAS_NUM_THREADS=1 to keep them from being created at all.
+// Threads: openblas_set_num_threads(1) when the library is set up (before any benchmark), and before every
+// call of a peer; a peer of dense_fwd_threads/<lib>_<dtype>__peer/<threads> sets openblas_set_num_threads(threads)
+// before each of its calls instead. The pthread build starts its pool when the library is loaded
+// (OPENBLAS_NUM_THREADS, else one thread per core), so a dense_fwd_threads/ peer can use at most that many;
+// those threads stay idle while the count is 1.
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -37,8 +39,9 @@ class SgemmRun final : public DenseRun {
  public:
   explicit SgemmRun(const DenseProblem& p)
       : s_(p.s), x_(static_cast<const float*>(p.x)), w_(static_cast<const float*>(p.w)),
-        b_(static_cast<const float*>(p.b)), y_(p.s * p.s) {}
+        b_(static_cast<const float*>(p.b)), y_(p.s * p.s), threads_(int(p.threads)) {}
   void run() override {
+    openblas_set_num_threads(threads_);
     for (std::size_t i = 0; i < s_; ++i) std::memcpy(&y_[i * s_], b_, s_ * sizeof(float));
     const auto n = static_cast<blasint>(s_);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x_, n, w_, n, 1.0f, y_.data(), n);
@@ -51,6 +54,7 @@ class SgemmRun final : public DenseRun {
   const float* w_;
   const float* b_;
   std::vector<float> y_;
+  int threads_;
 };
 
 std::unique_ptr<DenseRun> make_f32(const DenseProblem& p) { return std::make_unique<SgemmRun>(p); }
@@ -60,12 +64,13 @@ class SbgemmRun final : public DenseRun {
  public:
   explicit SbgemmRun(const DenseProblem& p)
       : s_(p.s), x_(static_cast<const bfloat16*>(p.x)), w_(static_cast<const bfloat16*>(p.w)), b_(p.s),
-        y_(p.s * p.s) {
+        y_(p.s * p.s), threads_(int(p.threads)) {
     // OpenBLAS's bfloat16 is the bf16 bit pattern, like halfmap's: X and W are used in place; b is widened once.
     const auto* b = static_cast<const halfmap::bf16*>(p.b);
     for (std::size_t j = 0; j < s_; ++j) b_[j] = to_f32(b[j]);
   }
   void run() override {
+    openblas_set_num_threads(threads_);
     for (std::size_t i = 0; i < s_; ++i) std::memcpy(&y_[i * s_], b_.data(), s_ * sizeof(float));
     const auto n = static_cast<blasint>(s_);
     cblas_sbgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x_, n, w_, n, 1.0f, y_.data(), n);
@@ -78,6 +83,7 @@ class SbgemmRun final : public DenseRun {
   const bfloat16* w_;
   std::vector<float> b_;
   std::vector<float> y_;
+  int threads_;
 };
 
 std::unique_ptr<DenseRun> make_bf16(const DenseProblem& p) { return std::make_unique<SbgemmRun>(p); }
@@ -108,15 +114,18 @@ Library openblas_library() {
   const bool cap = coretype != nullptr && *coretype != '\0';
   return {
       cap ? fmt::format("openblas_{}", isa_for(core, false)) : "openblas",
-      fmt::format("OpenBLAS {} ({}; core {}); 1 thread: openblas_set_num_threads(1) at startup, "
-                  "openblas_get_num_threads() = {} (OPENBLAS_NUM_THREADS={}); cblas_sbgemm {}; timed: b copied into "
-                  "each row of Y, then ?gemm with beta = 1{}",
+      fmt::format("OpenBLAS {} ({}; core {}); 1 thread: openblas_set_num_threads(1) at startup and per call "
+                  "(dense_fwd_threads/: the benchmark's count), openblas_get_num_threads() = {} "
+                  "(OPENBLAS_NUM_THREADS={}); cblas_sbgemm {}; timed: b copied into each row of Y, then ?gemm with "
+                  "beta = 1{}",
                   HALFMAP_PEER_OPENBLAS_VERSION, config, openblas_get_corename(), openblas_get_num_threads(),
                   std::getenv("OPENBLAS_NUM_THREADS") != nullptr ? std::getenv("OPENBLAS_NUM_THREADS") : "unset",
                   HALFMAP_PEER_OPENBLAS_SBGEMM ? "exported" : "absent",
                   cap ? fmt::format("; core chosen by the environment: OPENBLAS_CORETYPE={}", coretype) : ""),
-      {{peer_name("openblas", cap, isa_for(core, false), "f32"), DType::f32, 1e-3, make_f32, isa_for(core, false)},
-       {peer_name("openblas", cap, isa_for(core, true), "bf16"), DType::bf16, 1e-1, make_bf16, isa_for(core, true)}},
+      {{peer_name("openblas", cap, isa_for(core, false), "f32"), DType::f32, 1e-3, make_f32, isa_for(core, false),
+        true},
+       {peer_name("openblas", cap, isa_for(core, true), "bf16"), DType::bf16, 1e-1, make_bf16, isa_for(core, true),
+        true}},
       {},
   };
 }

@@ -26,6 +26,8 @@ struct DenseProblem {
   const void* x;  // s×s
   const void* w;  // s×s, K×N as halfmap stores it
   const void* b;  // s
+  /// Threads the library may use (DensePeer::threaded peers only; 1 everywhere but dense_fwd_threads/).
+  unsigned threads = 1;
 };
 
 /// A prepared Y = X·W + b: library objects created and operands converted; run() is what the benchmark times.
@@ -49,6 +51,9 @@ struct DensePeer {
   /// benchmark label's isa= (bench_peers.cpp), by which the report compares each halfmap path with the peers of
   /// its own ISA.
   std::string isa;
+  /// Whether the library runs this peer on DenseProblem::threads threads (oneDNN, OpenBLAS: they get a
+  /// dense_fwd_threads/ benchmark); false: always one thread.
+  bool threaded = false;
 };
 
 /// A prepared row-wise softmax of rows × cols f32 from x into y.

@@ -83,6 +83,10 @@ struct DenseArgs {
   const void* b;
   void* y;
   Act act;
+  /// Threads the kernel may use: 1 (the default) runs on the calling thread alone; more lets the GEMM-driven
+  /// kernels (kernels/common/gemm.hpp) split the output's tiles over halfmap's pool (parallel.hpp), with a
+  /// result bit-identical to 1 thread's. Kernels without that driver (isa ref, neonfhm, the peers) ignore it.
+  unsigned threads = 1;
 };
 using DenseFn = void (*)(const DenseArgs&);
 
@@ -97,6 +101,7 @@ struct DenseBwdArgs {
   void* dx;
   void* dw;
   void* db;
+  unsigned threads = 1;  // as DenseArgs::threads
 };
 using DenseBwdFn = void (*)(const DenseBwdArgs&);
 

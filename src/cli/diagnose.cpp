@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
+#include "halfmap/parallel.hpp"
 #include "halfmap/diagnose.hpp"
 #include "halfmap/npy.hpp"
 #include "halfmap/atomic_file.hpp"
@@ -55,6 +56,7 @@ int run_diagnose(DiagnoseArgs& a) {
   if (a.steps_option->count() > 0) a.o.steps = a.steps;
   if (a.epochs_option->count() > 0) a.o.epochs = a.epochs;
   if (a.shuffle_option->count() > 0) a.o.shuffle = a.shuffle;
+  if (a.o.threads == 0) a.o.threads = threads_env().value_or(0);  // HALFMAP_THREADS; still 0: the hardware's
   if (std::string e = diagnose::validate(a.o); !e.empty()) return refuse(e);
   if (std::string e = check_out(a.out); !e.empty()) return refuse(e);
   diagnose::Table x, y;
@@ -140,7 +142,7 @@ Command add_diagnose_command(CLI::App& parent) {
                 "Run every enabled path: the lower ISAs and the scalar ref twins of each mode too");
   sub->add_option("--path", a->o.path_first,
                   "Put this path (<mode>/<isa>, e.g. f16/avx512fp16) first, adding it if it is not a default one");
-  sub->add_option("--threads", a->o.threads, "Threads (default 0: one per hardware thread; at most 1024)");
+  sub->add_option("--threads", a->o.threads, "Threads (default: HALFMAP_THREADS, else 0: one per hardware thread; at most 1024)");
   sub->add_option("--out", a->out, "Write the report to this file (through a temporary file) instead of stdout");
   return {sub, [a] { return run_diagnose(*a); }};
 }

@@ -19,6 +19,7 @@
 #include "cli/command.hpp"
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
+#include "halfmap/parallel.hpp"
 #include "halfmap/kernel_spec.hpp"
 #include "halfmap/registry.hpp"
 
@@ -120,6 +121,12 @@ std::string format_text(const FpEnv& env) {
   line("  {}", env.describe());
   line("");
 
+  const std::optional<unsigned> env_threads = threads_env();
+  line("Threads");
+  line("  {} CPUs this process may run on; HALFMAP_THREADS {}; default thread count {}", hardware_threads(),
+       env_threads ? std::to_string(*env_threads) : "unset", default_threads());
+  line("");
+
   line("Build");
   line("  version     {}", HALFMAP_VERSION);
   line("  git commit  {}", HALFMAP_GIT_COMMIT);
@@ -168,6 +175,10 @@ std::string format_json(const FpEnv& env) {
   j["fp_env"] = {{"arch", env.arch}, {"ftz", env.ftz},   {"daz", env.daz},
                  {"fz16", env.fz16}, {"raw", env.raw}, {"ieee", env.ieee()}};
   j["isa_cap"] = cap ? json(isa_name(*cap)) : json(nullptr);
+  const std::optional<unsigned> env_threads = threads_env();
+  j["threads"] = {{"hardware", hardware_threads()},
+                  {"env", env_threads ? json(*env_threads) : json(nullptr)},
+                  {"default", default_threads()}};
   j["build"] = {{"version", HALFMAP_VERSION},
                 {"git_commit", HALFMAP_GIT_COMMIT},
                 {"compiler", HALFMAP_COMPILER},

@@ -10,6 +10,7 @@
 
 #include "cli/command.hpp"
 #include "halfmap/cpu.hpp"
+#include "halfmap/parallel.hpp"
 
 namespace {
 
@@ -119,9 +120,12 @@ int main(int argc, char** argv) {
 
   // Every subcommand runs kernels or reports which may run, so a cap that names no usable ISA is bad input
   // for all of them: refuse before anything is printed.
-  if (const std::string err = halfmap::isa_cap_error(); !err.empty()) {
-    std::fputs(fmt::format("halfmap: {}\n", err).c_str(), stderr);
-    return halfmap::cli::kExitUsage;
+  // Likewise HALFMAP_THREADS, the default thread count of every command that runs on threads.
+  for (const std::string& err : {halfmap::isa_cap_error(), halfmap::threads_env_error()}) {
+    if (!err.empty()) {
+      std::fputs(fmt::format("halfmap: {}\n", err).c_str(), stderr);
+      return halfmap::cli::kExitUsage;
+    }
   }
 
   try {

@@ -13,7 +13,6 @@
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -21,6 +20,7 @@
 
 #include "cli/command.hpp"
 #include "halfmap/detmath.hpp"
+#include "halfmap/parallel.hpp"
 #include "halfmap/sweep.hpp"
 
 namespace halfmap::cli {
@@ -196,7 +196,7 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
     return fmt::format("--underflow-share '{}' is not a number.", a.share);
   }
   if (a.threads.empty()) {
-    o.threads = std::max(1u, std::thread::hardware_concurrency());
+    o.threads = default_threads();  // HALFMAP_THREADS, else every CPU this process may run on
   } else if (!parse_uint(a.threads, o.threads)) {
     return fmt::format("--threads '{}' is not a positive integer.", a.threads);
   }
@@ -252,7 +252,7 @@ Command add_sweep_command(CLI::App& parent) {
   sub->add_option("--seed", a->seed, "Seed of the base inputs (default 1)");
   sub->add_option("--underflow-share", a->share,
                   "Share of non-zero values that may flush to zero before a boundary counts as crossed (default 0.001)");
-  sub->add_option("--threads", a->threads, "Worker threads (default: hardware concurrency)");
+  sub->add_option("--threads", a->threads, "Worker threads (default: HALFMAP_THREADS, else every CPU this process may run on)");
   sub->add_option("--shard", a->shard, "Run only shard K of N of the work items (K/N), for 'halfmap merge'; 'slurm' takes K/N "
                   "from the job array's SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT (tools/sweep_slurm.sh)");
   sub->add_option("--plant-nan", a->plant_nan, "Testing aid: put a NaN at this index of the first input");

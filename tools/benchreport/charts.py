@@ -1,7 +1,9 @@
 """The charts of bench.md (matplotlib, imported only here): bench_reductions.png and bench_nn.png, the memory-bound
 kernels' GB/s at l1, l2 and dram with the read roof of each level (softmax and xent: half the copy roof, the
 bytes read of a copy); bench_dense.png, the dense kernels' GFLOP/s
-from 64 to 1024 with the FMA roofs and the peers. Colour by arithmetic (mode), marker by ISA; `__ref` left out."""
+from 64 to 1024 with the FMA roofs and the peers; bench_threads.png, the dense kernels' GFLOP/s at 1024³ against
+the thread count, with linear scaling and the best f32 FMA roof times the threads. Colour by arithmetic (mode), marker by
+ISA; `__ref` left out."""
 
 import os
 import tempfile
@@ -9,6 +11,7 @@ import tempfile
 from .markdown import LEVELS, size_key
 from .results import DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, peer_label, suite_of
 from .roofs import COPY_OPS, Roofs
+from .threads import SUITES as THREAD_SUITES, thread_counts
 
 MODE_COLOURS = {"f32": "tab:blue", "f16_f32acc": "tab:green", "f16": "tab:orange", "bf16_f32acc": "tab:purple"}
 ISA_MARKERS = {"avx2": "s", "avx512": "o", "avx512bf16": "D", "avx512fp16": "^", "neon": "s", "neonfp16": "^"}
@@ -169,10 +172,53 @@ class Charts:
         self.save(fig, "bench_dense.png", "Dense layers")
 
 
+    def threads_panel(self, ax, suite, title):
+        results = self.results
+        counts = [int(t) for t in thread_counts(results, suite)]
+        best_one = 0
+        for k in results.kernels.get(suite, []):
+            pts = [(t, results.value(suite, k, str(t), "flops_per_second")) for t in counts]
+            pts = [(t, v / 1e9) for t, v in pts if v]
+            if pts:
+                ax.plot(*zip(*pts), **style(results, k))
+                if not is_peer(k) and pts[0][0] == 1:
+                    best_one = max(best_one, pts[0][1])
+        if best_one and counts:
+            ax.plot(counts, [best_one * t for t in counts], color="0.5", ls=":", lw=1.5,
+                    label="linear from the fastest 1-thread kernel")
+        roof, isa = self.roofs.best_fma("f32")
+        if roof and counts:
+            ax.plot(counts, [roof / 1e9 * t for t in counts], color="k", ls="--", lw=1.2, alpha=0.6,
+                    label=f"f32 fma {isa} roof × threads")
+        ax.set_xscale("log", base=2)
+        if counts:
+            ax.set_xticks(counts, [str(t) for t in counts])
+            ax.minorticks_off()
+        ax.set_xlabel("threads")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+
+    def threads_chart(self):
+        panels = [(suite, title) for suite, title in THREAD_SUITES if self.results.kernels.get(suite)]
+        if not panels:
+            return
+        fig, axes = self.plt.subplots(1, len(panels), figsize=(7 * len(panels) + 1, 5.5), squeeze=False)
+        for ax, (suite, title) in zip(axes.flat, panels):
+            self.threads_panel(ax, suite, title)
+        self.legend(fig, axes, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=4)
+        fig.suptitle("Dense layers at 1024³ on several threads: GFLOP/s against the thread count, with linear "
+                     "scaling (dotted) and the best f32 FMA roof × threads (dashed); colour: arithmetic, marker: ISA")
+        fig.tight_layout()
+        self.save(fig, "bench_threads.png", "Dense layers on several threads")
+
+
 def write_charts(data, info, directory):
-    """Writes the three PNGs into directory; returns [(file name, title)]. ImportError without matplotlib."""
+    """Writes the four PNGs into directory; returns [(file name, title)]. ImportError without matplotlib."""
     charts = Charts(data, info, directory)
     charts.memory_chart(REDUCE_OPS, "bench_reductions.png", "Reductions")
     charts.memory_chart(NN_OPS, "bench_nn.png", "Losses, softmax and cross-entropy")
     charts.dense_chart()
+    charts.threads_chart()
     return charts.written

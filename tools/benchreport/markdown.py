@@ -15,6 +15,23 @@ def fmt_unit(value, unit):
     return "-" if value is None else f"{fmt_rate(value)} {unit}"
 
 
+def fmt_spread(spread, fmt=fmt_rate):
+    """' [lowest–highest]' of a (lowest, highest, repetitions) spread, or '' without one."""
+    if not spread:
+        return ""
+    return f" [{fmt(spread[0])}–{fmt(spread[1])}]"
+
+
+def ratio_spread(value, spread, base, base_spread):
+    """(lowest, highest) of value / base over the repetitions' extremes (slowest over fastest, fastest over
+    slowest), or None when neither side has repetitions."""
+    if not (spread or base_spread) or not base:
+        return None
+    lo, hi = (spread[0], spread[1]) if spread else (value, value)
+    base_lo, base_hi = (base_spread[0], base_spread[1]) if base_spread else (base, base)
+    return (lo / base_hi, hi / base_lo) if base_lo and base_hi else None
+
+
 def fmt_frac(value):
     return "-" if value is None else f"{value:.2f}"
 

@@ -80,18 +80,22 @@ class Results:
     """Every benchmark of the JSON: cells[(suite, kernel, arg)] = {counter: value} (the median aggregate if the run
     had repetitions, else the median of the iterations), skipped[(suite, kernel)] = message, kernels[suite] =
     [kernel, ...] in first-seen order (the registry's), args[suite] likewise, unreadable = [name, ...]; facts(kernel)
-    says what a kernel is (info.json first, then the label)."""
+    says what a kernel is (info.json first, then the label). spreads[(suite, kernel, arg)] = {counter: (lowest,
+    highest, repetitions)} where the cell has more than one repetition: from the repetitions themselves when the
+    JSON keeps them, else from "min" and "max" aggregates."""
 
     def __init__(self, benchmarks, info=None):
         self.cells, self.skipped, self.kernels, self.args, self.unreadable = {}, {}, {}, {}, []
         self.skipped_at = {}  # (suite, kernel, arg) -> message
         self.labels = {}  # kernel -> parse_label of its first labelled benchmark
+        self.spreads = {}
         self.info = info_facts(info)
-        runs, medians = {}, {}
+        runs, medians, extremes = {}, {}, {}
         for b in benchmarks or []:
             if isinstance(b, dict):
-                self._add(b, runs, medians)
+                self._add(b, runs, medians, extremes)
         for key in set(runs) | set(medians):
+            self._spread(key, runs.get(key, []), extremes.get(key, {}))
             if key in medians:
                 self.cells[key] = medians[key]
                 continue
@@ -99,7 +103,22 @@ class Results:
             self.cells[key] = {c: statistics.median([r[c] for r in runs[key] if r.get(c) is not None])
                                for c in names if any(r.get(c) is not None for r in runs[key])}
 
-    def _add(self, b, runs, medians):
+    def _spread(self, key, runs, extremes):
+        if len(runs) > 1:
+            names = set().union(*(r.keys() for r in runs))
+            spread = {}
+            for c in names:
+                values = [r[c] for r in runs if r.get(c) is not None]
+                if values:
+                    spread[c] = (min(values), max(values), len(values))
+            self.spreads[key] = spread
+        elif "min" in extremes and "max" in extremes:
+            lo, hi = extremes["min"], extremes["max"]
+            n = int(lo.get("repetitions") or 0)
+            self.spreads[key] = {c: (min(lo[c], hi[c]), max(lo[c], hi[c]), n) for c in lo
+                                 if lo.get(c) is not None and hi.get(c) is not None}
+
+    def _add(self, b, runs, medians, extremes):
         name = b.get("run_name") or b.get("name", "")
         parsed = parse_name(name)
         if parsed is None:
@@ -122,11 +141,22 @@ class Results:
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
                 medians[(suite, kernel, arg)] = counters
+            elif b.get("aggregate_name") in ("min", "max"):
+                extremes.setdefault((suite, kernel, arg), {})[b["aggregate_name"]] = counters
             return
         runs.setdefault((suite, kernel, arg), []).append(counters)
 
     def value(self, suite, kernel, arg, counter):
         return self.cells.get((suite, kernel, str(arg)), {}).get(counter)
+
+    def spread(self, suite, kernel, arg, counter):
+        """(lowest, highest, repetitions) of a counter over the cell's repetitions, or None with one (or none)."""
+        return self.spreads.get((suite, kernel, str(arg)), {}).get(counter)
+
+    def repetitions(self):
+        """The most repetitions any cell has (1 when the run had none)."""
+        counts = [n for cell in self.spreads.values() for (_, _, n) in cell.values()]
+        return max(counts) if counts else 1
 
     def why_missing(self, suite, kernel, arg=None):
         """Why suite/kernel/arg has no value: its skip message, 'not run at <arg>' or 'not in this run'."""

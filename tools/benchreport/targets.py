@@ -16,10 +16,14 @@
        ISA it extends for avx512bf16, avx512fp16 and neonfp16; else the fastest f32 one);
    10. the per-operation f16 kernels of avx2 and avx512 (F16C) >= 0.9x the F16C round-trip roof of their ISA:
        dense at 1024³, sum, sumsq and dot at l2 (at dram memory binds them first).
+   11. every halfmap dense kernel, forward and backward, on 2 threads >= 0.9x twice its speed on 1 (threads.py).
+
+Every ratio is of the medians of the run's repetitions; met or missed judges that median ratio alone.
 """
 
 from . import diagnose as diagnose_bench
-from .markdown import LEVELS, fmt_rate
+from . import threads as dense_threads
+from .markdown import LEVELS, fmt_rate, fmt_spread, ratio_spread
 from .peers import PEER_SUFFIX, Peers
 from .results import REDUCE_OPS, is_peer, suite_of
 from .roofs import F16C_ISAS, F16C_OPS, bytes_moved, copy_fraction, f16c_fraction, roof_fraction
@@ -72,13 +76,20 @@ def of_mode(results, suite, mode):
 
 
 class Rows(list):
-    """The rows [target, measured, ratio, needed, result] of the table."""
+    """The rows [target, measured, ratio, needed, result] of the table. A value and its base are medians over the
+    run's repetitions; with their spreads ((lowest, highest, repetitions), Results.spread) the measured column shows
+    each one's [lowest–highest] and the ratio its range over those extremes. The result judges the median ratio."""
 
-    def add(self, what, value, base, base_what, minimum, missing, unit=GFLOPS):
+    def add(self, what, value, base, base_what, minimum, missing, unit=GFLOPS, spread=None, base_spread=None):
         ratio = None if missing else value / base
-        measured = "-" if missing else f"{fmt_rate(value)} / {fmt_rate(base)} {unit} ({base_what})"
-        self.append([what, measured, "-" if missing else f"{ratio:.3f}", f"≥ {minimum:g}",
-                     judge(ratio, minimum, missing)])
+        measured = "-" if missing else (f"{fmt_rate(value)}{fmt_spread(spread)} / {fmt_rate(base)}"
+                                        f"{fmt_spread(base_spread)} {unit} ({base_what})")
+        shown = "-" if missing else f"{ratio:.3f}{fmt_spread(ratio_spread(value, spread, base, base_spread), fmt2)}"
+        self.append([what, measured, shown, f"≥ {minimum:g}", judge(ratio, minimum, missing)])
+
+
+def fmt2(x):
+    return f"{x:.2f}"
 
 
 def dense_targets(rows, results, peers):
@@ -88,27 +99,32 @@ def dense_targets(rows, results, peers):
     base, peer, _ = peers.best("f32", s, flops)
     why = None if base else peers.why_none("f32")
     rows.add(f"f32 dense ≥ 0.85× the best f32 peer, {s}³: " + (f"`{kernel}`" if value else "best f32 kernel"),
-             value, base, peer, 0.85, (None if value else kernel) or why)
+             value, base, peer, 0.85, (None if value else kernel) or why,
+             spread=results.spread(fwd, kernel, s, flops),
+             base_spread=results.spread(fwd, f"{peer}{PEER_SUFFIX}", s, flops))
     for isa in [results.facts(k).isa for k in of_mode(results, fwd, "f16_f32acc")] or [None]:
         value, kernel = best_halfmap(results, fwd, "f16_f32acc", s, flops, isa)
         base, base_kernel = best_halfmap(results, fwd, "f32", s, flops, isa)
         missing = (None if value else kernel) or (None if base else base_kernel)
         rows.add(f"f16_f32acc dense ≥ 0.9× halfmap's f32 dense, {s}³" + (f", {isa}" if isa else ""), value, base,
-                 f"`{base_kernel}`" if base else "", 0.9, missing)
+                 f"`{base_kernel}`" if base else "", 0.9, missing, spread=results.spread(fwd, kernel, s, flops),
+                 base_spread=results.spread(fwd, base_kernel, s, flops))
     value, kernel = best_halfmap(results, fwd, "bf16_f32acc", s, flops)
     onednn = "onednn_bf16" + PEER_SUFFIX
     base = results.value(fwd, onednn, s, flops)
     why = None if base else peers.why_missing(onednn, s)
     rows.add(f"bf16_f32acc dense ≥ 0.9× oneDNN bf16 matmul, {s}³: "
              + (f"`{kernel}`" if value else "bf16_f32acc kernel"),
-             value, base, "onednn_bf16", 0.9, (None if value else kernel) or why)
+             value, base, "onednn_bf16", 0.9, (None if value else kernel) or why,
+             spread=results.spread(fwd, kernel, s, flops), base_spread=results.spread(fwd, onednn, s, flops))
     xnn = "xnnpack_f16" + PEER_SUFFIX
     base = results.value(fwd, xnn, s, flops)
     why = None if base else peers.why_missing(xnn, s)
     for kernel in of_mode(results, fwd, "f16") or ["f16 dense kernel"]:
         value = results.value(fwd, kernel, s, flops)
         rows.add(f"f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, {s}³: `{kernel}`", value, base,
-                 "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why)
+                 "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why,
+                 spread=results.spread(fwd, kernel, s, flops), base_spread=results.spread(fwd, xnn, s, flops))
 
 
 def same_isa_targets(rows, results, peers):
@@ -122,7 +138,8 @@ def same_isa_targets(rows, results, peers):
             base, peer, why = peers.best_same_isa(kernel, s, flops)
             missing = (None if value else results.why_missing(fwd, kernel, s)) or why
             rows.add(f"dense ≥ 1.0× the best {isa} {arith} peer, {s}³: `{kernel}`", value, base, peer, 1.0,
-                     missing)
+                     missing, spread=results.spread(fwd, kernel, s, flops),
+                     base_spread=results.spread(fwd, f"{peer}{PEER_SUFFIX}", s, flops))
 
 
 def memory_targets(rows, results, roofs):
@@ -133,9 +150,12 @@ def memory_targets(rows, results, roofs):
         for kernel in results.of_op(op):
             value = results.value(suite, kernel, "dram", "bytes_per_second")
             frac, missing = roof_fraction(results, roofs, suite, kernel, "dram")
+            spread = results.spread(suite, kernel, "dram", "bytes_per_second")
+            frac_spread = (spread[0] * frac / value, spread[1] * frac / value) if spread and value and frac else None
             rows.append([f"{op} ≥ 0.85× the read roof at dram: `{kernel}`",
-                         "-" if missing else f"{fmt_rate(value)} / {fmt_rate(roof)} GB/s",
-                         "-" if missing else f"{frac:.3f}", f"≥ {ROOF_TARGET:g}", judge(frac, ROOF_TARGET, missing)])
+                         "-" if missing else f"{fmt_rate(value)}{fmt_spread(spread)} / {fmt_rate(roof)} GB/s",
+                         "-" if missing else f"{frac:.3f}{fmt_spread(frac_spread, fmt2)}", f"≥ {ROOF_TARGET:g}",
+                         judge(frac, ROOF_TARGET, missing)])
 
 
 def copy_targets(rows, results, roofs):
@@ -203,5 +223,6 @@ def target_rows(results, roofs, context, diagnose=None):
     copy_targets(rows, results, roofs)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
     f16c_targets(rows, results, roofs)
+    rows += dense_threads.target_rows(results)
     rows += diagnose_bench.target_rows(diagnose)
     return rows

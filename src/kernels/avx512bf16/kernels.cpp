@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/avx512bf16/ops.hpp"
+#include "kernels/avx512bf16/pack.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/nn.hpp"
@@ -67,6 +68,11 @@ struct Bf16Gemm {
     std::memcpy(d, s, n * sizeof(std::uint16_t));
   }
   static void store_out(const float* s, std::uint16_t* d, std::size_t n) { f32_to_bf16(s, d, n); }
+  template <std::size_t MR>
+  static void pack(View<std::uint16_t> src, std::size_t r0, std::size_t rows, std::size_t p0, std::size_t kc,
+                   std::uint16_t* dst) {
+    pack_pairs<MR>(src, r0, rows, p0, kc, dst);
+  }
   static void kernel(std::size_t groups, const std::uint16_t* a, const std::uint16_t* b, float* c,
                      std::size_t ldc, bool accumulate) {
     __m512 acc[8][2];

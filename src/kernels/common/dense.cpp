@@ -1,10 +1,12 @@
 // Scalar steps of the dense layer shared by every ISA (compiled without ISA flags; see kernels/common/gemm.hpp)
 // and by the f16 model (src/models/dense.cpp).
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/gemm.hpp"
+#include "kernels/common/gemm.hpp"  // and gemm_team.hpp
 
 namespace halfmap {
 namespace {
@@ -42,27 +44,49 @@ void f32acc_f16_row_epilogue(const float* acc, std::size_t n, const std::uint16_
 }
 
 void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, void* db) {
+  dense_bias_grad_cols(mode, storage, dy, m, n, 0, n, db);
+}
+
+void dense_bias_grad_cols(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, std::size_t j0,
+                          std::size_t j1, void* db) {
   if (mode == Mode::f16 || mode == Mode::f16_model) {
-    for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t j = j0; j < j1; ++j) {
       f16 acc{};
       for (std::size_t i = 0; i < m; ++i) acc = f16_model::add(acc, as_f16(dy)[i * n + j]);
       as_f16(db)[j] = acc;
     }
     return;
   }
-  std::vector<float> row(n), acc(n, 0.0f);
+  const std::size_t cols = j1 - j0, size = dtype_size(storage);
+  std::vector<float> row(cols), acc(cols, 0.0f);
   for (std::size_t i = 0; i < m; ++i) {
-    const char* base = static_cast<const char*>(dy) + i * n * dtype_size(storage);
-    widen_to_f32(storage, base, row.data(), n);
-    for (std::size_t j = 0; j < n; ++j) acc[j] += row[j];
+    const char* base = static_cast<const char*>(dy) + (i * n + j0) * size;
+    widen_to_f32(storage, base, row.data(), cols);
+    for (std::size_t j = 0; j < cols; ++j) acc[j] += row[j];
   }
-  for (std::size_t j = 0; j < n; ++j) {
+  for (std::size_t j = 0; j < cols; ++j) {
     switch (storage) {
-      case DType::f32: static_cast<float*>(db)[j] = acc[j]; break;
-      case DType::f16: static_cast<f16*>(db)[j] = to_f16(acc[j]); break;
-      case DType::bf16: static_cast<bf16*>(db)[j] = to_bf16(acc[j]); break;
+      case DType::f32: static_cast<float*>(db)[j0 + j] = acc[j]; break;
+      case DType::f16: static_cast<f16*>(db)[j0 + j] = to_f16(acc[j]); break;
+      case DType::bf16: static_cast<bf16*>(db)[j0 + j] = to_bf16(acc[j]); break;
     }
   }
+}
+
+TeamGrid team_grid(std::size_t row_tiles, std::size_t col_tiles, unsigned size) {
+  TeamGrid best{size, 1};
+  std::size_t best_cost = SIZE_MAX;
+  for (unsigned tm = size; tm >= 1; --tm) {
+    if (size % tm != 0) continue;
+    const unsigned tn = size / tm;
+    const std::size_t cost = ((row_tiles + tm - 1) / tm) * ((col_tiles + tn - 1) / tn);
+    if (cost < best_cost) best = {tm, tn}, best_cost = cost;
+  }
+  return best;
+}
+
+std::pair<std::size_t, std::size_t> team_share(std::size_t count, unsigned rank, unsigned size) {
+  return {count * rank / size, count * (rank + 1) / size};
 }
 
 void widen_to_f32(DType t, const void* src, float* dst, std::size_t n) {

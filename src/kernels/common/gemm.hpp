@@ -18,6 +18,8 @@
 //       k order is the packing order, one k-group after the other.
 //   store_out(const float* src, Storage* dst, size_t count)  (f32-accumulating modes) round f32 to storage;
 //       called once per row of each finished micro-tile (count <= kNr), so it should be vectorised
+//   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
+//       exactly pack_panels's panels (avx512bf16's pairs: a transpose in shuffles rather than 16-bit moves)
 #pragma once
 
 #include <algorithm>
@@ -48,6 +50,9 @@ void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, 
 void f32acc_f16_row_epilogue(const float* acc, std::size_t n, const std::uint16_t* b, Act act, std::uint16_t* out);
 /// db[j] = Σ_i dy[i*n + j] in the mode's arithmetic, rounded like the mode's other outputs.
 void dense_bias_grad(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, void* db);
+/// The same for columns [j0, j1) only (db[j0..j1) written; each column's sum is the same as dense_bias_grad's).
+void dense_bias_grad_cols(Mode mode, DType storage, const void* dy, std::size_t m, std::size_t n, std::size_t j0,
+                          std::size_t j1, void* db);
 /// f32 copy of a vector in storage type `t` (exact).
 void widen_to_f32(DType t, const void* src, float* dst, std::size_t n);
 
@@ -99,7 +104,9 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
                  typename T::Packed* dst, std::vector<typename T::Packed>& line) {
   using Packed = typename T::Packed;
   constexpr std::size_t KP = T::kKPack;
-  if constexpr (std::is_same_v<typename T::Storage, Packed> && KP == 1) {
+  if constexpr (requires { T::template pack<MR>(src, r0, rows, p0, kc, dst); }) {
+    return T::template pack<MR>(src, r0, rows, p0, kc, dst);
+  } else if constexpr (std::is_same_v<typename T::Storage, Packed> && KP == 1) {
     return pack_panels_direct<MR, T>(src, r0, rows, p0, kc, dst);
   }
   const std::size_t groups = (kc + KP - 1) / KP, kcp = groups * KP;
@@ -256,8 +263,17 @@ void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::s
   }
 }
 
+// The same on a team of threads (DenseArgs::threads > 1), defined in gemm_team.hpp (included at the end).
+template <class T>
+unsigned gemm_threads(std::size_t m, std::size_t n, std::size_t k, unsigned threads);
+template <class T>
+void dense_fwd_team(const DenseArgs& d, unsigned threads);
+template <class T>
+void dense_bwd_team(const DenseBwdArgs& d, unsigned threads);
+
 template <class T>
 void dense_fwd(const DenseArgs& d) {
+  if (const unsigned team = gemm_threads<T>(d.m, d.n, d.k, d.threads); team > 1) return dense_fwd_team<T>(d, team);
   using S = typename T::Storage;
   thread_local std::vector<typename T::Acc> acc;
   acc.resize(d.m * d.n);
@@ -304,6 +320,11 @@ void gemm_store(std::size_t m, std::size_t n, std::size_t k, View<typename T::St
 
 template <class T>
 void dense_bwd(const DenseBwdArgs& d) {
+  // The larger of its two GEMMs' teams (both have m·n·k multiply-adds; their output tiles differ).
+  const unsigned team = std::max(gemm_threads<T>(d.m, d.k, d.n, d.threads), gemm_threads<T>(d.k, d.n, d.m, d.threads));
+  if (team > 1) {
+    return dense_bwd_team<T>(d, team);
+  }
   using S = typename T::Storage;
   thread_local std::vector<typename T::Acc> acc;
   const auto* x = static_cast<const S*>(d.x);
@@ -324,3 +345,5 @@ void dense_bwd(const DenseBwdArgs& d) {
 }
 
 }  // namespace halfmap::detail
+
+#include "kernels/common/gemm_team.hpp"  // IWYU pragma: export
