@@ -15,7 +15,9 @@
        their fp16 and bf16 storage kernels >= 1.8x the elements/s of the f32 kernel of the same op and ISA (the
        ISA it extends for avx512bf16, avx512fp16 and neonfp16; else the fastest f32 one);
    10. the per-operation f16 kernels of avx2 and avx512 (F16C) >= 0.9x the F16C round-trip roof of their ISA:
-       dense at 1024³, sum, sumsq and dot at l2 (at dram memory binds them first).
+       dense at 1024³, sum, sumsq and dot at l2 (at dram memory binds them first);
+   11. the fastest halfmap softmax of each storage type (f32, bf16, f16) >= 1.0x oneDNN's softmax of that type at
+       dram (issue 14).
 """
 
 from . import diagnose as diagnose_bench
@@ -34,6 +36,8 @@ HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
 F16C_TARGET = 0.9
 REDUCE_F16C_LEVEL = "l2"
 XNNPACK_SOFTMAX = 1.5
+ONEDNN_SOFTMAX = 1.0
+ONEDNN_SOFTMAX_STORAGE = ("f32", "bf16", "f16")
 # The ISA whose f32 kernel a half-storage kernel is compared with: its own, or the one it extends (avx512bf16 and
 # avx512fp16 have no f32 kernels of their own).
 F32_ISA = {"avx512bf16": "avx512", "avx512fp16": "avx512", "neonfp16": "neon"}
@@ -193,6 +197,24 @@ def softmax_targets(rows, results, peers):
                      (None if value else results.why_missing("softmax", kernel, level)) or why, "Gelem/s")
 
 
+def onednn_softmax_targets(rows, results, peers):
+    """Target 11: the fastest halfmap softmax of each storage type against oneDNN's softmax of that type, at dram."""
+    eps = "elements_per_second"
+    for storage in ONEDNN_SOFTMAX_STORAGE:
+        peer = f"onednn_{storage}" + PEER_SUFFIX
+        base = results.value("softmax", peer, "dram", eps)
+        kernels = [k for k in results.kernels.get("softmax", []) if not is_peer(k)
+                   and results.storage(k) == storage and results.facts(k).isa != "ref"]
+        found = [(v, k) for v, k in ((results.value("softmax", k, "dram", eps), k) for k in kernels) if v]
+        value, kernel = max(found) if found else (None, None)
+        missing = (None if value else (f"`{kernels[0]}`: {results.why_missing('softmax', kernels[0], 'dram')}"
+                                       if kernels else f"no {storage} softmax kernel in this run")) or \
+            (None if base else peers.why_missing(peer, "dram"))
+        rows.add(f"{storage} softmax ≥ {ONEDNN_SOFTMAX:g}× oneDNN {storage} softmax at dram: "
+                 + (f"`{kernel}`" if kernel else f"fastest {storage} softmax kernel"),
+                 value, base, f"onednn_{storage}", ONEDNN_SOFTMAX, missing, "Gelem/s")
+
+
 def target_rows(results, roofs, context, diagnose=None):
     """Rows [target, measured, ratio, needed, result] for every target the issues list, from this run (`diagnose`:
     the diagnose benchmark's JSON, or None when it did not run)."""
@@ -202,6 +224,7 @@ def target_rows(results, roofs, context, diagnose=None):
     memory_targets(rows, results, roofs)
     copy_targets(rows, results, roofs)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
+    onednn_softmax_targets(rows, results, Peers(results, context, "softmax"))
     f16c_targets(rows, results, roofs)
     rows += diagnose_bench.target_rows(diagnose)
     return rows
