@@ -140,16 +140,12 @@ float xent_f32acc(const XentArgs& a) {
     Elem* p = a.probs != nullptr ? static_cast<Elem*>(a.probs) + i * a.cols : nullptr;
     Elem* dl = a.dlogits != nullptr ? static_cast<Elem*>(a.dlogits) + i * a.cols : nullptr;
     const auto label = static_cast<std::size_t>(a.labels[i]);  // in [0, cols): the caller's contract
-    const RowSum sum = exp_pass_f32acc<S, true>(x, a.cols, e.data(), i + 1 < a.rows ? x + a.cols : nullptr);
+    const RowSum sum = exp_pass_f32acc<S, true>(x, a.cols, e.data(), i + 1 < a.rows ? x + a.cols : nullptr, dl);
     quotient_pass_f32acc<S>(e.data(), a.cols, sum, [&](std::size_t j, V q, std::size_t n) {
       if (p != nullptr) store_lanes<S>(p + j, q, n);
-      if (label - j < n) {
-        Elem b[W];
-        S::store(b, q);
-        plab[i] = b[label - j];
-      }
       if (dl != nullptr) store_lanes<S>(dl + j, M::mul(S::round(q), cv), n);  // c·(p - 0), p as stored
     });
+    plab[i] = quotient_at<S>(e.data(), sum, label);
     if (dl == nullptr) continue;
     Elem in[W] = {}, out[W];
     in[0] = plab[i];  // the label's column: c·(p - 1)
@@ -167,7 +163,9 @@ void softmax_f16(const SoftmaxArgs& a) {
   auto* y = static_cast<std::uint16_t*>(a.y);
   for (std::size_t i = 0; i < a.rows; ++i) {
     const std::uint16_t* xi = x + i * a.cols;
-    softmax_row_f16<H, kStable>(xi, y + i * a.cols, a.cols, i + 1 < a.rows ? xi + a.cols : nullptr);
+    const bool more = i + 1 < a.rows;
+    softmax_row_f16<H, kStable>(xi, y + i * a.cols, a.cols, more ? xi + a.cols : nullptr,
+                                more ? y + (i + 1) * a.cols : nullptr);
   }
 }
 
@@ -210,11 +208,11 @@ float xent_f16(const XentArgs& a) {
   for (std::size_t i = 0; i < a.rows; ++i) {
     const auto* x = static_cast<const std::uint16_t*>(a.logits) + i * a.cols;
     auto* p = a.probs != nullptr ? static_cast<std::uint16_t*>(a.probs) + i * a.cols : prow.data();
-    softmax_row_f16<H, true>(x, p, a.cols, i + 1 < a.rows ? x + a.cols : nullptr);
+    auto* dl = a.dlogits != nullptr ? static_cast<std::uint16_t*>(a.dlogits) + i * a.cols : nullptr;
+    softmax_row_f16<H, true>(x, p, a.cols, i + 1 < a.rows ? x + a.cols : nullptr, dl);
     const auto label = static_cast<std::size_t>(a.labels[i]);  // in [0, cols): the caller's contract
     plab[i] = p[label];
-    if (a.dlogits == nullptr) continue;
-    auto* dl = static_cast<std::uint16_t*>(a.dlogits) + i * a.cols;
+    if (dl == nullptr) continue;
     // Other columns: d = p - 0 = p exactly, so dlogits = to_f16(c·p).
     std::size_t j = 0;
     for (; j + W <= a.cols; j += W) H::store_scale(dl + j, H::load(p + j), c);

@@ -211,14 +211,16 @@ struct RowSum {
 
 /// Passes 1 and 2 of one f32-mode row (see the top of this file): e_j = exp(x_j - m) (or exp(x_j)) into `e`,
 /// scratch for cols rounded up to a whole block of 4·kW floats (the padding gets +0), and s = Σ e_j over 4·kW
-/// lanes (hsum's order). `next`, if not null, is the next row's x (cols elements), prefetched meanwhile.
+/// lanes (hsum's order). `next` (the next row's x) and `out` (this row's output, written in pass 3) are prefetched
+/// meanwhile, each when not null.
 ///
 /// Fast rows: when every t_j (x_j - m, or x_j) is known to lie in [kRowLo, kExpHi] (one test of the row's range),
 /// the exp needs no clamp or NaN pass and its results are normal (exp_f32_inrange<M, true>: the same bits), and
 /// every e_j ≥ e^-40 > 2^-58, so with s ≤ 2^60 every quotient is at least 2^-118 and pass 3 may use
 /// quotient_by_reciprocal. Other rows (NaN, infinities, |t| beyond the bounds) take the general exp and division.
 template <class S, bool kStable>
-RowSum exp_pass_f32acc(const typename S::Elem* x, std::size_t cols, float* e, const typename S::Elem* next) {
+RowSum exp_pass_f32acc(const typename S::Elem* x, std::size_t cols, float* e, const typename S::Elem* next,
+                       const typename S::Elem* out) {
   namespace c = exp_consts;
   using M = typename S::M;
   using V = typename M::V;
@@ -240,6 +242,7 @@ RowSum exp_pass_f32acc(const typename S::Elem* x, std::size_t cols, float* e, co
   V acc[R] = {M::set1(0.0f), M::set1(0.0f), M::set1(0.0f), M::set1(0.0f)};
   auto block = [&](const Elem* xp, std::size_t j, auto inrange) {
     if (next != nullptr) prefetch_bytes(next + j, L * sizeof(Elem));
+    if (out != nullptr) prefetch_bytes(out + j, L * sizeof(Elem));
     for (std::size_t r = 0; r < R; ++r) {
       V t = S::load(xp + r * W);
       if constexpr (kStable) t = M::sub(t, mv);
@@ -292,6 +295,17 @@ void quotient_pass_f32acc(const float* e, std::size_t cols, RowSum sum, Sink sin
   }
 }
 
+/// Pass 3's quotient of element j alone, as stored (the same operations on one lane): xent's label.
+template <class S>
+typename S::Elem quotient_at(const float* e, RowSum sum, std::size_t j) {
+  using M = typename S::M;
+  const typename M::V ev = M::set1(e[j]);
+  typename S::Elem b[M::kW];
+  S::store(b, sum.reciprocal ? quotient_by_reciprocal<M>(ev, M::set1(1.0f / sum.s), M::set1(-sum.s))
+                             : M::div(ev, M::set1(sum.s)));
+  return b[0];
+}
+
 /// Stores q's first n lanes, rounded to the storage type, at p.
 template <class S>
 void store_lanes(typename S::Elem* p, typename S::M::V q, std::size_t n) {
@@ -307,11 +321,11 @@ void store_lanes(typename S::Elem* p, typename S::M::V q, std::size_t n) {
 
 /// One softmax row in f32: e_j = exp(x_j - m) (or exp(x_j)), s = Σ e_j in any order, y_j = store(e_j / s).
 /// `e` is scratch for cols rounded up to a whole block of 4·kW floats; `next` the next row's x, or null. y may
-/// equal x.
+/// equal x (it is prefetched during pass 2, then written).
 template <class S, bool kStable>
 void softmax_row_f32acc(const typename S::Elem* x, typename S::Elem* y, std::size_t cols, float* e,
                         const typename S::Elem* next) {
-  const RowSum sum = exp_pass_f32acc<S, kStable>(x, cols, e, next);
+  const RowSum sum = exp_pass_f32acc<S, kStable>(x, cols, e, next, y);
   quotient_pass_f32acc<S>(e, cols, sum, [&](std::size_t j, typename S::M::V q, std::size_t n) {
     store_lanes<S>(y + j, q, n);
   });
@@ -331,7 +345,9 @@ std::uint16_t fold_lanes_vec(typename H::HV* acc) {
 }
 
 /// One softmax row in fp16 arithmetic: t_j = x_j - m (stable) rounded, e_j = fp16 exp(t_j) written to y,
-/// s = Σ e_j over L lanes, then y_j = canon(e_j / s). y may equal x; `next` is the next row's x, or null.
+/// s = Σ e_j over L lanes, then y_j = canon(e_j / s). y may equal x. `next` (the next row's x) and `out` (cols
+/// values written after this row's pass 2: the next row's y, or xent's dlogits) are prefetched during pass 2, each
+/// when not null.
 ///
 /// Fast rows, with the same bits: when no x_j is NaN and every t_j lies in [kRowLo, kExpHi] (from the row's
 /// range: rounding is monotone and the bounds are fp16 values), the exp needs no clamp or NaN pass
@@ -340,7 +356,8 @@ std::uint16_t fold_lanes_vec(typename H::HV* acc) {
 /// is quotient_by_reciprocal's correctly rounded f32 quotient rounded: e_j and s are fp16 values, normal in f32
 /// (or e_j = 0), s ≤ 65504, so 1/s is normal and e_j / s ≥ 2^-24 / 65504 > 2^-118.
 template <class H, bool kStable>
-void softmax_row_f16(const std::uint16_t* x, std::uint16_t* y, std::size_t cols, const std::uint16_t* next) {
+void softmax_row_f16(const std::uint16_t* x, std::uint16_t* y, std::size_t cols, const std::uint16_t* next,
+                     const std::uint16_t* out) {
   namespace c = exp_consts;
   using HV = typename H::HV;
   using M = typename H::Math;
@@ -359,6 +376,7 @@ void softmax_row_f16(const std::uint16_t* x, std::uint16_t* y, std::size_t cols,
   for (std::size_t r = 0; r < R; ++r) acc[r] = H::zero();
   auto block = [&](const std::uint16_t* xp, std::uint16_t* yp, std::size_t j, auto inrange) {
     if (next != nullptr) prefetch_bytes(next + j, L * sizeof(std::uint16_t));
+    if (out != nullptr) prefetch_bytes(out + j, L * sizeof(std::uint16_t));
     for (std::size_t r = 0; r < R; ++r) {
       HV t = H::load(xp + r * W);
       if constexpr (kStable) t = H::sub(t, mv);
