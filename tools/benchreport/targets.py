@@ -3,7 +3,7 @@
     1. f32 dense >= 0.85x the best f32 peer, at 1024³;
     2. f16_f32acc dense >= 0.9x halfmap's f32 dense, ISA by ISA;
     3. bf16_f32acc dense >= 0.9x oneDNN's bf16 matmul;
-    4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected;
+    4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected, at 256³, 512³ and 1024³;
     5. the memory-bound kernels that only read (reductions, mse) >= 0.85x the read roof at dram;
     6. f32 softmax >= 1.5x XNNPACK's f32 softmax at each level;
     7. every f32, f16_f32acc and bf16_f32acc dense path >= 1.0x the best peer of the same ISA and arithmetic, at
@@ -86,7 +86,8 @@ class Rows(list):
 
 
 def dense_targets(rows, results, peers):
-    """Targets 1 to 4: the dense forward kernels at TARGET_SIZE against peers and against halfmap's f32."""
+    """Targets 1 to 4: the dense forward kernels at TARGET_SIZE against peers and against halfmap's f32 (target 4 at
+    SAME_ISA_SIZES)."""
     fwd, s, flops = "dense_fwd", TARGET_SIZE, "flops_per_second"
     value, kernel = best_halfmap(results, fwd, "f32", s, flops)
     base, peer, _ = peers.best("f32", s, flops)
@@ -107,12 +108,13 @@ def dense_targets(rows, results, peers):
              + (f"`{kernel}`" if value else "bf16_f32acc kernel"),
              value, base, "onednn_bf16", 0.9, (None if value else kernel) or why)
     xnn = "xnnpack_f16" + PEER_SUFFIX
-    base = results.value(fwd, xnn, s, flops)
-    why = None if base else peers.why_missing(xnn, s)
-    for kernel in of_mode(results, fwd, "f16") or ["f16 dense kernel"]:
-        value = results.value(fwd, kernel, s, flops)
-        rows.add(f"f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, {s}³: `{kernel}`", value, base,
-                 "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why)
+    for s in SAME_ISA_SIZES:  # issue 14: at every size from 256³
+        base = results.value(fwd, xnn, s, flops)
+        why = None if base else peers.why_missing(xnn, s)
+        for kernel in of_mode(results, fwd, "f16") or ["f16 dense kernel"]:
+            value = results.value(fwd, kernel, s, flops)
+            rows.add(f"f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, {s}³: `{kernel}`", value, base,
+                     "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why)
 
 
 def same_isa_targets(rows, results, peers):
