@@ -2,8 +2,9 @@
 //
 //   dense_fwd/<lib>_<dtype>__peer/<size>  Y = X·W + b at the sizes of dense_fwd (kDenseFwdSizes), on the same
 //                                         operands as halfmap's dense kernels of that storage type (operands());
-//   softmax/<lib>_f32__peer/<level>       rows × kNnCols f32 at each level, from the same input buffer into
-//                                         output_buffer(), as halfmap's f32 softmax benchmark;
+//   softmax/<lib>_<dtype>__peer/<level>   rows × kNnCols values of the dtype (f32, bf16, f16) at each level, from
+//                                         the same input buffer into output_buffer(), as halfmap's softmax
+//                                         benchmark of that storage type.
 //   dense_fwd_threads/<lib>_<dtype>__peer/<threads>  the peers that run on several threads (DensePeer::threaded:
 //                                         oneDNN, OpenBLAS) at kThreadsSize on each of halfmap's thread counts,
 //                                         timed by wall clock like halfmap's dense_fwd_threads/ (bench_dense.cpp).
@@ -17,10 +18,12 @@
 // its file only when it finds it (HALFMAP_PEER_<LIB>=1), and the context lists peers_built and peers_missing.
 //
 // Before any benchmark, every peer is checked once (add_peer_context):
-//   * its result at size 64 against halfmap's f32_dense_fwd__ref on the f32 operands (softmax: f32_softmax__ref
-//     at l1): max|y - y_ref| / max(1, max|y_ref|) within the peer's tolerance (1e-3 for f32, 1e-1 for fp16 and
-//     bf16, whose inputs are rounded), else every benchmark of that peer skips with the error, so a misused API
-//     never gets a speed published;
+//   * its result: a dense peer's at size 64 against halfmap's f32_dense_fwd__ref on the f32 operands, max|y -
+//     y_ref| / max(1, max|y_ref|) within the peer's tolerance (1e-3 for f32, 1e-1 for fp16 and bf16, whose inputs
+//     are rounded); a softmax peer's at l1 against the ref softmax of its storage type (f32_softmax__ref,
+//     f16_f32acc_softmax__ref, bf16_f32acc_softmax__ref), max|y - y_ref| / y_ref within 1e-3 for f32 and 1e-2 for
+//     fp16 and bf16 (one rounding step of the output either way). Otherwise every benchmark of that peer skips
+//     with the error, so a misused API never gets a speed published;
 //   * the floating-point modes (MXCSR / FPCR, not MXCSR's sticky exception flags) before and after creating and
 //     running it. A peer that left flushing on would silently change every later benchmark: they would be
 //     restored, and the context would say so (none of Debian 12's four does);
@@ -171,12 +174,22 @@ void check_dense(PeerState& st, const peers::DensePeer& p) {
                   fp_note.empty() ? "unchanged" : fp_note, probe));
 }
 
+/// The f32 value of element i of a row-major array of storage type t.
+float widen_at(DType t, const void* values, std::size_t i) {
+  switch (t) {
+    case DType::f16: return to_f32(static_cast<const f16*>(values)[i]);
+    case DType::bf16: return to_f32(static_cast<const bf16*>(values)[i]);
+    case DType::f32: break;
+  }
+  return static_cast<const float*>(values)[i];
+}
+
 void check_softmax(PeerState& st, const peers::SoftmaxPeer& p) {
   const std::string key = "softmax/" + p.name;
   const Level& level = kLevels.front();
-  const std::size_t rows = level.bytes / (kNnCols * sizeof(float));
-  const auto* x = static_cast<const float*>(input_buffer(DType::f32, level));
-  std::vector<float> y(rows * kNnCols), ref(rows * kNnCols);
+  const std::size_t esize = dtype_size(p.storage), rows = level.bytes / (kNnCols * esize);
+  const void* x = input_buffer(p.storage, level);
+  std::vector<unsigned char> y(rows * kNnCols * esize), ref(rows * kNnCols * esize);
   const FpEnv env = read_fp_env();
   std::string fp_note;
   try {
@@ -189,20 +202,26 @@ void check_softmax(PeerState& st, const peers::SoftmaxPeer& p) {
     st.checks.emplace_back("peer_check/" + key, fmt::format("skipped: {}", e.what()));
     return;
   }
-  find_kernel("f32_softmax__ref")->softmax({rows, kNnCols, x, ref.data()});
+  // The reference of the same storage: f32 arithmetic, each output rounded once to the storage type.
+  const std::string ref_name = p.storage == DType::f32 ? "f32_softmax__ref"
+                               : p.storage == DType::f16 ? "f16_f32acc_softmax__ref" : "bf16_f32acc_softmax__ref";
+  find_kernel(ref_name)->softmax({rows, kNnCols, x, ref.data()});
   double rel = 0;  // every ref value is positive: inputs in [-1, 1) give probabilities near 1/kNnCols
-  for (std::size_t i = 0; i < y.size(); ++i) {
-    const double e = std::fabs(double{y[i]} - double{ref[i]}) / double{ref[i]};
+  for (std::size_t i = 0; i < rows * kNnCols; ++i) {
+    const double r = widen_at(p.storage, ref.data(), i);
+    const double e = std::fabs(double{widen_at(p.storage, y.data(), i)} - r) / r;
     rel = std::isnan(e) ? e : std::max(rel, e);
   }
-  constexpr double kTolerance = 1e-3;
+  // f32: 1e-3; fp16, bf16: 1e-2, above the 2^-7 of one bf16 rounding step either way.
+  const double tolerance = p.storage == DType::f32 ? 1e-3 : 1e-2;
   std::string result;
-  if (!(rel <= kTolerance)) {
-    st.skip[key] = fmt::format("wrong result: max|y - y_ref| / y_ref = {:.3g} > {:.0e} against f32_softmax__ref at {}",
-                               rel, kTolerance, level.name);
+  if (!(rel <= tolerance)) {
+    st.skip[key] = fmt::format("wrong result: max|y - y_ref| / y_ref = {:.3g} > {:.0e} against {} at {}", rel,
+                               tolerance, ref_name, level.name);
     result = st.skip[key];
   } else {
-    result = fmt::format("ok: max|y - y_ref| / y_ref = {:.2g} at {} (tolerance {:.0e})", rel, level.name, kTolerance);
+    result = fmt::format("ok: max|y - y_ref| / y_ref = {:.2g} against {} at {} (tolerance {:.0e})", rel, ref_name,
+                         level.name, tolerance);
   }
   if (!fp_note.empty()) st.fp_env_changed.push_back(key);
   st.checks.emplace_back("peer_check/" + key,
@@ -296,11 +315,10 @@ void run_softmax(benchmark::State& state, const peers::SoftmaxPeer& p, const Lev
     state.SkipWithError(it->second.c_str());
     return;
   }
-  const std::size_t rows = level.bytes / (kNnCols * sizeof(float));
-  const auto* x = static_cast<const float*>(input_buffer(DType::f32, level));
+  const std::size_t esize = dtype_size(p.storage), rows = level.bytes / (kNnCols * esize);
   std::unique_ptr<peers::SoftmaxRun> run;
   try {
-    run = p.make(rows, kNnCols, x, static_cast<float*>(output_buffer()));
+    run = p.make(rows, kNnCols, input_buffer(p.storage, level), output_buffer());
   } catch (const peers::Unsupported& e) {
     state.SkipWithError(e.what());
     return;
@@ -313,8 +331,10 @@ void run_softmax(benchmark::State& state, const peers::SoftmaxPeer& p, const Lev
   std::string unused;
   guard_fp_env(env, "", unused);
   const std::size_t elements = rows * kNnCols;
-  state.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(elements * sizeof(float)),
+  state.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(elements * esize),
                                                           benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes_moved_per_second"] = benchmark::Counter(static_cast<double>(2 * elements * esize),
+                                                                benchmark::Counter::kIsIterationInvariantRate);
   state.counters["elements_per_second"] =
       benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["n"] = benchmark::Counter(static_cast<double>(elements));

@@ -28,7 +28,8 @@ TARGETS = ("f32 dense ≥ 0.85× the best f32 peer", "f16_f32acc dense ≥ 0.9×
            "f32 softmax ≥ 1.5× XNNPACK f32 softmax", "f32 softmax ≥ 0.85× the copy roof at dram",
            "f32 xent ≥ 0.85× the copy roof at dram", "f16 softmax ≥ 1.8× f32's elements/s at dram",
            "bf16 softmax ≥ 1.8× f32's elements/s at dram", "f16 per-op dense ≥ 0.9× the F16C round-trip roof",
-           "f16 per-op sum ≥ 0.9× the F16C round-trip roof")
+           "f16 per-op sum ≥ 0.9× the F16C round-trip roof", "f32 softmax ≥ 1× oneDNN f32 softmax at dram",
+           "bf16 softmax ≥ 1× oneDNN bf16 softmax at dram", "f16 softmax ≥ 1× oneDNN f16 softmax at dram")
 
 
 def load(path=FIXTURE):
@@ -245,6 +246,22 @@ class CopyAndF16cRoofs(unittest.TestCase):
         # 2.4 / 2.0 Gelem/s = 1.2: under 1.5.
         row = self.row("f32 softmax ≥ 1.5× XNNPACK f32 softmax, dram")
         self.assertIn("| 1.200 | ≥ 1.5 | **missed** by 0.30", row)
+
+    def test_fastest_of_each_storage_against_onednn_softmax(self):
+        # f32: 2.4 / 2.0 Gelem/s = 1.2, met; bf16: 3.6 / 4.0 = 0.9, missed; f16: oneDNN's skipped, with its reason.
+        self.assertIn("(onednn_f32) | 1.200 | ≥ 1 | met |",
+                      self.row("f32 softmax ≥ 1× oneDNN f32 softmax at dram: `f32_softmax__avx512`"))
+        self.assertIn("(onednn_bf16) | 0.900 | ≥ 1 | **missed** by 0.10",
+                      self.row("bf16 softmax ≥ 1× oneDNN bf16 softmax at dram: `bf16_f32acc_softmax__avx512bf16`"))
+        self.assertIn("not measured: peer unsupported: oneDNN 2.6 has no f16 softmax on this CPU",
+                      self.row("f16 softmax ≥ 1× oneDNN f16 softmax at dram: `f16_f32acc_softmax__avx512`"))
+
+    def test_per_op_f16_against_xnnpack_at_every_size_from_256(self):
+        # 26 / 23 GFLOP/s at 512³ and 1024³; the fixture has no 256³ run: the row says so.
+        self.assertIn("| 1.130 | ≥ 1.5 |",
+                      self.row("f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, 512³: `f16_dense_fwd__avx512`"))
+        self.assertIn("not measured: not run at 256",
+                      self.row("f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, 256³: `f16_dense_fwd__avx512`"))
 
     def test_per_op_f16_against_the_f16c_roof(self):
         # Dense: the counter f16c_roof_fraction (26 / 40 GFLOP/s).

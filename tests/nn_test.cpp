@@ -877,6 +877,60 @@ TEST(SoftmaxDivision, QuotientByReciprocalEqualsDivision) {
   EXPECT_EQ(bad, 0u) << bad << " of " << count << " quotients differ from the division";
 }
 
+/// softmax_row.hpp's row_range_bits (every SIMD softmax's pass 1: the row's max, min and NaN flag from four integer
+/// reductions) against the ordering-key max of row_max_bits, the same keys' min, and isnan, on rows drawn from
+/// each storage type's special patterns: ±0, the smallest subnormals, ±1, the largest finite values, ±inf and NaNs
+/// of both signs (quiet, signalling, all-ones payload), lengths 1 to 5, every single and pair exhaustively.
+template <DType kStorage>
+void check_row_range() {
+  using U = typename detail::StorageBits<kStorage>::U;
+  using S = std::make_signed_t<U>;
+  struct Tag {};
+  constexpr int kBits = int(sizeof(U)) * 8;
+  constexpr U kSign = U(U(1) << (kBits - 1)), kInf = detail::StorageBits<kStorage>::kAbsInf;
+  const U one = kStorage == DType::f32 ? 0x3F800000u : kStorage == DType::f16 ? 0x3C00u : 0x3F80u;
+  std::vector<U> pos = {0, 1, 2, one, U(one + 1), U(kInf - 1), kInf, U(kInf + 1), U(kInf | (kInf >> 1)),
+                        U(kSign - 1)};
+  std::vector<U> pats;
+  for (U p : pos) {
+    pats.push_back(p);
+    pats.push_back(U(p | kSign));
+  }
+  auto key = [](U u) { return detail::OrderKey<Tag, kStorage, U>::of(static_cast<S>(u)); };
+  auto is_nan = [&](U u) { return U(u & ~kSign) > kInf; };
+  std::size_t rows = 0;
+  auto check = [&](const std::vector<U>& row) {
+    ++rows;
+    const auto got = detail::row_range_bits<Tag, kStorage>(row.data(), row.size());
+    const bool nan = std::any_of(row.begin(), row.end(), is_nan);
+    ASSERT_EQ(got.nan, nan) << "row " << fmt::format("{:#x}", fmt::join(row, " "));
+    if (nan) return;
+    U kmin = row[0];
+    for (U u : row) kmin = key(u) < key(kmin) ? u : kmin;
+    ASSERT_EQ(got.max, (detail::row_max_bits<Tag, kStorage>(row.data(), row.size())))
+        << "row " << fmt::format("{:#x}", fmt::join(row, " "));
+    ASSERT_EQ(got.min, kmin) << "row " << fmt::format("{:#x}", fmt::join(row, " "));
+  };
+  for (U a : pats) {
+    check({a});
+    for (U b : pats) check({a, b});
+  }
+  test::Rng rng(test::case_seed(0xA7, kBits));
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<U> row(std::size_t(rng.integer(1, 5)));
+    for (U& u : row) u = rng.coin(0.8) ? pats[std::size_t(rng.integer(0, int(pats.size()) - 1))]
+                                       : U(std::uint32_t(rng.integer(0, (1 << 16) - 1)) << (kBits - 16));
+    check(row);
+  }
+  EXPECT_GT(rows, 20000u);
+}
+
+TEST(SoftmaxRowRange, MaxMinAndNanMatchTheOrderingKeys) {
+  check_row_range<DType::f32>();
+  check_row_range<DType::f16>();
+  check_row_range<DType::bf16>();
+}
+
 TEST(ExpF32, SpecialValuesAndRangeEnds) {
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(test::bits_of(exp_f32(0.0f)), test::bits_of(1.0f));

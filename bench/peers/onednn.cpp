@@ -1,4 +1,4 @@
-// oneDNN peers of dense_fwd: one matmul primitive with bias, Y = X·W + b, every tensor plain row-major
+// oneDNN peers of dense_fwd and softmax. dense_fwd: one matmul primitive with bias, Y = X·W + b, every tensor plain row-major
 // (format tag ab, as halfmap stores them, so any packing oneDNN does is inside the timed execute, as halfmap's
 // is), on halfmap's operands used in place (same bits: IEEE f32, bf16, fp16). Timed per call: execute() and
 // stream.wait(); the primitive is created once, untimed.
@@ -11,6 +11,12 @@
 //   onednn_f16__peer   fp16 X, W, b, Y. oneDNN 2.6 implements f16 matmul only with AVX512-FP16 (or AMX-FP16):
 //                      without it, creating the primitive descriptor fails with "unimplemented" and the benchmark
 //                      skips with that reason.
+//
+// Softmax peers (softmax/<name>/<level>, named like the matmul peers): softmax_v2 forward inference with
+// softmax_accurate (the max subtracted) over each row, src and dst of the dtype:
+//
+//   onednn_f32__peer, onednn_bf16__peer, onednn_f16__peer  f32 / bf16 / fp16 in and out (f32 arithmetic inside,
+//                      each output rounded to the dtype), like halfmap's f32, bf16_f32acc and f16_f32acc softmax.
 //
 // ISA: oneDNN picks its kernels at run time, up to the CPU's best ISA or the cap that ONEDNN_MAX_CPU_ISA (or
 // DNNL_MAX_CPU_ISA) sets for the whole process before first use. tools/main.sh runs halfmap_bench a second time
@@ -106,6 +112,47 @@ std::unique_ptr<DenseRun> make_f16(const DenseProblem& p) {
   return std::make_unique<MatmulRun>(p, dt::f16, "unsupported: oneDNN 2.6 has no f16 matmul on this CPU");
 }
 
+/// softmax_v2 forward inference (softmax_accurate: max subtracted) over axis 1 of a rows × cols plain tensor,
+/// src and dst of one dtype, on halfmap's buffers in place. Timed per call: execute() and stream.wait().
+class SoftmaxPrimRun final : public SoftmaxRun {
+ public:
+  SoftmaxPrimRun(std::size_t rows, std::size_t cols, const void* x, void* y, dt type, std::string_view unsupported)
+      : stream_(engine()) {
+    const dnnl::memory::desc md({static_cast<dnnl::memory::dim>(rows), static_cast<dnnl::memory::dim>(cols)}, type,
+                                tag::ab);
+    try {
+      pd_ = dnnl::softmax_v2_forward::primitive_desc(
+          dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::softmax_accurate, md,
+                                         md, 1),
+          engine());
+    } catch (const dnnl::error& e) {
+      if (e.status == dnnl_unimplemented) throw Unsupported(std::string(unsupported));
+      throw Unsupported(fmt::format("oneDNN: {}", e.what()));
+    }
+    prim_ = dnnl::softmax_v2_forward(pd_);
+    x_ = dnnl::memory(md, engine(), const_cast<void*>(x));  // only read: the const_cast never leads to a write
+    y_ = dnnl::memory(md, engine(), y);
+  }
+  void run() override {
+    prim_.execute(stream_, {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}});
+    stream_.wait();
+  }
+
+ private:
+  dnnl::stream stream_;
+  dnnl::softmax_v2_forward::primitive_desc pd_;
+  dnnl::softmax_v2_forward prim_;
+  dnnl::memory x_, y_;
+};
+
+template <dt kType>
+std::unique_ptr<SoftmaxRun> make_softmax(std::size_t rows, std::size_t cols, const void* x, void* y) {
+  constexpr std::string_view kWhat = kType == dt::f32    ? "unsupported: oneDNN 2.6 has no f32 softmax on this CPU"
+                                     : kType == dt::bf16 ? "unsupported: oneDNN 2.6 has no bf16 softmax on this CPU"
+                                                         : "unsupported: oneDNN 2.6 has no f16 softmax on this CPU";
+  return std::make_unique<SoftmaxPrimRun>(rows, cols, x, y, kType, kWhat);
+}
+
 std::string_view runtime_name(unsigned r) {
   switch (r) {
     case DNNL_RUNTIME_SEQ: return "sequential";
@@ -168,12 +215,14 @@ Library onednn_library() {
       fmt::format("oneDNN {}.{}.{} (git {}), CPU runtime {}; 1 thread: omp_set_num_threads(1) before first use "
                   "(omp_get_max_threads() = {}), dense_fwd_threads/: omp_set_num_threads(threads); max ISA {}; "
                   "matmul with bias, plain row-major tensors, "
-                  "bf16 peer writes bf16{}",
+                  "bf16 peer writes bf16; softmax_v2 (softmax_accurate) over rows{}",
                   v->major, v->minor, v->patch, v->hash, runtime_name(v->cpu_runtime), omp_get_max_threads(),
                   dnnl_isa_name(isa), cap ? " (capped by the environment: ONEDNN_MAX_CPU_ISA)" : ""),
       {peer(dt::f32, "f32", 1e-3, make_f32), peer(dt::bf16, "bf16", 1e-1, make_bf16),
        peer(dt::f16, "f16", 1e-1, make_f16)},
-      {},
+      {{peer_name("onednn", cap, isa_for(isa, dt::f32), "f32"), DType::f32, make_softmax<dt::f32>},
+       {peer_name("onednn", cap, isa_for(isa, dt::bf16), "bf16"), DType::bf16, make_softmax<dt::bf16>},
+       {peer_name("onednn", cap, isa_for(isa, dt::f16), "f16"), DType::f16, make_softmax<dt::f16>}},
   };
 }
 

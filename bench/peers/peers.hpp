@@ -56,7 +56,7 @@ struct DensePeer {
   bool threaded = false;
 };
 
-/// A prepared row-wise softmax of rows × cols f32 from x into y.
+/// A prepared row-wise softmax of rows × cols values of the peer's storage type from x into y.
 class SoftmaxRun {
  public:
   virtual ~SoftmaxRun() = default;
@@ -64,8 +64,10 @@ class SoftmaxRun {
 };
 
 struct SoftmaxPeer {
-  std::string name;  // <lib>_f32__peer
-  std::unique_ptr<SoftmaxRun> (*make)(std::size_t rows, std::size_t cols, const float* x, float* y);
+  std::string name;  // <lib>_<dtype>__peer
+  DType storage;     // of x and y: f32, or fp16 / bf16 bit patterns
+  std::unique_ptr<SoftmaxRun> (*make)(std::size_t rows, std::size_t cols, const void* x, void* y);  // throws
+                                                                                                    // Unsupported
 };
 
 /// The name of a dense peer: <lib>_<dtype>__peer, or <lib>_<isa>_<dtype>__peer when the environment capped the

@@ -127,8 +127,8 @@ class SoftmaxOpRun final : public SoftmaxRun {
   Operator op_;
 };
 
-std::unique_ptr<SoftmaxRun> make_softmax(std::size_t rows, std::size_t cols, const float* x, float* y) {
-  return std::make_unique<SoftmaxOpRun>(rows, cols, x, y);
+std::unique_ptr<SoftmaxRun> make_softmax(std::size_t rows, std::size_t cols, const void* x, void* y) {
+  return std::make_unique<SoftmaxOpRun>(rows, cols, static_cast<const float*>(x), static_cast<float*>(y));
 }
 
 }  // namespace
@@ -149,7 +149,7 @@ Library xnnpack_library() {
   // isa left empty: XNNPACK picks its micro-kernels at run time and does not say which.
   lib.dense = {{"xnnpack_f32__peer", DType::f32, 1e-3, make_f32, ""},
                {"xnnpack_f16__peer", DType::f16, 1e-1, make_f16, ""}};
-  lib.softmax = {{"xnnpack_f32__peer", make_softmax}};
+  lib.softmax = {{"xnnpack_f32__peer", DType::f32, make_softmax}};
   return lib;
 }
 

@@ -8,7 +8,7 @@ PEERS_HINT = "peer not built: install with tools/setup.sh --peers"
 EXPECTED_PEERS = {
     "dense_fwd": ("openblas_f32", "onednn_f32", "xnnpack_f32", "eigen_f32", "openblas_bf16", "onednn_bf16",
                   "xnnpack_f16", "eigen_f16", "onednn_f16"),
-    "softmax": ("xnnpack_f32",),
+    "softmax": ("xnnpack_f32", "onednn_f32", "onednn_bf16", "onednn_f16"),
 }
 
 

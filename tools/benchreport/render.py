@@ -319,7 +319,8 @@ def nn_section(results, roofs, context):
                "mse's of the read roof of the level; softmax's, softmax_naive's and xent's, whose bytes read + "
                "written (y, dlogits) are counted, of the copy roof of the level. softmax also compares elements "
                "per second with the fastest peer of the "
-               "same storage type (f32 with XNNPACK's f32 softmax); the other operations have no peer.")
+               "same storage type (XNNPACK's f32 softmax, oneDNN's f32, bf16 and fp16 softmax); the other operations have "
+               "no peer.")
     found = False
     for op in NN_OPS:
         kernels = results.kernels.get(op, [])

@@ -3,7 +3,7 @@
     1. f32 dense >= 0.85x the best f32 peer, at 1024³;
     2. f16_f32acc dense >= 0.9x halfmap's f32 dense, ISA by ISA;
     3. bf16_f32acc dense >= 0.9x oneDNN's bf16 matmul;
-    4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected;
+    4. the per-operation f16 dense kernels >= 1.5x XNNPACK's f16 fully-connected, at 256³, 512³ and 1024³;
     5. the memory-bound kernels that only read (reductions, mse) >= 0.85x the read roof at dram;
     6. f32 softmax >= 1.5x XNNPACK's f32 softmax at each level;
     7. every f32, f16_f32acc and bf16_f32acc dense path >= 1.0x the best peer of the same ISA and arithmetic, at
@@ -15,8 +15,10 @@
        their fp16 and bf16 storage kernels >= 1.8x the elements/s of the f32 kernel of the same op and ISA (the
        ISA it extends for avx512bf16, avx512fp16 and neonfp16; else the fastest f32 one);
    10. the per-operation f16 kernels of avx2 and avx512 (F16C) >= 0.9x the F16C round-trip roof of their ISA:
-       dense at 1024³, sum, sumsq and dot at l2 (at dram memory binds them first).
-   11. every halfmap dense kernel, forward and backward, on 2 threads >= 0.9x twice its speed on 1 (threads.py).
+       dense at 1024³, sum, sumsq and dot at l2 (at dram memory binds them first);
+   11. the fastest halfmap softmax of each storage type (f32, bf16, f16) >= 1.0x oneDNN's softmax of that type at
+       dram (issue 14);
+   12. every halfmap dense kernel, forward and backward, on 2 threads >= 0.9x twice its speed on 1 (threads.py).
 
 Every ratio is of the medians of the run's repetitions; met or missed judges that median ratio alone.
 """
@@ -38,6 +40,8 @@ HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
 F16C_TARGET = 0.9
 REDUCE_F16C_LEVEL = "l2"
 XNNPACK_SOFTMAX = 1.5
+ONEDNN_SOFTMAX = 1.0
+ONEDNN_SOFTMAX_STORAGE = ("f32", "bf16", "f16")
 # The ISA whose f32 kernel a half-storage kernel is compared with: its own, or the one it extends (avx512bf16 and
 # avx512fp16 have no f32 kernels of their own).
 F32_ISA = {"avx512bf16": "avx512", "avx512fp16": "avx512", "neonfp16": "neon"}
@@ -93,7 +97,8 @@ def fmt2(x):
 
 
 def dense_targets(rows, results, peers):
-    """Targets 1 to 4: the dense forward kernels at TARGET_SIZE against peers and against halfmap's f32."""
+    """Targets 1 to 4: the dense forward kernels at TARGET_SIZE against peers and against halfmap's f32 (target 4 at
+    SAME_ISA_SIZES)."""
     fwd, s, flops = "dense_fwd", TARGET_SIZE, "flops_per_second"
     value, kernel = best_halfmap(results, fwd, "f32", s, flops)
     base, peer, _ = peers.best("f32", s, flops)
@@ -118,13 +123,14 @@ def dense_targets(rows, results, peers):
              value, base, "onednn_bf16", 0.9, (None if value else kernel) or why,
              spread=results.spread(fwd, kernel, s, flops), base_spread=results.spread(fwd, onednn, s, flops))
     xnn = "xnnpack_f16" + PEER_SUFFIX
-    base = results.value(fwd, xnn, s, flops)
-    why = None if base else peers.why_missing(xnn, s)
-    for kernel in of_mode(results, fwd, "f16") or ["f16 dense kernel"]:
-        value = results.value(fwd, kernel, s, flops)
-        rows.add(f"f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, {s}³: `{kernel}`", value, base,
-                 "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why,
-                 spread=results.spread(fwd, kernel, s, flops), base_spread=results.spread(fwd, xnn, s, flops))
+    for s in SAME_ISA_SIZES:  # issue 14: at every size from 256³
+        base = results.value(fwd, xnn, s, flops)
+        why = None if base else peers.why_missing(xnn, s)
+        for kernel in of_mode(results, fwd, "f16") or ["f16 dense kernel"]:
+            value = results.value(fwd, kernel, s, flops)
+            rows.add(f"f16 per-op dense ≥ 1.5× XNNPACK f16 fully-connected, {s}³: `{kernel}`", value, base,
+                     "xnnpack_f16", 1.5, (None if value else results.why_missing(fwd, kernel, s)) or why,
+                     spread=results.spread(fwd, kernel, s, flops), base_spread=results.spread(fwd, xnn, s, flops))
 
 
 def same_isa_targets(rows, results, peers):
@@ -213,6 +219,26 @@ def softmax_targets(rows, results, peers):
                      (None if value else results.why_missing("softmax", kernel, level)) or why, "Gelem/s")
 
 
+def onednn_softmax_targets(rows, results, peers):
+    """Target 11: the fastest halfmap softmax of each storage type against oneDNN's softmax of that type, at dram."""
+    eps = "elements_per_second"
+    for storage in ONEDNN_SOFTMAX_STORAGE:
+        peer = f"onednn_{storage}" + PEER_SUFFIX
+        base = results.value("softmax", peer, "dram", eps)
+        kernels = [k for k in results.kernels.get("softmax", []) if not is_peer(k)
+                   and results.storage(k) == storage and results.facts(k).isa != "ref"]
+        found = [(v, k) for v, k in ((results.value("softmax", k, "dram", eps), k) for k in kernels) if v]
+        value, kernel = max(found) if found else (None, None)
+        missing = (None if value else (f"`{kernels[0]}`: {results.why_missing('softmax', kernels[0], 'dram')}"
+                                       if kernels else f"no {storage} softmax kernel in this run")) or \
+            (None if base else peers.why_missing(peer, "dram"))
+        rows.add(f"{storage} softmax ≥ {ONEDNN_SOFTMAX:g}× oneDNN {storage} softmax at dram: "
+                 + (f"`{kernel}`" if kernel else f"fastest {storage} softmax kernel"),
+                 value, base, f"onednn_{storage}", ONEDNN_SOFTMAX, missing, "Gelem/s",
+                 spread=results.spread("softmax", kernel, "dram", eps) if kernel else None,
+                 base_spread=results.spread("softmax", peer, "dram", eps))
+
+
 def target_rows(results, roofs, context, diagnose=None):
     """Rows [target, measured, ratio, needed, result] for every target the issues list, from this run (`diagnose`:
     the diagnose benchmark's JSON, or None when it did not run)."""
@@ -222,6 +248,7 @@ def target_rows(results, roofs, context, diagnose=None):
     memory_targets(rows, results, roofs)
     copy_targets(rows, results, roofs)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
+    onednn_softmax_targets(rows, results, Peers(results, context, "softmax"))
     f16c_targets(rows, results, roofs)
     rows += dense_threads.target_rows(results)
     rows += diagnose_bench.target_rows(diagnose)

@@ -29,11 +29,14 @@ constexpr unsigned kReduceLanes = F16::kW * kReduceRegs, kNnLanes = F16::kW * kN
 /// and the epilogue finishes each tile from L1. The 64 KiB B micro-panel streams from L2 with the 120-row A block
 /// (480 KiB). Measured here (Xeon, AVX-512 machine running the avx2 path) at 1024³, f32: k blocks of 256 ran at
 /// 0.78-0.81 of the avx2 FMA roof, 512 at 0.79, 1024 at 0.87-0.92; 4 × 24 tiles at 0.65-0.69; 72-row A blocks
-/// as 120. 4 × 16 for the per-op fp16 tile: 8 accumulators leave registers for the conversions.
+/// as 120. 6 × 16 for the per-op fp16 tile: each accumulator's FMA + vcvtps2ph + vcvtph2ps chain is some 16 cycles
+/// of latency (bench/roof/roof_avx2.cpp), so the 8 chains of a 4 × 16 tile ran at about 0.6 of the F16C roof and
+/// the 12 of 6 × 16 (12 accumulators, 2 of B, the broadcast and the conversion's temporary: 16 registers, no
+/// spill) at 1.26× that at 1024³ in a paired run here.
 using F32Block = Blocking<6, 16, 120, 1024, 4096>;
 using F32Gemm = GemmTraits<F32, F32, float, Mode::f32, F32Block>;
 using F16F32AccGemm = GemmTraits<F32, F32, std::uint16_t, Mode::f16_f32acc, F32Block>;
-using F16Gemm = GemmTraits<F16, F32, std::uint16_t, Mode::f16, Blocking<4, 16, 128, 256, 4096>>;
+using F16Gemm = GemmTraits<F16, F32, std::uint16_t, Mode::f16, Blocking<6, 16, 120, 256, 4096>>;
 
 template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {

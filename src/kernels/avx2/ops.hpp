@@ -50,6 +50,12 @@ struct F32 {
     const V s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
     return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
   }
+  /// nn.hpp's scale2n_normal: the low bits of nk (1.5·2^23 + n) shifted into the exponent field are n·2^23
+  /// (mod 2^32), added to p's bits. Two operations where scale2n takes nine.
+  static V scale2n_normal(V p, V nk) {
+    const __m256i bits = _mm256_add_epi32(_mm256_castps_si256(p), _mm256_slli_epi32(_mm256_castps_si256(nk), 23));
+    return _mm256_castsi256_ps(bits);
+  }
   static V nan_pass(V x, V y) { return _mm256_blendv_ps(y, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
   /// 8 fp16 values widened exactly / rounded to fp16 (round to nearest even).
   static V load_f16(const std::uint16_t* p) {

@@ -20,6 +20,7 @@
 //       called once per row of each finished micro-tile (count <= kNr), so it should be vectorised
 //   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
 //       exactly pack_panels's panels (avx512bf16's pairs: a transpose in shuffles rather than 16-bit moves)
+//   f16_epilogue(acc, m, n, b, act, out)  (f16 modes) f16_dense_epilogue's result (microkernel.hpp's GemmTraits)
 #pragma once
 
 #include <algorithm>
@@ -281,8 +282,8 @@ void dense_fwd(const DenseArgs& d) {
   const View<S> w{static_cast<const S*>(d.w), std::ptrdiff_t(d.n), 1};
   if constexpr (T::kMode == Mode::f16) {
     gemm<T>(d.m, d.n, d.k, x, w, acc.data());
-    f16_dense_epilogue(acc.data(), d.m, d.n, static_cast<const std::uint16_t*>(d.b), d.act,
-                       static_cast<std::uint16_t*>(d.y));
+    T::f16_epilogue(acc.data(), d.m, d.n, static_cast<const std::uint16_t*>(d.b), d.act,
+                    static_cast<std::uint16_t*>(d.y));
   } else {
     thread_local std::vector<float> bias;
     if (d.b != nullptr) {

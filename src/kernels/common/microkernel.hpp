@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "halfmap/registry.hpp"
+#include "kernels/common/gemm.hpp"  // f16_dense_epilogue
 
 namespace halfmap::detail {
 
@@ -87,9 +88,53 @@ struct GemmTraits : B {
   }
   static constexpr auto kernel = microkernel<Tile, int(B::kMr), int(B::kNr / Tile::kW)>;
 
+  /// The f16 modes' epilogue (gemm.hpp's dense_fwd): f16_dense_epilogue's out = relu?(acc + b), the add rounded
+  /// to fp16. On the per-operation F16C tiles (FmaKind::f32_round) it runs kW lanes at a time through Cvt: the
+  /// f16 model's add is to_f16(to_f32(a) + to_f32(b)), and vcvtph2ps, vaddps and vcvtps2ph are those operations
+  /// (half.hpp's conversions equal the hardware's for every pattern: exhaustive_conversion_test), so the bits
+  /// are the same. A row with a NaN in acc or b goes to f16_dense_epilogue itself, which of two NaNs an add
+  /// returns being its compiled operand order. The scalar epilogue took half the time of the avx512 forward pass
+  /// at 256³. Other tiles call f16_dense_epilogue.
+  static void f16_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, const std::uint16_t* b, Act act,
+                           std::uint16_t* out) {
+    if constexpr (Tile::kFma != FmaKind::f32_round) {
+      f16_dense_epilogue(acc, m, n, b, act, out);
+    } else {
+      constexpr std::size_t W = Cvt::kW;
+      const bool b_nan = b != nullptr && has_nan_f16(b, n);
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::uint16_t* a = acc + i * n;
+        std::uint16_t* o = out + i * n;
+        if (b == nullptr) {
+          std::memcpy(o, a, n * sizeof(std::uint16_t));
+        } else if (b_nan || has_nan_f16(a, n)) {
+          f16_dense_epilogue(a, 1, n, b, act, o);
+          continue;
+        } else {
+          std::size_t j = 0;
+          for (; j + W <= n; j += W) Cvt::store_f16(o + j, Cvt::add(Cvt::load_f16(a + j), Cvt::load_f16(b + j)));
+          if (j < n) f16_dense_epilogue(a + j, 1, n - j, b + j, Act::identity, o + j);
+        }
+        if (act == Act::relu) relu_f16(o, n);
+      }
+    }
+  }
+
  private:
   /// Whole registers, then single floats: the runs copied here are short (a row of a micro-tile, a 64-wide
   /// chunk of a panel), where an inlined memcpy becomes `rep movsq` and its start-up cost dominates.
+  static bool has_nan_f16(const std::uint16_t* v, std::size_t n) {
+    bool nan = false;
+    for (std::size_t j = 0; j < n; ++j) nan |= (v[j] & 0x7FFFu) > 0x7C00u;
+    return nan;
+  }
+  /// f16_dense_epilogue's relu on fp16 bits: negative, nonzero, non-NaN values become +0.
+  static void relu_f16(std::uint16_t* v, std::size_t n) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const unsigned mag = v[j] & 0x7FFFu;
+      v[j] = (v[j] & 0x8000u) != 0 && mag != 0 && mag <= 0x7C00u ? std::uint16_t{0} : v[j];
+    }
+  }
   static void copy_f32(const float* s, float* d, std::size_t n) {
     std::size_t i = 0;
     for (; i + Cvt::kW <= n; i += Cvt::kW) Cvt::store(d + i, Cvt::load(s + i));

@@ -33,6 +33,16 @@ struct StorageTraits {
     else if constexpr (t == DType::f16) M::store_f16(p, v);
     else M::store_bf16(p, v);
   }
+  /// v rounded to the storage type and widened back: what load() reads after store(v).
+  static V round(V v) {
+    if constexpr (t == DType::f32) {
+      return v;
+    } else {
+      Elem b[M::kW];
+      store(b, v);
+      return load(b);
+    }
+  }
 };
 template <class M>
 using F32Storage = StorageTraits<M, DType::f32>;
