@@ -241,7 +241,19 @@ TEST(SweepDeterminism, CompareMarksPathsThatDisagree) {
   const std::string diff = temp_dir() + "/diff.md";
   ASSERT_EQ(compare({a, b}, diff), "");
   EXPECT_NE(read_all(diff).find("\n1 group(s) of paths that should agree do not."), std::string::npos);
-  EXPECT_NE(read_all(diff).find("**≠ s_overflow onset**"), std::string::npos);
+  // The same kernel on both: nothing in their specs explains it.
+  EXPECT_NE(read_all(diff).find("**≠ s_overflow onset** (same spec: unexplained)"), std::string::npos);
+  // A spec that differs is named as the cause, field by field, against the group's first row.
+  const std::string order = doc["results"][0]["spec"]["order"].get<std::string>();
+  doc["results"][0]["spec"]["order"] = "i mod 7";
+  write_file_atomic(b + "/thresholds.json", doc.dump(2));
+  ASSERT_EQ(compare({a, b}, diff), "");
+  EXPECT_NE(read_all(diff).find("**≠ s_overflow onset** (order i mod 7 vs " + order + ")"), std::string::npos)
+      << read_all(diff);
+  doc["results"][0].erase("spec");
+  write_file_atomic(b + "/thresholds.json", doc.dump(2));
+  ASSERT_EQ(compare({a, b}, diff), "");
+  EXPECT_NE(read_all(diff).find("(spec not recorded"), std::string::npos);
   EXPECT_NE(compare({a + "/no-such"}, diff), "");
 }
 

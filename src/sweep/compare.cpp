@@ -91,7 +91,10 @@ std::string preamble(const std::vector<Source>& src) {
         "(per-op F16C rounds the f32 FMA; native fp16 fuses) and in accumulation order (lanes), so marks there "
         "can be real differences of the hardware rather than errors; `f16_model` is the fused reference. Peer "
         "libraries' paths (`peer <library> <dtype>`, src/peers/) sit in the group of the mode they are compared "
-        "with, beside halfmap's paths: a mark there is how the library differs (peers.md says why).\n";
+        "with, beside halfmap's paths: a mark there is how the library differs (peers.md says why). After each mark, in "
+        "parentheses, the cause: the fields of the two kernels' specs (thresholds.json's `spec`: accumulator, lanes, "
+        "order of accumulation, fp16 FMA kind, rounding recipe; README, \"Recomputing the numbers\") that differ "
+        "from the group's first row, or `same spec: unexplained` where none does.\n";
   return md;
 }
 
@@ -101,7 +104,28 @@ std::string band_text(const json& b) {
   return on == sat ? on : fmt::format("{} (sat. {})", on, sat);
 }
 
-/// "✓", or "**≠ what, ...**" listing the thresholds of `r` that differ from the group's first row `first`.
+/// Why `r` may differ from `first`: the fields of their kernel specs (thresholds.json's "spec": what decides the
+/// numbers) that differ, e.g. "order: SIMD, not fixed vs sequential". A peer's cause is its library's (peers.md);
+/// paths whose specs are identical and still differ are named as unexplained, for a person to look at.
+std::string cause(const json& r, const json& first) {
+  if (r["isa"] == "peer" || first["isa"] == "peer") return "a peer library's own arithmetic (peers.md)";
+  if (!r.contains("spec") || !first.contains("spec")) return "spec not recorded (a folder from an older halfmap)";
+  std::vector<std::string> why;
+  for (const char* field : {"accumulator", "lanes", "order", "fma", "recipe"}) {
+    const json& a = r["spec"][field];
+    const json& b = first["spec"][field];
+    if (a == b) continue;
+    auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.is_null() ? "-" : v.dump(); };
+    why.push_back(fmt::format("{} {} vs {}", field, text(a), text(b)));
+  }
+  if (why.empty()) return "same spec: unexplained";
+  std::string out = why[0];
+  for (std::size_t i = 1; i < why.size(); ++i) out += "; " + why[i];
+  return out;
+}
+
+/// "✓", or "**≠ what, ...** (cause)" listing the thresholds of `r` that differ from the group's first row `first`
+/// and the differences of their specs that explain it.
 std::string agreement(const json& r, const json& first, bool& differs) {
   std::vector<std::string> diff;
   for (const char* b : {"s_underflow", "s_overflow"}) {
@@ -119,7 +143,7 @@ std::string agreement(const json& r, const json& first, bool& differs) {
   differs = true;
   std::string out = "**≠ " + diff[0];
   for (std::size_t i = 1; i < diff.size(); ++i) out += ", " + diff[i];
-  return out + "**";
+  return out + "** (" + cause(r, first) + ")";
 }
 
 /// A row's path: halfmap's ISA, or a peer's library and storage type ("peer onednn bf16"), so that the peers of a

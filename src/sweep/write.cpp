@@ -18,6 +18,7 @@
 #include "halfmap/atomic_file.hpp"
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
+#include "halfmap/kernel_spec.hpp"
 #include "halfmap/loss_scale.hpp"
 #include "sweep/output.hpp"
 #include "sweep/thresholds.hpp"
@@ -181,6 +182,15 @@ json item_json(const Options& o, const ItemResult& it) {
   j["storage"] = dtype_name(e.fwd.storage);
   j["grad_kernel"] = e.bwd ? json(e.bwd->name) : json(nullptr);
   j["dist"] = dist_name(it.dist);
+  // What decides the numbers (include/halfmap/kernel_spec.hpp), so that `halfmap compare` can name the cause when
+  // two paths of one mode disagree, also across builds for different architectures.
+  const KernelSpec spec = kernel_spec(e.fwd);
+  const bool lanes_matter = e.fwd.mode == Mode::f16 || e.fwd.mode == Mode::f16_model || e.fwd.f32_order_fixed;
+  j["spec"] = {{"accumulator", spec.accumulator},
+               {"lanes", lanes_matter ? json(e.fwd.lanes) : json(nullptr)},
+               {"order", spec.order},
+               {"fma", spec.fma},
+               {"recipe", spec.recipe}};
   j["forward_tolerance"] = forward_tolerance(e.fwd.mode);
   j["s_grid"] = grid_json(s_grid_of(o, e));
   const Thresholds& t = it.thresholds;
