@@ -28,6 +28,15 @@ void neon_widen_all(std::uint32_t* out);
 /// through FMLAL, 8j+4..8j+7 through FMLAL2 (count % 8 == 0). Only where cpu_features().asimdfhm.
 void neonfhm_fmlal(const std::uint16_t* a, const std::uint16_t* b, const std::uint32_t* acc, std::size_t count,
                    std::uint32_t* out);
+/// FEAT_BF16 BFDOT (vbfdotq_f32; tests/hw/neonbf16_bfdot.cpp, +bf16) lane by lane: out[i] = BFDotAdd(acc[i],
+/// a[2i], a[2i+1], b[2i], b[2i+1]), a and b bf16 bit patterns, acc and out f32 bit patterns (count % 4 == 0).
+/// Only where cpu_features().bf16.
+void neonbf16_bfdot(const std::uint16_t* a, const std::uint16_t* b, const std::uint32_t* acc, std::size_t count,
+                    std::uint32_t* out);
+/// BFMMLA (vbfmmlaq_f32) on `blocks` blocks: block i is a[8i..8i+7] (2 rows of 4), b[8i..8i+7] (2 columns of 4),
+/// acc[4i..4i+3] and out[4i..4i+3] (the 2 × 2 result, row-major).
+void neonbf16_bfmmla(const std::uint16_t* a, const std::uint16_t* b, const std::uint32_t* acc, std::size_t blocks,
+                     std::uint32_t* out);
 #endif
 
 }  // namespace halfmap::test::hw
