@@ -18,6 +18,10 @@ void f16c_narrow_range(std::uint32_t first, std::size_t count, std::uint16_t* ou
 void f16c_widen_all(std::uint32_t* out);
 /// AVX512-BF16 vcvtneps2bf16 of the f32 bit patterns first .. first+count-1; count is a multiple of 16.
 void avx512bf16_narrow_range(std::uint32_t first, std::size_t count, std::uint16_t* out);
+/// AVX512-BF16 vdpbf16ps (tests/hw/avx512bf16_dpbf16.cpp) lane by lane: out[i] = acc[i] + a[2i]·b[2i] +
+/// a[2i+1]·b[2i+1] as the instruction computes it (count % 16 == 0). Only where isa_supported(avx512bf16).
+void avx512bf16_dpbf16ps(const std::uint16_t* a, const std::uint16_t* b, const std::uint32_t* acc, std::size_t count,
+                         std::uint32_t* out);
 #elif defined(__aarch64__)
 /// arm64 fcvtn (vcvt_f16_f32; FPCR rounding, nearest even by default) of count f32 bit patterns (count % 4 == 0).
 void neon_narrow(const std::uint32_t* patterns, std::size_t count, std::uint16_t* out);
