@@ -38,7 +38,8 @@ namespace {
 
 #if defined(__aarch64__)
 std::uint32_t model_bits(std::uint32_t acc, std::uint16_t a0, std::uint16_t a1, std::uint16_t b0, std::uint16_t b1) {
-  return std::bit_cast<std::uint32_t>(bfdot_model_step(std::bit_cast<float>(acc), bf16{a0}, bf16{a1}, bf16{b0}, bf16{b1}));
+  const float r = bfdot_model_step(std::bit_cast<float>(acc), bf16{a0}, bf16{a1}, bf16{b0}, bf16{b1});
+  return std::bit_cast<std::uint32_t>(r);
 }
 
 /// BFDOT of one lane (lane 0 of 4; the others get +0).
@@ -344,8 +345,8 @@ Comparison compare(bool bf16_acc) {
 // x86 side (on x86). Measured (seed 0xD1FF, qemu 7.2 and the x86 host alike: the models are plain C++):
 //   f32 accumulators: 195,294 of 400,000 lanes differ (48.8 %), 94.1 % of them by 1 ulp, 4.7 % by 2, the rest by
 //     more (up to 2048 ulps, where the difference meets cancellation);
-//   bf16-precision accumulators: 93,119 of 400,000 (23.3 %), 96.3 % of them by 1 ulp (the accumulator's zero low bits leave
-//     fewer sums inexact).
+//   bf16-precision accumulators: 93,119 of 400,000 (23.3 %), 96.3 % of them by 1 ulp (the accumulator's zero
+//     low bits leave fewer sums inexact).
 // Pinned within a few points.
 TEST(BfdotVsVdpbf16ps, OrdinaryLanesDifferByRoundingAndOrder) {
   const Comparison f = compare(false), h = compare(true);

@@ -154,14 +154,15 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "pairs in order from +0 (padded with zeros to a multiple of 4); `in f32; BFDotAdd`: each step adds "
       "x[2i]·y[2i] + x[2i+1]·y[2i+1] with the products, their sum and the addition rounded to odd, bf16 and f32 "
       "subnormal inputs read as 0, results below 2^-126 flushed, NaNs the default NaN, whatever FPCR says "
-      "(FEAT_BF16's BFDOT/BFMMLA; bit-exact to bfdot_model_reduce and bfdot_model_dense_fwd). fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
+      "(FEAT_BF16's BFDOT/BFMMLA; bit-exact to bfdot_model_reduce and bfdot_model_dense_fwd). fma: the fp16 FMA "
+      "where one rounds (`-`: none does).\n\n"
       "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {
     const KernelSpec s = kernel_spec(*k);
+    const bool lanes = f16_family(k->mode) || k->f32_order_fixed || k->bfdot_order;
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", k->name, dtype_name(k->storage), s.accumulator,
-                      f16_family(k->mode) || k->f32_order_fixed || k->bfdot_order ? std::to_string(k->lanes) : std::string("-"),
-                      s.order, s.fma, s.recipe);
+                      lanes ? std::to_string(k->lanes) : std::string("-"), s.order, s.fma, s.recipe);
   }
   return md;
 }
