@@ -73,6 +73,9 @@ std::optional<roof::IsaLoops> loops_for(Isa isa) {
 #if defined(HALFMAP_BENCH_ROOF_NEONFHM)
     case Isa::neonfhm: return roof::loops_neonfhm();
 #endif
+#if defined(HALFMAP_BENCH_ROOF_NEONBF16)
+    case Isa::neonbf16: return roof::loops_neonbf16();
+#endif
     default: return std::nullopt;
   }
 }

@@ -13,7 +13,8 @@
 //     the kernel's fused multiply-add flavour, compared as bit patterns (indices and hex printed on failure). The
 //     inputs hold fp16 subnormals and a few larger values: no path may flush, no path may reorder.
 //   * f16_f32acc with a fixed f32 order (Kernel::f32_order_fixed, neonfhm): also bit-exact against
-//     f32acc_model_dense_fwd / f32acc_model_dense_bwd(args).
+//     f32acc_model_dense_fwd / f32acc_model_dense_bwd(args); bf16_f32acc in BFDotAdd's order
+//     (Kernel::bfdot_order, neonbf16's BFMMLA) against bfdot_model_dense_fwd / bfdot_model_dense_bwd(args).
 //   * f32, f16_f32acc, bf16_f32acc: against E, the exact result computed in f64 from the same stored inputs (each
 //     product of two stored values is exact in f64; 24 + 24 <= 53 significant bits), with
 //         |acc - E| <= A = 2 r u S + r 2^-52 S + r 2^-149 [+ F],   u = 2^-24,   S = Σ_p |x_ip w_pj| (+ |b_j|),
@@ -24,7 +25,8 @@
 //     at most r roundings, so |acc - E| <= gamma_r S with gamma_r = r u / (1 - r u) <= 2 r u while r u <= 1/2
 //     (Higham, Accuracy and Stability of Numerical Algorithms, 3.1 and 4.2). The second term is the f64 oracle's
 //     own rounding; the third covers f32 underflow (each rounding in the subnormal range errs by at most 2^-150
-//     absolute). F is the flush term of vdpbf16ps on avx512bf16 only: it treats subnormal inputs, products and
+//     absolute). F is the flush term of vdpbf16ps on avx512bf16 and of BFDotAdd on neonbf16 only (whose round to
+//     odd errs by less than 1 ulp, 2u, per rounding: at most r of them, as above): it treats subnormal inputs, products and
 //     results as zero (DAZ/FTZ by design), which loses at most 2^-126 (max|x| + max|w| + 2) per k step, so
 //     F = (K + 1) 2^-126 (max|x| + max|w| + 2). The bf16 inputs do hold subnormals, so the flush is exercised.
 //     The stored output is the round-to-nearest image of act(acc) in the storage type, and rounding and relu are
@@ -161,6 +163,7 @@ Tiling tiling_of(const Kernel& k) {
     case Isa::neon: return {8, 8, 256, 128};
     case Isa::neonfp16: return {8, 16, 256, 128};
     case Isa::neonfhm: return {1, 8, 64, 4};  // no blocking: row by row, 8 columns at a time, k in order
+    case Isa::neonbf16: return {8, 8, 512, 64, 1024};  // BFMMLA 2×4·4×2 blocks, k packed in fours
     case Isa::peer: break;  // peer kernels are linked into the CLI only, never into this test
   }
   return {4, 8, 32, 64};
@@ -314,7 +317,7 @@ void expect_specials_match(const char* what, const Matrix& got, const std::vecto
 }
 
 double bf16_flush_term(const Kernel& k, std::size_t inner, double max_a, double max_b) {
-  if (k.isa != Isa::avx512bf16) return 0.0;
+  if (k.isa != Isa::avx512bf16 && k.isa != Isa::neonbf16) return 0.0;  // vdpbf16ps, BFDotAdd
   return double(inner + 1) * 0x1p-126 * (max_a + max_b + 2.0);
 }
 
@@ -386,6 +389,11 @@ void run_and_check_fwd(const Kernel& k, FwdCase& c, bool bias, Act act) {
     std::vector<f16> want(c.m * c.n);
     f32acc_model_dense_fwd({c.m, c.n, c.k, c.x.data(), c.w.data(), bias ? c.b.data() : nullptr, want.data(), act});
     expect_bits_equal("Y (f32acc_model_dense_fwd)", c.y, want);
+  }
+  if (k.bfdot_order) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
+    std::vector<f16> want(c.m * c.n);
+    bfdot_model_dense_fwd({c.m, c.n, c.k, c.x.data(), c.w.data(), bias ? c.b.data() : nullptr, want.data(), act});
+    expect_bits_equal("Y (bfdot_model_dense_fwd)", c.y, want);
   }
 }
 
@@ -777,6 +785,13 @@ void run_and_check_bwd(const Kernel& k, BwdCase& c, Which which) {
     if (which.dx) expect_bits_equal("dX (f32acc_model_dense_bwd)", c.dx, dx);
     if (which.dw) expect_bits_equal("dW (f32acc_model_dense_bwd)", c.dw, dw);
     if (which.db) expect_bits_equal("db (f32acc_model_dense_bwd)", c.db, db);
+  }
+  if (k.bfdot_order) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
+    std::vector<f16> dx(c.m * c.k), dw(c.k * c.n), db(c.n);
+    bfdot_model_dense_bwd({c.m, c.n, c.k, c.x.data(), c.w.data(), c.dy.data(), dx.data(), dw.data(), db.data()});
+    if (which.dx) expect_bits_equal("dX (bfdot_model_dense_bwd)", c.dx, dx);
+    if (which.dw) expect_bits_equal("dW (bfdot_model_dense_bwd)", c.dw, dw);
+    if (which.db) expect_bits_equal("db (bfdot_model_dense_bwd)", c.db, db);
   }
 }
 

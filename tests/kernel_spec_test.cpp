@@ -69,6 +69,11 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     if (k.f32_order_fixed && is_reduction(k.op)) {
       EXPECT_EQ(s.order.rfind("i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
     }
+    // neonbf16's BFDotAdd order says so, with the pair-lane order of its entry for the reductions.
+    EXPECT_EQ(s.order.find("in f32; BFDotAdd") != std::string::npos, k.bfdot_order) << s.order;
+    if (k.bfdot_order && is_reduction(k.op)) {
+      EXPECT_EQ(s.order.rfind("pair i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
+    }
     const bool fma_rounds = f16 && (k.op == Op::sumsq || k.op == Op::dot || k.op == Op::mse ||
                                     k.op == Op::dense_fwd || k.op == Op::dense_bwd);
     EXPECT_EQ(s.fma != "-", fma_rounds) << s.fma;

@@ -17,7 +17,8 @@
 //     admits fp16's 2^-11 relative rounding and overflow to inf exactly when even E - B rounds to inf, for
 //     bf16 its 2^-8 relative rounding. The result must also be a value of the storage type.
 //     Kernels with a fixed f32 order (Kernel::f32_order_fixed: neonfhm's FMLAL) are also bit-exact against
-//     f32acc_model_reduce(op, x, y, n, k.lanes).
+//     f32acc_model_reduce(op, x, y, n, k.lanes); those in BFDotAdd's order (Kernel::bfdot_order: neonbf16's
+//     BFDOT, which rounds to odd and flushes) against bfdot_model_reduce(op, x, y, n, k.lanes).
 //   * max|x|: exact in every mode (the f64 max|x| of the stored inputs, bit for bit).
 //   * inf and NaN: matched exactly, never "within tolerance".
 #include <gtest/gtest.h>
@@ -87,6 +88,12 @@ class Array {
   std::vector<f16> as_f16() const {
     std::vector<f16> v(n_);
     for (std::size_t i = 0; i < n_; ++i) v[i] = f16{std::uint16_t(bits(i))};
+    return v;
+  }
+  /// The elements as bf16 (storage bf16 only), contiguous, for the BFDOT model.
+  std::vector<bf16> as_bf16() const {
+    std::vector<bf16> v(n_);
+    for (std::size_t i = 0; i < n_; ++i) v[i] = bf16{std::uint16_t(bits(i))};
     return v;
   }
   std::vector<std::byte> snapshot() { return {buf_.data(), buf_.data() + buf_.size()}; }
@@ -191,6 +198,13 @@ void check_finite_result(const Kernel& k, const Inputs& in, float got) {
     const float want = f32acc_model_reduce(k.op, x.data(), k.op == Op::dot ? y.data() : nullptr, n, k.lanes);
     EXPECT_EQ(test::bits_of(got), test::bits_of(want))
         << "fixed-order f32 result " << hex(got) << ", f32acc_model_reduce with lanes " << k.lanes << " gives "
+        << hex(want);
+  }
+  if (k.bfdot_order) {
+    const std::vector<bf16> x = in.x.as_bf16(), y = in.y.as_bf16();
+    const float want = bfdot_model_reduce(k.op, x.data(), k.op == Op::dot ? y.data() : nullptr, n, k.lanes);
+    EXPECT_EQ(test::bits_of(got), test::bits_of(want))
+        << "BFDotAdd-order result " << hex(got) << ", bfdot_model_reduce with lanes " << k.lanes << " gives "
         << hex(want);
   }
   const double u = 0x1p-24;

@@ -266,6 +266,12 @@ class GuardedArray {
     for (std::size_t i = 0; i < n_; ++i) v[i] = f16{std::uint16_t(bits(i))};
     return v;
   }
+  /// The elements as bf16 (storage bf16 only), contiguous, for the BFDOT model.
+  std::vector<bf16> as_bf16() const {
+    std::vector<bf16> v(n_);
+    for (std::size_t i = 0; i < n_; ++i) v[i] = bf16{std::uint16_t(bits(i))};
+    return v;
+  }
   std::vector<std::byte> snapshot() const { return {bytes(), bytes() + buf_.size()}; }
   bool unchanged_since(const std::vector<std::byte>& s) const { return std::memcmp(s.data(), bytes(), s.size()) == 0; }
   /// "" if every element outside the array still holds its pattern, else where the first change is.

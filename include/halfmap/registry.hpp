@@ -199,6 +199,12 @@ struct Kernel {
   /// bit-exact to f32acc_model_reduce / f32acc_model_dense_fwd / f32acc_model_dense_bwd. False: the order is the
   /// path's own (checked within a bound).
   bool f32_order_fixed = false;
+  /// bf16_f32acc kernels built on FEAT_BF16's BFDotAdd (neonbf16's BFDOT/BFMMLA), whose order is fixed:
+  /// reductions add the pair (x[2q], x[2q+1]) into f32 lane q % lanes from +0 (n padded with zeros to whole
+  /// steps of 2·lanes), fold the lanes with f32 adds and round once; each dense output (dX, dW too) chains its
+  /// inner-index pairs in order from +0 (padded with zeros to a multiple of 4), db adds in f32 in row order. Such
+  /// kernels are bit-exact to bfdot_model_reduce / bfdot_model_dense_fwd / bfdot_model_dense_bwd.
+  bool bfdot_order = false;
   ReduceFn reduce = nullptr;      // ops sum, sumsq, maxabs, dot
   DenseFn dense = nullptr;        // op dense_fwd
   DenseBwdFn dense_bwd = nullptr; // op dense_bwd
@@ -252,6 +258,22 @@ void f32acc_model_dense_bwd(const DenseBwdArgs& args);
 /// One FMLAL lane: acc + f32(x)·f32(y) rounded once to f32 (sum: y = 1, sumsq: y = x), NaNs as Arm's FPMulAdd
 /// picks them (first signalling NaN of acc, x, y, else first quiet one; invalid: the default NaN 0x7FC00000).
 float f32acc_model_step(Op op, float acc, f16 x, f16 y);
+/// Arm's BFDotAdd without FEAT_EBF16 (src/models/bfdot.cpp): addend + (a0·b0 + a1·b1) with the products, their
+/// sum and the addition each rounded to odd in f32, bf16 and f32 subnormal inputs read as zero and results whose
+/// exact magnitude is below 2^-126 flushed to a zero of their sign (whatever FPCR says), exact magnitudes of 2^128
+/// and more infinite, every NaN and invalid operation the default NaN 0x7FC00000. One lane of BFDOT, and one of
+/// BFMMLA's two chained steps.
+float bfdot_model_step(float addend, bf16 a0, bf16 a1, bf16 b0, bf16 b1);
+/// The BFDOT reduction (Kernel::bfdot_order): pair q = (x[2q], x[2q+1]) (sum: times (1, 1), sumsq: times itself)
+/// into f32 lane q % lanes (a power of two) by bfdot_model_step from +0, n padded with zeros to a multiple of
+/// 2·lanes, the lanes folded by f32acc_model_fold, rounded once to bf16 and widened back.
+float bfdot_model_reduce(Op op, const bf16* x, const bf16* y, std::size_t n, unsigned lanes);
+/// The BFMMLA dense layer (bf16 storage): acc = bfdot_model_step chained over the k pairs in order from +0 (k
+/// padded with zeros to a multiple of 4), y = to_bf16(act(f32acc_model_add(acc, b_n))) (no add without a bias).
+void bfdot_model_dense_fwd(const DenseArgs& args);
+/// And backward: dX over j, dW over i, both chained as above; db[j] = f32acc_model_add over i in order from +0;
+/// each rounded once to bf16.
+void bfdot_model_dense_bwd(const DenseBwdArgs& args);
 /// a + b as Arm's FADD (first NaN operand quieted; invalid: the default NaN), for the folds and the bias.
 float f32acc_model_add(float a, float b);
 /// acc[j] = f32acc_model_add(acc[j], acc[j + w]) for w = lanes/2, ..., 1 (fold_lanes's order); returns acc[0].

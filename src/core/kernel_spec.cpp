@@ -77,8 +77,14 @@ std::string lane_order(unsigned lanes) {
 
 /// The f32-accumulating kernels fix no order (they are checked within a bound of float64, registry.hpp); the
 /// portable ones are sequential, avx512bf16 has vdpbf16ps's pairs and its flushing, and the fixed-order ones
-/// (neonfhm's FMLAL, Kernel::f32_order_fixed) have the fp16 kernels' lane order on f32 lanes.
+/// (neonfhm's FMLAL, Kernel::f32_order_fixed) have the fp16 kernels' lane order on f32 lanes; neonbf16's
+/// BFDOT/BFMMLA (Kernel::bfdot_order) that order on element pairs, in BFDotAdd steps.
 std::string f32acc_order(const Kernel& k) {
+  if (k.bfdot_order) {
+    const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
+    return (dense ? std::string("inner index in pairs in order") : "pair " + lane_order(k.lanes)) +
+           " in f32; BFDotAdd";
+  }
   if (k.f32_order_fixed) {
     const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
     return (dense ? std::string("inner index in order") : lane_order(k.lanes)) + " in f32; FMLAL";
@@ -143,14 +149,20 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "read as 0 and its subnormal results are flushed, and vcvtneps2bf16 flushes f32-subnormal outputs, "
       "whatever MXCSR says; `in f32; FMLAL`: that order on f32 accumulators, each term added with one f32 "
       "rounding and the lanes folded with f32 adds (FEAT_FHM's FMLAL/FMLAL2; bit-exact to f32acc_model_reduce "
-      "and f32acc_model_dense_fwd). fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
+      "and f32acc_model_dense_fwd); `pair i mod L`: the element pair (x[2i], x[2i+1]) into lane i mod L (the tail "
+      "padded with zeros to whole steps of 2L); `inner index in pairs in order`: each output adds its inner-index "
+      "pairs in order from +0 (padded with zeros to a multiple of 4); `in f32; BFDotAdd`: each step adds "
+      "x[2i]·y[2i] + x[2i+1]·y[2i+1] with the products, their sum and the addition rounded to odd, bf16 and f32 "
+      "subnormal inputs read as 0, results below 2^-126 flushed, NaNs the default NaN, whatever FPCR says "
+      "(FEAT_BF16's BFDOT/BFMMLA; bit-exact to bfdot_model_reduce and bfdot_model_dense_fwd). fma: the fp16 FMA "
+      "where one rounds (`-`: none does).\n\n"
       "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {
     const KernelSpec s = kernel_spec(*k);
+    const bool lanes = f16_family(k->mode) || k->f32_order_fixed || k->bfdot_order;
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", k->name, dtype_name(k->storage), s.accumulator,
-                      f16_family(k->mode) || k->f32_order_fixed ? std::to_string(k->lanes) : std::string("-"),
-                      s.order, s.fma, s.recipe);
+                      lanes ? std::to_string(k->lanes) : std::string("-"), s.order, s.fma, s.recipe);
   }
   return md;
 }

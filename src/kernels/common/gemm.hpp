@@ -21,6 +21,8 @@
 //   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
 //       exactly pack_panels's panels (avx512bf16's pairs: a transpose in shuffles rather than 16-bit moves)
 //   f16_epilogue(acc, m, n, b, act, out)  (f16 modes) f16_dense_epilogue's result (microkernel.hpp's GemmTraits)
+//   bias_add(float acc, float b)  (optional, f32-accumulating modes) acc + b where the path's contract fixes which
+//       NaN operand an add propagates (neonbf16: f32acc_model_add); otherwise a C++ add
 #pragma once
 
 #include <algorithm>
@@ -256,7 +258,14 @@ void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::s
       continue;
     }
     for (std::size_t j = 0; j < cols; ++j) {
-      float v = b != nullptr ? t[j] + b[j0 + j] : t[j];  // no "+ 0": it would turn -0 into +0
+      float v = t[j];  // no "+ 0" without a bias: it would turn -0 into +0
+      if (b != nullptr) {
+        if constexpr (requires { T::bias_add(v, v); }) {
+          v = T::bias_add(v, b[j0 + j]);
+        } else {
+          v = v + b[j0 + j];
+        }
+      }
       if (act == Act::relu) v = v < 0.0f ? 0.0f : v;
       row[j] = v;
     }
