@@ -73,6 +73,9 @@ std::optional<roof::IsaLoops> loops_for(Isa isa) {
 #if defined(HALFMAP_BENCH_ROOF_NEONFHM)
     case Isa::neonfhm: return roof::loops_neonfhm();
 #endif
+#if defined(HALFMAP_BENCH_ROOF_SVE)
+    case Isa::sve: return roof::loops_sve();
+#endif
     default: return std::nullopt;
   }
 }
@@ -238,6 +241,7 @@ std::optional<Isa> compute_roof_isa(const Kernel& k) {
     case Isa::avx512bf16: return k.mode == Mode::bf16_f32acc ? Isa::avx512bf16 : Isa::avx512;
     case Isa::avx512fp16: return k.mode == Mode::f16 ? Isa::avx512fp16 : Isa::avx512;
     case Isa::neonfp16: return k.mode == Mode::f16 ? Isa::neonfp16 : Isa::neon;
+    case Isa::sve: return k.mode == Mode::f16 ? std::nullopt : std::optional<Isa>(Isa::sve);  // f32 FMLA only
     default: return k.isa;
   }
 }

@@ -25,7 +25,9 @@ namespace {
 bool is_x86_isa(Isa isa) {
   return isa == Isa::avx2 || isa == Isa::avx512 || isa == Isa::avx512bf16 || isa == Isa::avx512fp16;
 }
-bool is_arm_isa(Isa isa) { return isa == Isa::neon || isa == Isa::neonfp16 || isa == Isa::neonfhm; }
+bool is_arm_isa(Isa isa) {
+  return isa == Isa::neon || isa == Isa::neonfp16 || isa == Isa::neonfhm || isa == Isa::sve;
+}
 
 #if defined(__x86_64__)
 constexpr bool kX86 = true;
@@ -35,7 +37,7 @@ constexpr bool kX86 = false;
 
 /// The ISAs a cap admits, written out from the chains in cpu.hpp (independently of cpu.cpp's ranks):
 /// x86 ref < avx2 < avx512 < {avx512bf16, avx512fp16} (siblings: a cap at one excludes the other);
-/// arm64 ref < neon < neonfp16 < neonfhm.
+/// arm64 ref < neon < neonfp16 < {neonfhm, sve} (siblings).
 std::set<Isa> admitted_by(Isa cap) {
   switch (cap) {
     case Isa::ref: return {Isa::ref};
@@ -46,6 +48,7 @@ std::set<Isa> admitted_by(Isa cap) {
     case Isa::neon: return {Isa::ref, Isa::neon};
     case Isa::neonfp16: return {Isa::ref, Isa::neon, Isa::neonfp16};
     case Isa::neonfhm: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::neonfhm};
+    case Isa::sve: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::sve};
     case Isa::peer: return {};  // not a cap (HALFMAP_ISA=peer is an error)
   }
   return {};
@@ -150,6 +153,9 @@ TEST(Isa, SupportFollowsTheChain) {
   if (isa_supported(Isa::neonfhm)) {
     EXPECT_TRUE(isa_supported(Isa::neonfp16)) << "FEAT_FHM implies FEAT_FP16";
   }
+  if (isa_supported(Isa::sve)) {
+    EXPECT_TRUE(isa_supported(Isa::neonfp16)) << "the sve path needs FEAT_FP16 too";
+  }
 }
 
 TEST(Isa, SupportAgreesWithCpuFeatures) {
@@ -162,12 +168,13 @@ TEST(Isa, SupportAgreesWithCpuFeatures) {
     EXPECT_EQ(isa_supported(Isa::avx512), avx512);
     EXPECT_EQ(isa_supported(Isa::avx512bf16), avx512 && f.avx512_bf16);
     EXPECT_EQ(isa_supported(Isa::avx512fp16), avx512 && f.avx512_fp16);
-    EXPECT_FALSE(f.asimd || f.fphp || f.asimdhp || f.asimdfhm) << "arm64 features on x86";
+    EXPECT_FALSE(f.asimd || f.fphp || f.asimdhp || f.asimdfhm || f.sve) << "arm64 features on x86";
   } else {
     EXPECT_TRUE(f.asimd) << "every arm64 CPU Linux runs on has Advanced SIMD";
     EXPECT_TRUE(isa_supported(Isa::neon));
     EXPECT_EQ(isa_supported(Isa::neonfp16), f.asimd && f.fphp && f.asimdhp);
     EXPECT_EQ(isa_supported(Isa::neonfhm), f.asimd && f.fphp && f.asimdhp && f.asimdfhm);
+    EXPECT_EQ(isa_supported(Isa::sve), f.asimd && f.fphp && f.asimdhp && f.sve);
     EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx512_bf16 || f.avx512_fp16)
         << "x86 features on arm64";
   }

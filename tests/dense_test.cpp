@@ -161,6 +161,7 @@ Tiling tiling_of(const Kernel& k) {
     case Isa::neon: return {8, 8, 256, 128};
     case Isa::neonfp16: return {8, 16, 256, 128};
     case Isa::neonfhm: return {1, 8, 64, 4};  // no blocking: row by row, 8 columns at a time, k in order
+    case Isa::sve: return {1, 16, 64, 4};  // row by row, one vector of columns (4 to 64 f32 lanes), k in order
     case Isa::peer: break;  // peer kernels are linked into the CLI only, never into this test
   }
   return {4, 8, 32, 64};

@@ -43,5 +43,6 @@ IsaLoops loops_avx512fp16();
 IsaLoops loops_neon();
 IsaLoops loops_neonfp16();
 IsaLoops loops_neonfhm();
+IsaLoops loops_sve();
 
 }  // namespace halfmap::bench::roof

@@ -20,15 +20,17 @@ inline constexpr bool kHostIsX86 = false;
 #endif
 
 /// The instruction-set paths. Each kernel belongs to exactly one. x86 paths form the chain
-/// ref < avx2 < avx512 < {avx512bf16, avx512fp16}; arm64 paths the chain ref < neon < neonfp16 < neonfhm
-/// (FEAT_FHM's FMLAL, which the architecture only has together with FEAT_FP16).
+/// ref < avx2 < avx512 < {avx512bf16, avx512fp16}; arm64 paths the chain ref < neon < neonfp16 < {neonfhm, sve}
+/// (FEAT_FHM's FMLAL, which the architecture only has together with FEAT_FP16; SVE, whose fp16 arithmetic
+/// halfmap uses with FEAT_FP16's; siblings: a cap at one excludes the other).
 /// `peer` is not one of halfmap's paths: it marks the kernels of peer libraries (oneDNN, XNNPACK, Eigen,
 /// OpenBLAS; src/peers/), which pick their own instructions. It is compiled only into binaries that link the
 /// peers, is held back by any HALFMAP_ISA cap, cannot be a cap itself, and is not in kAllIsas.
-enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, neonfhm, peer };
+enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, neonfhm, sve, peer };
 
-inline constexpr std::array<Isa, 8> kAllIsas = {Isa::ref,        Isa::avx2, Isa::avx512,   Isa::avx512bf16,
-                                                Isa::avx512fp16, Isa::neon, Isa::neonfp16, Isa::neonfhm};
+inline constexpr std::array<Isa, 9> kAllIsas = {Isa::ref,        Isa::avx2, Isa::avx512,   Isa::avx512bf16,
+                                                Isa::avx512fp16, Isa::neon, Isa::neonfp16, Isa::neonfhm,
+                                                Isa::sve};
 
 std::string_view isa_name(Isa isa);
 std::optional<Isa> parse_isa(std::string_view name);
@@ -43,6 +45,8 @@ struct CpuFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512_bf16 = false, avx512_fp16 = false;
   // arm64
   bool asimd = false, fphp = false, asimdhp = false, asimdfhm = false;
+  bool sve = false;
+  unsigned sve_vector_bits = 0;  // SVE's vector length for this thread (prctl PR_SVE_GET_VL), 0 without SVE
 };
 
 /// Detected on first call, then cached.
@@ -68,6 +72,7 @@ inline constexpr CpuFlag kCpuFlags[] = {
     {"fphp", &CpuFeatures::fphp, false},
     {"asimdhp", &CpuFeatures::asimdhp, false},
     {"asimdfhm", &CpuFeatures::asimdfhm, false},
+    {"sve", &CpuFeatures::sve, false},
 };
 
 /// True if this build contains the ISA's kernels (they are compiled only for the matching architecture).

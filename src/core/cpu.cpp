@@ -11,6 +11,7 @@
 #elif defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #endif
 
 namespace halfmap {
@@ -37,6 +38,7 @@ constexpr IsaInfo kIsaInfo[] = {
     {Isa::neonfp16, "neonfp16", "ARMv8.2-A FP16 (fphp + asimdhp)", false, 2},
     // Rank 3 is the first sibling rank (isa_enabled): x86 has two siblings there, arm64 for now one path.
     {Isa::neonfhm, "neonfhm", "FEAT_FHM FMLAL (asimdfhm + neonfp16)", false, 3},
+    {Isa::sve, "sve", "SVE, any vector length (sve + neonfp16)", false, 3},
     // Above every cap: a peer library's kernels run only when no HALFMAP_ISA cap is set.
     {Isa::peer, "peer", "a peer library linked into this binary (src/peers/)", kHostIsX86, 100},
 };
@@ -97,6 +99,11 @@ CpuFeatures detect() {
   f.fphp = hw & HWCAP_FPHP;
   f.asimdhp = hw & HWCAP_ASIMDHP;
   f.asimdfhm = hw & HWCAP_ASIMDFHM;
+  f.sve = hw & HWCAP_SVE;
+  if (f.sve) {  // the kernel's view of the vector length (no SVE instruction is executed to learn it)
+    const int vl = prctl(PR_SVE_GET_VL);
+    if (vl > 0) f.sve_vector_bits = 8u * static_cast<unsigned>(vl & PR_SVE_VL_LEN_MASK);
+  }
   std::string implementer, part;
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -125,6 +132,7 @@ bool hardware_has(Isa isa) {
     case Isa::neon: return f.asimd;
     case Isa::neonfp16: return f.asimd && f.fphp && f.asimdhp;
     case Isa::neonfhm: return f.asimd && f.fphp && f.asimdhp && f.asimdfhm;
+    case Isa::sve: return f.asimd && f.fphp && f.asimdhp && f.sve;
     case Isa::peer: return true;  // each peer kernel is checked on this CPU when the peers' list is built
   }
   return false;
@@ -181,6 +189,9 @@ bool isa_compiled(Isa isa) {
 #if defined(HALFMAP_WITH_NEONFHM)
     case Isa::neonfhm: return true;
 #endif
+#if defined(HALFMAP_WITH_SVE)
+    case Isa::sve: return true;
+#endif
     case Isa::peer: return peers_linked();
     default: return false;
   }
@@ -229,7 +240,7 @@ bool isa_enabled(Isa isa) {
   const IsaInfo& me = info(isa);
   if (me.rank > cap.rank) return false;
   // Ranks from 3 up are siblings (x86: avx512bf16 and avx512fp16 above avx512): capping at one excludes the
-  // others. arm64's neonfhm is alone at rank 3, so on arm64 the cap is a chain.
+  // others; arm64: neonfhm and sve.
   return me.rank < 3 || isa == *s.cap;
 }
 

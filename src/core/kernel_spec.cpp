@@ -81,8 +81,10 @@ std::string lane_order(unsigned lanes) {
 std::string f32acc_order(const Kernel& k) {
   if (k.f32_order_fixed) {
     const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
-    return (dense ? std::string("inner index in order") : lane_order(k.lanes)) + " in f32; FMLAL";
+    return (dense ? std::string("inner index in order") : lane_order(k.lanes)) +
+           (k.isa == Isa::sve ? " in f32; SVE fcvt + fmla" : " in f32; FMLAL");
   }
+  if (k.isa == Isa::sve && k.lanes > 1) return lane_order(k.lanes) + " in f32, any vector length";
   if (k.isa == Isa::avx512bf16) {
     const bool dp = is_reduction(k.op) || k.op == Op::dense_fwd || k.op == Op::dense_bwd;
     return dp ? "vdpbf16ps pairs, flushes" : "SIMD, not fixed; flushes";
@@ -143,13 +145,15 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "read as 0 and its subnormal results are flushed, and vcvtneps2bf16 flushes f32-subnormal outputs, "
       "whatever MXCSR says; `in f32; FMLAL`: that order on f32 accumulators, each term added with one f32 "
       "rounding and the lanes folded with f32 adds (FEAT_FHM's FMLAL/FMLAL2; bit-exact to f32acc_model_reduce "
-      "and f32acc_model_dense_fwd). fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
+      "and f32acc_model_dense_fwd); `in f32; SVE fcvt + fmla`: the same order with each fp16 term widened exactly "
+      "first (the sve path, at any vector length); `in f32, any vector length`: that lane order on f32 lanes, "
+      "the same at every SVE vector length. fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
       "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {
     const KernelSpec s = kernel_spec(*k);
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", k->name, dtype_name(k->storage), s.accumulator,
-                      f16_family(k->mode) || k->f32_order_fixed ? std::to_string(k->lanes) : std::string("-"),
+                      f16_family(k->mode) || k->f32_order_fixed || k->lanes > 1 ? std::to_string(k->lanes) : std::string("-"),
                       s.order, s.fma, s.recipe);
   }
   return md;
