@@ -84,7 +84,10 @@ std::string f32acc_order(const Kernel& k) {
     return (dense ? std::string("inner index in order") : lane_order(k.lanes)) +
            (k.isa == Isa::sve ? " in f32; SVE fcvt + fmla" : " in f32; FMLAL");
   }
-  if (k.isa == Isa::sve && k.lanes > 1) return lane_order(k.lanes) + " in f32, any vector length";
+  if (k.isa == Isa::sve && k.op != Op::maxabs) {  // f32 mode, its order fixed too (sve/kernels.cpp)
+    const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
+    return (dense ? std::string("inner index in order") : lane_order(k.lanes)) + " in f32, any vector length";
+  }
   if (k.isa == Isa::avx512bf16) {
     const bool dp = is_reduction(k.op) || k.op == Op::dense_fwd || k.op == Op::dense_bwd;
     return dp ? "vdpbf16ps pairs, flushes" : "SIMD, not fixed; flushes";
