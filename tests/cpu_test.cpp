@@ -107,7 +107,7 @@ TEST(CpuFlags, ListEveryFlagOnceAndOnlyTheHostsAreSet) {
       EXPECT_FALSE(cpu_features().*f.member) << f.name << " is another architecture's";
     }
   }
-  EXPECT_EQ(names.size(), 12u) << "CpuFeatures has 12 flags: list a new one in kCpuFlags";
+  EXPECT_EQ(names.size(), 13u) << "CpuFeatures has 13 flags: list a new one in kCpuFlags";
   EXPECT_EQ(kHostIsX86, kX86);
   EXPECT_EQ(kHostArch, kX86 ? "x86-64" : "arm64");
 }
@@ -175,6 +175,14 @@ TEST(Isa, SupportAgreesWithCpuFeatures) {
     EXPECT_EQ(isa_supported(Isa::neonfp16), f.asimd && f.fphp && f.asimdhp);
     EXPECT_EQ(isa_supported(Isa::neonfhm), f.asimd && f.fphp && f.asimdhp && f.asimdfhm);
     EXPECT_EQ(isa_supported(Isa::sve), f.asimd && f.fphp && f.asimdhp && f.sve);
+    // SVE's vector length (prctl): 128 to 2048 bits in steps of 128 with SVE, 0 without (sve_test compares it
+    // with svcntb()).
+    if (f.sve) {
+      EXPECT_TRUE(f.sve_vector_bits >= 128 && f.sve_vector_bits <= 2048 && f.sve_vector_bits % 128 == 0)
+          << f.sve_vector_bits;
+    } else {
+      EXPECT_EQ(f.sve_vector_bits, 0u);
+    }
     EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx512_bf16 || f.avx512_fp16)
         << "x86 features on arm64";
   }
