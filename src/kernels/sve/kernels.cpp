@@ -19,12 +19,14 @@
 // The one difference from FMLAL (neonfhm): fcvt quiets an fp16 signalling NaN before the f32 fmla, so where a
 // term's operands hold a quiet NaN before a signalling one in FPProcessNaNs3's order (the accumulator, then x,
 // then y), the result is the first quiet NaN where FMLAL's is the signalling one quieted; both are NaN.
-// mse, softmax and xent are not here: the common algorithms (kernels/common/nn.hpp) need a compile-time width.
+//   * mse (below): 32 logical lanes in every mode, the f16 one the f16 model's order with 32 lanes.
+// softmax and xent are not here: the common algorithms (kernels/common/nn.hpp) need a compile-time width.
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/nn.hpp"
 #include "kernels/common/reduce.hpp"
 #include "kernels/sve/ops.hpp"
 
@@ -247,6 +249,121 @@ void dense_bwd(const DenseBwdArgs& d) {
   }
 }
 
+// ---- mse: L = Σ d_i² / n and dp_i = c·d_i, c = (2·loss_scale)/float(n), in 32 logical lanes -----------------
+// f32, f16_f32acc: d = p - y in f32 (fp16 widened exactly), acc = fma(d, d, acc), dp = the storage type of c·d;
+// f16: every value in the low half of a 32-bit container (ld1h into .s lanes, .h arithmetic under a .s
+// predicate, so only those halves are active): d = r(p - y), acc = fma(d, d, acc) rounding to fp16 (fused),
+// dp = r(f32(d)·c) with a NaN stored as 0x7E00; the lanes folded by f16_model::fold_lanes and mse_f16_finish:
+// the f16 model with 32 lanes (neonfp16's mse order). Each lane's order is fixed at every vector length.
+
+/// f32 / fp16-widened mse terms.
+template <class K>
+struct MseF32 {
+  using Elem = typename K::Elem;
+  using V = svfloat32_t;
+  using Lane = float;
+  static V zero() { return svdup_n_f32(0.0f); }
+  static V diff(svbool_t pg, const Elem* p, const Elem* y) { return svsub_f32_m(pg, K::load(pg, p), K::load(pg, y)); }
+  static V sq(svbool_t pg, V acc, V d) { return svmla_f32_m(pg, acc, d, d); }
+  static void grad(svbool_t pg, Elem* dp, V d, float c) {
+    const V g = svmul_n_f32_m(pg, d, c);
+    if constexpr (sizeof(Elem) == 4) {
+      svst1_f32(pg, dp, g);
+    } else {
+      svst1h_u32(pg, dp, svreinterpret_u32_f16(svcvt_f16_f32_x(pg, g)));  // fcvt: round to nearest even
+    }
+  }
+  static void store_lanes(svbool_t pg, Lane* l, V v) { svst1_f32(pg, l, v); }
+  static float finish(Lane* lanes, std::size_t n, Mode mode) {
+    return f32acc_finish(mode, f32acc_model_fold(lanes, kF32Lanes) / float(n));
+  }
+};
+
+/// f16_model::fold_lanes on fp16 bits with fadd .h (acc[j] = r(acc[j] + acc[j + w]), w = lanes/2, ..., 1), as
+/// the neonfp16 kernels fold in registers; returns acc[0].
+std::uint16_t f16_fold_bits(std::uint16_t* l, unsigned lanes) {
+  for (unsigned w = lanes / 2; w >= 1; w /= 2) {
+    for (std::uint64_t j = 0; j < w; j += svcnth()) {
+      const svbool_t pg = svwhilelt_b16_u64(j, w);
+      store_f16(pg, l + j, svadd_f16_m(pg, load_f16(pg, l + j), load_f16(pg, l + j + w)));
+    }
+  }
+  return l[0];
+}
+
+/// fp16 mse terms, one per 32-bit container.
+struct MseF16 {
+  using Elem = std::uint16_t;
+  using V = svfloat16_t;
+  using Lane = std::uint16_t;
+  static V zero() { return dup_f16(0); }
+  static V ld(svbool_t pg, const Elem* p) { return svreinterpret_f16_u32(svld1uh_u32(pg, p)); }
+  static V diff(svbool_t pg, const Elem* p, const Elem* y) { return svsub_f16_m(pg, ld(pg, p), ld(pg, y)); }
+  static V sq(svbool_t pg, V acc, V d) { return svmla_f16_m(pg, acc, d, d); }
+  static void grad(svbool_t pg, Elem* dp, V d, float c) {
+    const svfloat16_t g = svcvt_f16_f32_x(pg, svmul_n_f32_x(pg, svcvt_f32_f16_x(pg, d), c));
+    const svfloat16_t out = svsel_f16(svcmpuo_f16(pg, g, g), dup_f16(0x7E00), g);
+    svst1h_u32(pg, dp, svreinterpret_u32_f16(out));
+  }
+  static void store_lanes(svbool_t pg, Lane* l, V v) { svst1h_u32(pg, l, svreinterpret_u32_f16(v)); }
+  static float finish(Lane* lanes, std::size_t n, Mode) { return mse_f16_finish(f16_fold_bits(lanes, kF32Lanes), n); }
+};
+
+#define HALFMAP_SVE_MSE_STEP(r)                                             \
+  if constexpr (R > r) {                                                    \
+    const svbool_t pg = svwhilelt_b32_u64(r * vl, cnt);                     \
+    const typename T::V d = T::diff(pg, p + i + r * vl, y + i + r * vl);    \
+    a##r = T::sq(pg, a##r, d);                                              \
+    if (dp != nullptr) T::grad(pg, dp + i + r * vl, d, c);                  \
+  }
+#define HALFMAP_SVE_MSE_STORE(r) \
+  if constexpr (R > r) T::store_lanes(svwhilelt_b32_u64(r * vl, L), lanes + r * vl, a##r);
+
+template <class T, unsigned R, Mode kMode>
+float mse_r(const LossArgs& a) {
+  using Elem = typename T::Elem;
+  constexpr unsigned L = kF32Lanes;
+  const std::uint64_t vl = svcntw();
+  const auto* p = static_cast<const Elem*>(a.p);
+  const auto* y = static_cast<const Elem*>(a.y);
+  auto* dp = static_cast<Elem*>(a.dp);
+  const float c = (2.0f * a.loss_scale) / float(a.n);
+  typename T::V a0 = T::zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  for (std::size_t i = 0; i < a.n; i += L) {
+    const std::uint64_t cnt = a.n - i < L ? a.n - i : L;
+    HALFMAP_SVE_MSE_STEP(0)
+    HALFMAP_SVE_MSE_STEP(1)
+    HALFMAP_SVE_MSE_STEP(2)
+    HALFMAP_SVE_MSE_STEP(3)
+    HALFMAP_SVE_MSE_STEP(4)
+    HALFMAP_SVE_MSE_STEP(5)
+    HALFMAP_SVE_MSE_STEP(6)
+    HALFMAP_SVE_MSE_STEP(7)
+  }
+  typename T::Lane lanes[L];
+  HALFMAP_SVE_MSE_STORE(0)
+  HALFMAP_SVE_MSE_STORE(1)
+  HALFMAP_SVE_MSE_STORE(2)
+  HALFMAP_SVE_MSE_STORE(3)
+  HALFMAP_SVE_MSE_STORE(4)
+  HALFMAP_SVE_MSE_STORE(5)
+  HALFMAP_SVE_MSE_STORE(6)
+  HALFMAP_SVE_MSE_STORE(7)
+  return T::finish(lanes, a.n, kMode);
+}
+#undef HALFMAP_SVE_MSE_STEP
+#undef HALFMAP_SVE_MSE_STORE
+
+template <class T, Mode kMode>
+float mse(const LossArgs& a) {
+  switch (regs_for(kF32Lanes, svcntw())) {
+    case 1: return mse_r<T, 1, kMode>(a);
+    case 2: return mse_r<T, 2, kMode>(a);
+    case 4: return mse_r<T, 4, kMode>(a);
+    default: return mse_r<T, 8, kMode>(a);
+  }
+}
+
 template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma = FmaKind::none) {
   return entry<o, m, kIsa>(fn, lanes, fma);
@@ -277,6 +394,10 @@ const Kernel kList[] = {
     fixed<Op::dense_bwd>(dense_bwd<F16WK>, 1),
     k<Op::dense_fwd, Mode::f16>(dense_fwd<F16K>, 1, kF),
     k<Op::dense_bwd, Mode::f16>(dense_bwd<F16K>, 1, kF),
+
+    k<Op::mse, Mode::f32>(mse<MseF32<F32K>, Mode::f32>, kF32Lanes),
+    k<Op::mse, Mode::f16_f32acc>(mse<MseF32<F16WK>, Mode::f16_f32acc>, kF32Lanes),
+    k<Op::mse, Mode::f16>(mse<MseF16, Mode::f16>, kF32Lanes, kF),
 };
 
 }  // namespace
