@@ -76,6 +76,9 @@ std::optional<roof::IsaLoops> loops_for(Isa isa) {
 #if defined(HALFMAP_BENCH_ROOF_NEONBF16)
     case Isa::neonbf16: return roof::loops_neonbf16();
 #endif
+#if defined(HALFMAP_BENCH_ROOF_SVE)
+    case Isa::sve: return roof::loops_sve();
+#endif
     default: return std::nullopt;
   }
 }
@@ -241,6 +244,7 @@ std::optional<Isa> compute_roof_isa(const Kernel& k) {
     case Isa::avx512bf16: return k.mode == Mode::bf16_f32acc ? Isa::avx512bf16 : Isa::avx512;
     case Isa::avx512fp16: return k.mode == Mode::f16 ? Isa::avx512fp16 : Isa::avx512;
     case Isa::neonfp16: return k.mode == Mode::f16 ? Isa::neonfp16 : Isa::neon;
+    case Isa::sve: return k.mode == Mode::f16 ? std::nullopt : std::optional<Isa>(Isa::sve);  // f32 FMLA only
     default: return k.isa;
   }
 }

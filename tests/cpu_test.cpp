@@ -26,7 +26,8 @@ bool is_x86_isa(Isa isa) {
   return isa == Isa::avx2 || isa == Isa::avx512 || isa == Isa::avx512bf16 || isa == Isa::avx512fp16;
 }
 bool is_arm_isa(Isa isa) {
-  return isa == Isa::neon || isa == Isa::neonfp16 || isa == Isa::neonfhm || isa == Isa::neonbf16;
+  return isa == Isa::neon || isa == Isa::neonfp16 || isa == Isa::neonfhm || isa == Isa::neonbf16 ||
+         isa == Isa::sve;
 }
 
 #if defined(__x86_64__)
@@ -37,7 +38,7 @@ constexpr bool kX86 = false;
 
 /// The ISAs a cap admits, written out from the chains in cpu.hpp (independently of cpu.cpp's ranks):
 /// x86 ref < avx2 < avx512 < {avx512bf16, avx512fp16} (siblings: a cap at one excludes the other);
-/// arm64 ref < neon < neonfp16 < {neonfhm, neonbf16} (siblings too).
+/// arm64 ref < neon < neonfp16 < {neonfhm, neonbf16, sve} (siblings).
 std::set<Isa> admitted_by(Isa cap) {
   switch (cap) {
     case Isa::ref: return {Isa::ref};
@@ -49,6 +50,7 @@ std::set<Isa> admitted_by(Isa cap) {
     case Isa::neonfp16: return {Isa::ref, Isa::neon, Isa::neonfp16};
     case Isa::neonfhm: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::neonfhm};
     case Isa::neonbf16: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::neonbf16};
+    case Isa::sve: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::sve};
     case Isa::peer: return {};  // not a cap (HALFMAP_ISA=peer is an error)
   }
   return {};
@@ -107,7 +109,7 @@ TEST(CpuFlags, ListEveryFlagOnceAndOnlyTheHostsAreSet) {
       EXPECT_FALSE(cpu_features().*f.member) << f.name << " is another architecture's";
     }
   }
-  EXPECT_EQ(names.size(), 13u) << "CpuFeatures has 13 flags: list a new one in kCpuFlags";
+  EXPECT_EQ(names.size(), 14u) << "CpuFeatures has 14 flags: list a new one in kCpuFlags";
   EXPECT_EQ(kHostIsX86, kX86);
   EXPECT_EQ(kHostArch, kX86 ? "x86-64" : "arm64");
 }
@@ -156,6 +158,9 @@ TEST(Isa, SupportFollowsTheChain) {
   if (isa_supported(Isa::neonbf16)) {
     EXPECT_TRUE(isa_supported(Isa::neon)) << "FEAT_BF16's vector forms need Advanced SIMD";
   }
+  if (isa_supported(Isa::sve)) {
+    EXPECT_TRUE(isa_supported(Isa::neonfp16)) << "the sve path needs FEAT_FP16 too";
+  }
 }
 
 TEST(Isa, SupportAgreesWithCpuFeatures) {
@@ -168,13 +173,22 @@ TEST(Isa, SupportAgreesWithCpuFeatures) {
     EXPECT_EQ(isa_supported(Isa::avx512), avx512);
     EXPECT_EQ(isa_supported(Isa::avx512bf16), avx512 && f.avx512_bf16);
     EXPECT_EQ(isa_supported(Isa::avx512fp16), avx512 && f.avx512_fp16);
-    EXPECT_FALSE(f.asimd || f.fphp || f.asimdhp || f.asimdfhm || f.bf16) << "arm64 features on x86";
+    EXPECT_FALSE(f.asimd || f.fphp || f.asimdhp || f.asimdfhm || f.bf16 || f.sve) << "arm64 features on x86";
   } else {
     EXPECT_TRUE(f.asimd) << "every arm64 CPU Linux runs on has Advanced SIMD";
     EXPECT_TRUE(isa_supported(Isa::neon));
     EXPECT_EQ(isa_supported(Isa::neonfp16), f.asimd && f.fphp && f.asimdhp);
     EXPECT_EQ(isa_supported(Isa::neonfhm), f.asimd && f.fphp && f.asimdhp && f.asimdfhm);
     EXPECT_EQ(isa_supported(Isa::neonbf16), f.asimd && f.bf16);
+    EXPECT_EQ(isa_supported(Isa::sve), f.asimd && f.fphp && f.asimdhp && f.sve);
+    // SVE's vector length (prctl): 128 to 2048 bits in steps of 128 with SVE, 0 without (sve_test compares it
+    // with svcntb()).
+    if (f.sve) {
+      EXPECT_TRUE(f.sve_vector_bits >= 128 && f.sve_vector_bits <= 2048 && f.sve_vector_bits % 128 == 0)
+          << f.sve_vector_bits;
+    } else {
+      EXPECT_EQ(f.sve_vector_bits, 0u);
+    }
     EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx512_bf16 || f.avx512_fp16)
         << "x86 features on arm64";
   }

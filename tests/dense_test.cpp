@@ -164,6 +164,7 @@ Tiling tiling_of(const Kernel& k) {
     case Isa::neonfp16: return {8, 16, 256, 128};
     case Isa::neonfhm: return {1, 8, 64, 4};  // no blocking: row by row, 8 columns at a time, k in order
     case Isa::neonbf16: return {8, 8, 512, 64, 1024};  // BFMMLA 2×4·4×2 blocks, k packed in fours
+    case Isa::sve: return {1, 16, 64, 4};  // row by row, one vector of columns (4 to 64 f32 lanes), k in order
     case Isa::peer: break;  // peer kernels are linked into the CLI only, never into this test
   }
   return {4, 8, 32, 64};

@@ -60,7 +60,7 @@ std::vector<unsigned char> operand(DType t, std::size_t count, std::uint64_t see
   return out;
 }
 
-bool honours_threads(const Kernel& k) { return k.isa != Isa::ref && k.isa != Isa::neonfhm; }
+bool honours_threads(const Kernel& k) { return k.isa != Isa::ref && k.isa != Isa::neonfhm && k.isa != Isa::sve; }
 
 struct Shape {
   std::size_t m, n, k;

@@ -64,8 +64,13 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     if (f16 && k.lanes > 1 && k.op != Op::maxabs && k.op != Op::dense_fwd && k.op != Op::dense_bwd) {
       EXPECT_EQ(s.order.rfind("i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
     }
-    // A fixed f32 order (neonfhm's FMLAL) says so, with the lane order of its entry for the reductions.
-    EXPECT_EQ(s.order.find("in f32; FMLAL") != std::string::npos, k.f32_order_fixed) << s.order;
+    // A fixed f32 order (neonfhm's FMLAL, sve's fcvt + fmla) says so, with the lane order of its entry for the
+    // reductions; the sve f32 kernels' orders are fixed too, at every vector length.
+    const char* fixed = k.isa == Isa::sve ? "in f32; SVE fcvt + fmla" : "in f32; FMLAL";
+    EXPECT_EQ(s.order.find(fixed) != std::string::npos, k.f32_order_fixed) << s.order;
+    if (k.isa == Isa::sve && k.mode == Mode::f32 && k.op != Op::maxabs) {
+      EXPECT_NE(s.order.find("in f32, any vector length"), std::string::npos) << s.order;
+    }
     if (k.f32_order_fixed && is_reduction(k.op)) {
       EXPECT_EQ(s.order.rfind("i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
     }

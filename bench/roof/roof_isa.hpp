@@ -44,5 +44,6 @@ IsaLoops loops_neon();
 IsaLoops loops_neonfp16();
 IsaLoops loops_neonfhm();
 IsaLoops loops_neonbf16();
+IsaLoops loops_sve();
 
 }  // namespace halfmap::bench::roof

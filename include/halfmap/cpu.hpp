@@ -21,16 +21,18 @@ inline constexpr bool kHostIsX86 = false;
 
 /// The instruction-set paths. Each kernel belongs to exactly one. x86 paths form the chain
 /// ref < avx2 < avx512 < {avx512bf16, avx512fp16}; arm64 paths the chain ref < neon < neonfp16 < {neonfhm,
-/// neonbf16} (FEAT_FHM's FMLAL, which the architecture only has together with FEAT_FP16; FEAT_BF16's BFDOT and
-/// BFMMLA, siblings of neonfhm: a cap at one excludes the other).
+/// neonbf16, sve} (FEAT_FHM's FMLAL, which the architecture only has together with FEAT_FP16; FEAT_BF16's BFDOT
+/// and BFMMLA; SVE, whose fp16 arithmetic halfmap uses with FEAT_FP16's; siblings: a cap at one excludes the
+/// others).
 /// `peer` is not one of halfmap's paths: it marks the kernels of peer libraries (oneDNN, XNNPACK, Eigen,
 /// OpenBLAS; src/peers/), which pick their own instructions. It is compiled only into binaries that link the
 /// peers, is held back by any HALFMAP_ISA cap, cannot be a cap itself, and is not in kAllIsas.
-enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, neonfhm, neonbf16, peer };
+enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, neonfhm, neonbf16, sve, peer };
 
-inline constexpr std::array<Isa, 9> kAllIsas = {Isa::ref,        Isa::avx2,     Isa::avx512,
-                                                Isa::avx512bf16, Isa::avx512fp16, Isa::neon,
-                                                Isa::neonfp16,   Isa::neonfhm,    Isa::neonbf16};
+inline constexpr std::array<Isa, 10> kAllIsas = {Isa::ref,        Isa::avx2,     Isa::avx512,
+                                                 Isa::avx512bf16, Isa::avx512fp16, Isa::neon,
+                                                 Isa::neonfp16,   Isa::neonfhm,    Isa::neonbf16,
+                                                 Isa::sve};
 
 std::string_view isa_name(Isa isa);
 std::optional<Isa> parse_isa(std::string_view name);
@@ -46,6 +48,8 @@ struct CpuFeatures {
   // arm64
   bool asimd = false, fphp = false, asimdhp = false, asimdfhm = false;
   bool bf16 = false;  // HWCAP2_BF16 (FEAT_BF16: BFDOT, BFMMLA, BFCVT)
+  bool sve = false;
+  unsigned sve_vector_bits = 0;  // SVE's vector length for this thread (prctl PR_SVE_GET_VL), 0 without SVE
 };
 
 /// Detected on first call, then cached.
@@ -72,6 +76,7 @@ inline constexpr CpuFlag kCpuFlags[] = {
     {"asimdhp", &CpuFeatures::asimdhp, false},
     {"asimdfhm", &CpuFeatures::asimdfhm, false},
     {"bf16", &CpuFeatures::bf16, false},
+    {"sve", &CpuFeatures::sve, false},
 };
 
 /// True if this build contains the ISA's kernels (they are compiled only for the matching architecture).

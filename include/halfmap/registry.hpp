@@ -85,7 +85,7 @@ struct DenseArgs {
   Act act;
   /// Threads the kernel may use: 1 (the default) runs on the calling thread alone; more lets the GEMM-driven
   /// kernels (kernels/common/gemm.hpp) split the output's tiles over halfmap's pool (parallel.hpp), with a
-  /// result bit-identical to 1 thread's. Kernels without that driver (isa ref, neonfhm, the peers) ignore it.
+  /// result bit-identical to 1 thread's. Kernels without that driver (isa ref, neonfhm, sve, the peers) ignore it.
   unsigned threads = 1;
 };
 using DenseFn = void (*)(const DenseArgs&);

@@ -77,6 +77,10 @@ std::string format_text(const FpEnv& env) {
   line("  arch      {}", kHostArch);
   line("  has       {}", present.empty() ? "-" : present);
   line("  lacks     {}", absent.empty() ? "-" : absent);
+  if (cpu.sve) {
+    line("  sve VL    {} bits ({} f32 / {} fp16 lanes per register; the sve kernels' results do not depend on it)",
+         cpu.sve_vector_bits, cpu.sve_vector_bits / 32, cpu.sve_vector_bits / 16);
+  }
   line("");
 
   line("ISA paths (HALFMAP_ISA cap: {})", cap ? isa_name(*cap) : "none, every supported path is enabled");
@@ -144,6 +148,7 @@ std::string format_json(const FpEnv& env) {
   json j;
   j["cpu"] = {{"model", cpu.model}, {"arch", kHostArch}};
   for (const CpuFlag& f : kCpuFlags) j["cpu"][std::string(f.name)] = cpu.*f.member;
+  if (cpu.sve) j["cpu"]["sve_vector_bits"] = cpu.sve_vector_bits;
 
   j["isas"] = json::array();
   for (Isa isa : kAllIsas) {

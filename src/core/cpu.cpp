@@ -11,6 +11,7 @@
 #elif defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #endif
 
 namespace halfmap {
@@ -39,6 +40,7 @@ constexpr IsaInfo kIsaInfo[] = {
     {Isa::neonfhm, "neonfhm", "FEAT_FHM FMLAL (asimdfhm + neonfp16)", false, 3},
     // A sibling of neonfhm (as avx512fp16 of avx512bf16): a cap at either excludes the other.
     {Isa::neonbf16, "neonbf16", "FEAT_BF16 BFDOT/BFMMLA (bf16 + neon)", false, 4},
+    {Isa::sve, "sve", "SVE, any vector length (sve + neonfp16)", false, 5},
     // Above every cap: a peer library's kernels run only when no HALFMAP_ISA cap is set.
     {Isa::peer, "peer", "a peer library linked into this binary (src/peers/)", kHostIsX86, 100},
 };
@@ -100,6 +102,11 @@ CpuFeatures detect() {
   f.asimdhp = hw & HWCAP_ASIMDHP;
   f.asimdfhm = hw & HWCAP_ASIMDFHM;
   f.bf16 = getauxval(AT_HWCAP2) & HWCAP2_BF16;
+  f.sve = hw & HWCAP_SVE;
+  if (f.sve) {  // the kernel's view of the vector length (no SVE instruction is executed to learn it)
+    const int vl = prctl(PR_SVE_GET_VL);
+    if (vl > 0) f.sve_vector_bits = 8u * static_cast<unsigned>(vl & PR_SVE_VL_LEN_MASK);
+  }
   std::string implementer, part;
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -129,6 +136,7 @@ bool hardware_has(Isa isa) {
     case Isa::neonfp16: return f.asimd && f.fphp && f.asimdhp;
     case Isa::neonfhm: return f.asimd && f.fphp && f.asimdhp && f.asimdfhm;
     case Isa::neonbf16: return f.asimd && f.bf16;
+    case Isa::sve: return f.asimd && f.fphp && f.asimdhp && f.sve;
     case Isa::peer: return true;  // each peer kernel is checked on this CPU when the peers' list is built
   }
   return false;
@@ -187,6 +195,8 @@ bool isa_compiled(Isa isa) {
 #endif
 #if defined(HALFMAP_WITH_NEONBF16)
     case Isa::neonbf16: return true;
+#if defined(HALFMAP_WITH_SVE)
+    case Isa::sve: return true;
 #endif
     case Isa::peer: return peers_linked();
     default: return false;
@@ -236,7 +246,7 @@ bool isa_enabled(Isa isa) {
   const IsaInfo& me = info(isa);
   if (me.rank > cap.rank) return false;
   // Ranks from 3 up are siblings (x86: avx512bf16 and avx512fp16 above avx512): capping at one excludes the
-  // others (arm64: neonfhm and neonbf16 above neonfp16).
+  // others (arm64: neonfhm, neonbf16 and sve above neonfp16).
   return me.rank < 3 || isa == *s.cap;
 }
 

@@ -87,7 +87,12 @@ std::string f32acc_order(const Kernel& k) {
   }
   if (k.f32_order_fixed) {
     const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
-    return (dense ? std::string("inner index in order") : lane_order(k.lanes)) + " in f32; FMLAL";
+    return (dense ? std::string("inner index in order") : lane_order(k.lanes)) +
+           (k.isa == Isa::sve ? " in f32; SVE fcvt + fmla" : " in f32; FMLAL");
+  }
+  if (k.isa == Isa::sve && k.op != Op::maxabs) {  // f32 mode, its order fixed too (sve/kernels.cpp)
+    const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
+    return (dense ? std::string("inner index in order") : lane_order(k.lanes)) + " in f32, any vector length";
   }
   if (k.isa == Isa::avx512bf16) {
     const bool dp = is_reduction(k.op) || k.op == Op::dense_fwd || k.op == Op::dense_bwd;
@@ -154,13 +159,15 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "pairs in order from +0 (padded with zeros to a multiple of 4); `in f32; BFDotAdd`: each step adds "
       "x[2i]·y[2i] + x[2i+1]·y[2i+1] with the products, their sum and the addition rounded to odd, bf16 and f32 "
       "subnormal inputs read as 0, results below 2^-126 flushed, NaNs the default NaN, whatever FPCR says "
-      "(FEAT_BF16's BFDOT/BFMMLA; bit-exact to bfdot_model_reduce and bfdot_model_dense_fwd). fma: the fp16 FMA "
-      "where one rounds (`-`: none does).\n\n"
+      "(FEAT_BF16's BFDOT/BFMMLA; bit-exact to bfdot_model_reduce and bfdot_model_dense_fwd). `in f32; SVE fcvt "
+      "+ fmla`: the fixed lane order with each fp16 term widened exactly first (the sve path, at any vector "
+      "length); `in f32, any vector length`: that lane order on f32 lanes, the same at every SVE vector length. "
+      "fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
       "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {
     const KernelSpec s = kernel_spec(*k);
-    const bool lanes = f16_family(k->mode) || k->f32_order_fixed || k->bfdot_order;
+    const bool lanes = f16_family(k->mode) || k->f32_order_fixed || k->bfdot_order || k->lanes > 1;
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", k->name, dtype_name(k->storage), s.accumulator,
                       lanes ? std::to_string(k->lanes) : std::string("-"), s.order, s.fma, s.recipe);
   }

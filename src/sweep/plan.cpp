@@ -132,7 +132,7 @@ PathFilter parse_paths(const std::vector<std::string>& paths) {
     } else {
       throw std::invalid_argument(fmt::format(
           "unknown path '{}': expected an ISA (ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, "
-          "neonfhm, neonbf16) or a mode (f32, f16_f32acc, f16, f16_model, bf16_f32acc).",
+          "neonfhm, neonbf16, sve) or a mode (f32, f16_f32acc, f16, f16_model, bf16_f32acc).",
           p));
     }
   }

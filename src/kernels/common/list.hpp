@@ -25,8 +25,8 @@ constexpr std::string_view name_prefix(Mode mode) {
   return "?";
 }
 constexpr std::string_view name_isa(Isa isa) {
-  constexpr std::array<std::string_view, 9> kNames = {"ref",  "avx2",     "avx512",  "avx512bf16", "avx512fp16",
-                                                      "neon", "neonfp16", "neonfhm", "neonbf16"};
+  constexpr std::array<std::string_view, 10> kNames = {"ref",  "avx2",     "avx512",  "avx512bf16", "avx512fp16",
+                                                       "neon", "neonfp16", "neonfhm", "neonbf16",   "sve"};
   return kNames[static_cast<std::size_t>(isa)];
 }
 constexpr DType storage_of(Mode mode) {
