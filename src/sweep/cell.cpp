@@ -82,11 +82,11 @@ void store_loop(const double* base, double s, bool scaled, std::size_t n, std::s
       static_cast<float*>(raw)[i] = f;
       stored = f;
     } else if constexpr (T == DType::f16) {
-      const f16 h = to_f16(v);
+      const f16 h = detail::to_f16_branchless(v);
       static_cast<f16*>(raw)[i] = h;
       stored = to_f64(h);
     } else {
-      const bf16 b = to_bf16_exact(v);
+      const bf16 b = detail::to_bf16_exact_branchless(v);
       static_cast<bf16*>(raw)[i] = b;
       stored = double(to_f32(b));
     }
