@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
+#include "halfmap/storage.hpp"
 #include "test_util.hpp"
 
 namespace halfmap {
@@ -146,6 +148,59 @@ TEST(HalfNarrow, RandomDoublesAreCorrectlyRounded) {
     const f16 got = to_f16(d);
     ASSERT_EQ(got.bits, reference_to_f16(d)) << hex(d) << " -> " << hex(got);
   }
+}
+
+// f16_model::round_finite (the fp16 value nearest a finite double, in f64 arithmetic) against to_f16: at every fp16
+// value, at every midpoint between neighbours and one f64 ulp either side of it, both signs, beyond the largest
+// finite value and below the smallest subnormal; then random doubles over every binade from 2^-60 to 2^20.
+TEST(HalfNarrow, RoundFiniteMatchesToF16AtEveryValueAndMidpoint) {
+  auto check = [](double d) {
+    const double want = to_f64(to_f16(d));
+    const double got = f16_model::round_finite(d);
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(want)) << hex(d);
+  };
+  for (std::uint32_t b = 0; b < 0x7C00u; ++b) {  // every finite non-negative fp16 and the midpoint above it
+    const double v = to_f64(f16{std::uint16_t(b)});
+    const double mid = b + 1 < 0x7C00u ? (v + to_f64(f16{std::uint16_t(b + 1)})) / 2 : 65520.0;
+    for (const double d : {v, std::nextafter(v, 0.0), std::nextafter(v, 1e300), mid, std::nextafter(mid, 0.0),
+                           std::nextafter(mid, 1e300)}) {
+      check(d);
+      check(-d);
+    }
+  }
+  for (const double d : {0x1p-25, 0x1p-26, 0x1p-1074, 0x1p-1022, 0x1p16, 0x1p100, 0x1.fffffffffffffp1023, 0.0}) {
+    check(d);
+    check(-d);
+  }
+  test::Rng rng(test::case_seed(0x50F7));
+  for (int i = 0; i < 200000; ++i) check(std::ldexp(rng.uniform(-2.0, 2.0), rng.integer(-60, 20)));
+}
+
+// storage.hpp's branchless conversions against to_f16 and to_bf16_exact: every fp16 value and midpoint (and one f64
+// ulp either side), specials, and random doubles over the f64 range that matters to each type.
+TEST(HalfNarrow, BranchlessStoreConversionsMatch) {
+  auto check = [](double d) {
+    ASSERT_EQ(detail::to_f16_branchless(d).bits, to_f16(d).bits) << hex(d);
+    ASSERT_EQ(detail::to_bf16_exact_branchless(d).bits, to_bf16_exact(d).bits) << hex(d);
+  };
+  for (std::uint32_t b = 0; b < 0x7C00u; ++b) {
+    const double v = to_f64(f16{std::uint16_t(b)});
+    const double mid = b + 1 < 0x7C00u ? (v + to_f64(f16{std::uint16_t(b + 1)})) / 2 : 65520.0;
+    for (const double d : {v, std::nextafter(v, 0.0), std::nextafter(v, 1e300), mid, std::nextafter(mid, 0.0),
+                           std::nextafter(mid, 1e300)}) {
+      check(d);
+      check(-d);
+    }
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const double d : {0.0, 0x1p-25, 0x1p-1074, 0x1p-1022, 0x1p-149, 0x1p-150, 0x1.8p-150, 0x1p16, 0x1p100,
+                         double(FLT_MAX), std::nextafter(double(FLT_MAX), inf), 0x1.FEp127, 0x1.FFp127, 0x1p128,
+                         0x1.fffffffffffffp1023, inf, std::numeric_limits<double>::quiet_NaN()}) {
+    check(d);
+    check(-d);
+  }
+  test::Rng rng(test::case_seed(0xB1A5));
+  for (int i = 0; i < 300000; ++i) check(std::ldexp(rng.uniform(-2.0, 2.0), rng.integer(-160, 140)));
 }
 
 // Doubles placed next to an fp16 rounding midpoint, closer than half an f32 ulp: rounding them to f32 first lands

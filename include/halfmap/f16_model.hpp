@@ -12,9 +12,11 @@
 //                          as XNNPACK's f16 GEMM does on AVX2. It rounds twice, so it can differ from `fused`.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include "halfmap/half.hpp"
@@ -35,6 +37,21 @@ inline f16 fma(f16 a, f16 b, f16 c, FmaKind kind) {
   // The product of two fp16 values is exact in f64 (22 significant bits), so std::fma and a*b+c agree; the
   // single rounding to f64 of the sum never moves an fp16 rounding decision (NUMERICS.md).
   return to_f16(std::fma(to_f64(a), to_f64(b), to_f64(c)));
+}
+
+/// to_f64(to_f16(x)) for a finite x, without the bit patterns: the fp16 value nearest x (ties to even), inf beyond
+/// the largest finite one, a signed zero below half the smallest subnormal. Adding C = 1.5 · 2^(e+42), with e
+/// x's binade clamped to fp16's normal range, rounds |x| to a multiple of its fp16 ulp 2^(e-10) (the sum lies in
+/// [2^(e+42), 2^(e+43)), where the f64 ulp is that), ties to even as C / ulp is even; subtracting C is exact. It
+/// assumes the default rounding mode (to nearest), like to_bf16_exact; flush-to-zero cannot touch it (C and the
+/// sum are normal, and a subnormal |x| only ever rounds to 0). half_test compares it with to_f16 exhaustively.
+inline double round_finite(double x) {
+  const double ax = std::fabs(x);
+  if (ax >= 65520.0) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  int e = int(std::bit_cast<std::uint64_t>(ax) >> 52) - 1023;
+  if (e < -14) e = -14;
+  const double c = std::bit_cast<double>((std::uint64_t(e + 42 + 1023) << 52) | (std::uint64_t{1} << 51));
+  return std::copysign((ax + c) - c, x);
 }
 
 /// |x| as the ordering key of max|x|: for fp16 bit patterns with the sign cleared, unsigned order is numeric

@@ -5,8 +5,9 @@
 //     to a signed zero) and NaN (it stays a NaN: quiet bit set, upper payload bits kept, sign kept) exactly as
 //     the hardware conversions do (F16C vcvtps2ph, arm64 fcvt with FPCR.DN = 0);
 //   * widening (f16 -> f32, bf16 -> f32, f16 -> f64) is exact.
-// Nothing here depends on the floating-point environment: it is all integer arithmetic on bit patterns, so it
-// gives the same bits with flush-to-zero on or off and under any rounding mode.
+// Nothing here depends on the floating-point environment: it is integer arithmetic on bit patterns (and one exact
+// f32 product of normal values), so it gives the same bits with flush-to-zero on or off and under any rounding
+// mode (to_bf16_exact aside, which says why).
 #pragma once
 
 #include <bit>
@@ -79,17 +80,12 @@ constexpr f16 to_f16(double v) { return f16{detail::round_to_f16_bits(v)}; }
 constexpr float to_f32(f16 h) {
   const std::uint32_t sign = std::uint32_t(h.bits & 0x8000u) << 16;
   const std::uint32_t exp = (h.bits >> 10) & 0x1Fu;
-  std::uint32_t mant = h.bits & 0x3FFu;
+  const std::uint32_t mant = h.bits & 0x3FFu;
   if (exp == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));  // inf, NaN (payload kept)
   if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
-  if (mant == 0) return std::bit_cast<float>(sign);
-  // Subnormal: value = mant * 2^-24; normalise it.
-  int e = -14;
-  while ((mant & 0x400u) == 0) {
-    mant <<= 1;
-    --e;
-  }
-  return std::bit_cast<float>(sign | (std::uint32_t(e + 127) << 23) | ((mant & 0x3FFu) << 13));
+  // Zero or subnormal: value = mant * 2^-24, an exact f32 product (a normal f32, or +0), whatever the rounding
+  // mode or flush-to-zero setting; the sign is or-ed in.
+  return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(float(mant) * 0x1p-24f));
 }
 
 /// fp16 -> f64, exact.

@@ -3,6 +3,8 @@
 // data boundary.
 #pragma once
 
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -26,6 +28,39 @@ inline double max_finite(DType t) {
   return 0;
 }
 
+namespace detail {
+
+/// to_f16(v), with no data-dependent branch for a non-NaN v (the sweep stores billions of values, at scales where
+/// to_f16's branches go either way). Adding C = 1.5 · 2^(e+42), e being |v|'s binade clamped to [-14, 15], rounds |v|
+/// to a multiple q of its fp16 ulp 2^(e-10), ties to even; q is then the low significand bits of the sum, and
+/// ((e + 14) << 10) + q the encoding, a carry included (it reaches 0x7C00, inf, from 65520 up). Assumes the
+/// default rounding mode, like to_bf16_exact. half_test compares it with to_f16 at every value and midpoint.
+inline f16 to_f16_branchless(double v) {
+  if (v != v) return to_f16(v);
+  const std::uint64_t u = std::bit_cast<std::uint64_t>(v);
+  const auto sign = static_cast<std::uint16_t>((u >> 48) & 0x8000u);
+  const int e = int((u >> 52) & 0x7FFu) - 1023;
+  const int ec = e < -14 ? -14 : (e > 15 ? 15 : e);
+  const double c = std::bit_cast<double>((std::uint64_t(ec + 42 + 1023) << 52) | (std::uint64_t{1} << 51));
+  const auto q = std::int64_t(std::bit_cast<std::uint64_t>(std::fabs(v) + c) & ((std::uint64_t{1} << 52) - 1)) -
+                 (std::int64_t{1} << 51);
+  std::int64_t enc = (std::int64_t(ec + 14) << 10) + q;
+  enc = e > 15 || enc > 0x7C00 ? 0x7C00 : enc;
+  return f16{static_cast<std::uint16_t>(sign | std::uint16_t(enc))};
+}
+
+/// to_bf16_exact(v) with the round-to-odd step as arithmetic on the bits instead of branches.
+inline bf16 to_bf16_exact_branchless(double v) {
+  if (v != v) return to_bf16(float(v));
+  const float f = float(v);
+  const double fd = f;
+  const auto inexact = std::uint32_t(fd != v);
+  std::uint32_t b = std::bit_cast<std::uint32_t>(f) - (inexact & std::uint32_t(std::fabs(fd) > std::fabs(v)));
+  return to_bf16(std::bit_cast<float>(b | inexact));
+}
+
+}  // namespace detail
+
 /// Stores v (an exact double) into element i of a buffer of type t, rounding once; returns the stored value.
 inline double store(DType t, void* buf, std::size_t i, double v) {
   switch (t) {
@@ -35,12 +70,12 @@ inline double store(DType t, void* buf, std::size_t i, double v) {
       return f;
     }
     case DType::f16: {
-      const f16 h = to_f16(v);  // half.hpp rounds f64 once
+      const f16 h = detail::to_f16_branchless(v);  // to_f16: f64 rounded once
       static_cast<f16*>(buf)[i] = h;
       return to_f64(h);
     }
     case DType::bf16: {
-      const bf16 b = to_bf16_exact(v);
+      const bf16 b = detail::to_bf16_exact_branchless(v);
       static_cast<bf16*>(buf)[i] = b;
       return double(to_f32(b));
     }

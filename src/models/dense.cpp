@@ -1,6 +1,8 @@
 // The f16 model of the dense layer (registry.hpp's f16_model_dense_fwd/bwd): every output accumulates over its
 // inner index in order from +0, one rounded fma per step; bias, relu and db are the kernels' own scalar steps
 // (kernels/common/dense.cpp), so model and kernels cannot differ there.
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "halfmap/f16_model.hpp"
@@ -13,16 +15,46 @@ namespace {
 const f16* as_f16(const void* p) { return static_cast<const f16*>(p); }
 f16* as_f16(void* p) { return static_cast<f16*>(p); }
 
+/// One step acc <- fp16(a·b + acc) of the model's fma on widened operands (each an fp16 value, acc one too). The
+/// product of two fp16 values is exact in f32 and in f64 (22 significant bits, exponents from -48 to 32), so a·b + c
+/// rounds once, as std::fma does: equal bits whenever the sum is finite. A finite sum also means every operand was
+/// finite, so a non-finite one (inf, NaN and its payload) takes f16_model::fma's own path.
+inline double model_step(double a, double b, double acc, FmaKind fma) {
+  if (fma == FmaKind::f32_round) {
+    const float x = float(a) * float(b) + float(acc);
+    if (std::isfinite(x)) [[likely]] return f16_model::round_finite(x);
+    return to_f64(to_f16(std::fma(float(a), float(b), float(acc))));
+  }
+  const double x = a * b + acc;
+  if (std::isfinite(x)) [[likely]] return f16_model::round_finite(x);
+  return to_f64(to_f16(std::fma(a, b, acc)));
+}
+
 /// out (rows × cols) = A · B with A(i,p) = a[i*a_rs + p*a_cs], B(p,j) = b[p*b_rs + j*b_cs]; every output
-/// accumulates over p in order from +0, one rounded fma per step.
+/// accumulates over p in order from +0, one rounded fma per step (f16_model::fma, on operands widened once and
+/// kept as fp16 values in f64). The j loop is innermost, so the outputs of a row advance together: independent
+/// chains, the same order per output.
 void model_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const f16* a, std::size_t a_rs,
                 std::size_t a_cs, const f16* b, std::size_t b_rs, std::size_t b_cs, f16* out, FmaKind fma) {
+  std::vector<double> wa(rows * inner), wb(inner * cols), acc(cols);
   for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) {
-      f16 acc{};
-      for (std::size_t p = 0; p < inner; ++p) acc = f16_model::fma(a[i * a_rs + p * a_cs], b[p * b_rs + j * b_cs], acc, fma);
-      out[i * cols + j] = acc;
+    for (std::size_t p = 0; p < inner; ++p) wa[i * inner + p] = to_f64(a[i * a_rs + p * a_cs]);
+  }
+  for (std::size_t p = 0; p < inner; ++p) {
+    for (std::size_t j = 0; j < cols; ++j) wb[p * cols + j] = to_f64(b[p * b_rs + j * b_cs]);
+  }
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (std::size_t p = 0; p < inner; ++p) {
+      const double av = wa[i * inner + p];
+      const double* brow = &wb[p * cols];
+      if (fma == FmaKind::f32_round) {
+        for (std::size_t j = 0; j < cols; ++j) acc[j] = model_step(av, brow[j], acc[j], FmaKind::f32_round);
+      } else {
+        for (std::size_t j = 0; j < cols; ++j) acc[j] = model_step(av, brow[j], acc[j], FmaKind::fused);
+      }
     }
+    for (std::size_t j = 0; j < cols; ++j) out[i * cols + j] = to_f16(acc[j]);
   }
 }
 

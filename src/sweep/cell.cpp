@@ -64,33 +64,91 @@ void Runner::set_s(double log2_s) {
   c.status = data_compute_status(c);
 }
 
+namespace {
+
+/// Stores base[i] (times s when scaled; NaN at `plant`) into n elements of storage type T, widens each stored value
+/// into val, and counts what storage did into `st`. One loop per storage type, the conversion inlined.
+template <DType T>
+void store_loop(const double* base, double s, bool scaled, std::size_t n, std::size_t plant, void* raw, double* val,
+                InputStats& st) {
+  constexpr double mn = T == DType::f16 ? 0x1p-14 : 0x1p-126;
+  std::size_t nonfinite = 0, nonzero = 0, inf = 0, flushed = 0, subnormal = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = scaled ? s * base[i] : base[i];
+    if (i == plant) v = std::numeric_limits<double>::quiet_NaN();
+    double stored;
+    if constexpr (T == DType::f32) {
+      const float f = float(v);
+      static_cast<float*>(raw)[i] = f;
+      stored = f;
+    } else if constexpr (T == DType::f16) {
+      const f16 h = detail::to_f16_branchless(v);
+      static_cast<f16*>(raw)[i] = h;
+      stored = to_f64(h);
+    } else {
+      const bf16 b = detail::to_bf16_exact_branchless(v);
+      static_cast<bf16*>(raw)[i] = b;
+      stored = double(to_f32(b));
+    }
+    val[i] = stored;
+    const bool v_finite = std::isfinite(v), st_finite = std::isfinite(stored);
+    nonfinite += !v_finite;
+    nonzero += v != 0;
+    inf += v_finite && std::isinf(stored);
+    flushed += v != 0 && stored == 0;
+    subnormal += stored != 0 && st_finite && std::fabs(stored) < mn;
+    if (!st_finite && st.first_stored == kNone) st.first_stored = i;
+    if (!v_finite && st.first_given == kNone) st.first_given = i;
+  }
+  st.count = n;
+  st.nonfinite = nonfinite;
+  st.nonzero = nonzero;
+  st.inf = inf;
+  st.flushed = flushed;
+  st.subnormal = subnormal;
+}
+
+}  // namespace
+
 void Runner::store_inputs(Cell& c) {
-  bool first_found = false, first_given = false;
+  if (stats_.size() != f_->inputs.size()) stats_.assign(f_->inputs.size(), InputStats{});
   for (std::size_t r = 0; r < f_->inputs.size(); ++r) {
     Input& in = f_->inputs[r];
     Tensor& t = in.tensor;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      double v = in.scaled ? c.s * in.base[i] : in.base[i];
-      if (r == 0 && o_.plant_nan && *o_.plant_nan == i) v = std::numeric_limits<double>::quiet_NaN();
-      const double st = t.set(i, v);
-      t.val[i] = st;
-      ++c.in_count;
-      if (!std::isfinite(v)) ++c.in_nonfinite;
-      if (v != 0) ++c.in_nonzero;
-      if (std::isfinite(v) && std::isinf(st)) ++c.in_inf;
-      if (v != 0 && st == 0) ++c.in_flushed;
-      if (st != 0 && std::isfinite(st) && std::fabs(st) < min_normal(t.type())) ++c.in_subnormal;
-      if (!first_found && !std::isfinite(st)) {
-        first_found = true;
-        set_first(c, "input", t.name, i, st);
-      }
-      // An input that was already NaN or inf before storage comes first, as its status does (data_nonfinite
-      // before data_overflow).
-      if (!first_given && !std::isfinite(v)) {
-        first_given = true;
-        set_first(c, "input", t.name, i, st);
-      }
+    const std::size_t plant = r == 0 && o_.plant_nan ? *o_.plant_nan : kNone;
+    InputStats& st = stats_[r];
+    // An unscaled input stores the same values at every s: stored once, its counts kept.
+    if (!in.scaled && plant == kNone && st.valid) continue;
+    st = InputStats{};
+    switch (t.type()) {
+      case DType::f32: store_loop<DType::f32>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st); break;
+      case DType::f16: store_loop<DType::f16>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st); break;
+      case DType::bf16: store_loop<DType::bf16>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st); break;
     }
+    st.valid = true;
+  }
+  // The first non-finite stored value comes first, unless an input was already NaN or inf before storage: then
+  // the first such input does (data_nonfinite before data_overflow).
+  const InputStats* given = nullptr;
+  const InputStats* stored = nullptr;
+  std::size_t given_r = 0, stored_r = 0;
+  for (std::size_t r = 0; r < stats_.size(); ++r) {
+    const InputStats& st = stats_[r];
+    c.in_count += st.count;
+    c.in_nonfinite += st.nonfinite;
+    c.in_nonzero += st.nonzero;
+    c.in_inf += st.inf;
+    c.in_flushed += st.flushed;
+    c.in_subnormal += st.subnormal;
+    if (given == nullptr && st.first_given != kNone) given = &st, given_r = r;
+    if (stored == nullptr && st.first_stored != kNone) stored = &st, stored_r = r;
+  }
+  if (given != nullptr) {
+    const Tensor& t = f_->inputs[given_r].tensor;
+    set_first(c, "input", t.name, given->first_given, t.val[given->first_given]);
+  } else if (stored != nullptr) {
+    const Tensor& t = f_->inputs[stored_r].tensor;
+    set_first(c, "input", t.name, stored->first_stored, t.val[stored->first_stored]);
   }
 }
 

@@ -5,11 +5,21 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "halfmap/sweep.hpp"
 #include "sweep/experiment.hpp"
 
 namespace halfmap::sweep {
+
+/// What storing one input did: the Runner's counts of it, and its first non-finite value before and after
+/// storage (kNone: none).
+inline constexpr std::size_t kNone = std::size_t(-1);
+struct InputStats {
+  std::size_t count = 0, nonfinite = 0, nonzero = 0, inf = 0, flushed = 0, subnormal = 0;
+  std::size_t first_given = kNone, first_stored = kNone;
+  bool valid = false;
+};
 
 /// Not thread-safe: one per work item; buffers are allocated once and reused.
 class Runner {
@@ -32,6 +42,7 @@ class Runner {
   const Experiment& e_;
   std::unique_ptr<Family> f_;
   bool unit_ready_ = false;
+  std::vector<InputStats> stats_;  // per input, from the last store (an unscaled input's are kept)
   Cell fwd_cell_;
 };
 

@@ -23,7 +23,24 @@ struct Tensor : TypedBuffer {
   }
   /// Reads every stored element back into `val` (after a kernel wrote the buffer).
   void reload() {
-    for (std::size_t i = 0; i < val.size(); ++i) val[i] = get(i);
+    const std::size_t n = val.size();
+    switch (type()) {
+      case DType::f32: {
+        const auto* p = static_cast<const float*>(data());
+        for (std::size_t i = 0; i < n; ++i) val[i] = p[i];
+        break;
+      }
+      case DType::f16: {
+        const auto* p = static_cast<const f16*>(data());
+        for (std::size_t i = 0; i < n; ++i) val[i] = to_f64(p[i]);
+        break;
+      }
+      case DType::bf16: {
+        const auto* p = static_cast<const bf16*>(data());
+        for (std::size_t i = 0; i < n; ++i) val[i] = double(to_f32(p[i]));
+        break;
+      }
+    }
   }
 };
 

@@ -54,15 +54,25 @@ float f16_model_ref(const void* x, const void* y, std::size_t n) {
 
 // ---- dense layers
 
-/// out (rows × cols) = A · B in f32, sequential over the inner index.
+/// out (rows × cols) = A · B in f32, sequential over the inner index. The operands are widened once, and the j loop
+/// is innermost: the outputs of a row advance together, each still summing a(i,p)·b(p,j) over p in order from +0.
 template <class Elem>
 void f32_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const Elem* a, std::size_t a_rs,
               std::size_t a_cs, const Elem* b, std::size_t b_rs, std::size_t b_cs, float* out) {
+  std::vector<float> wa(rows * inner), wb(inner * cols);
   for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t j = 0; j < cols; ++j) {
-      float acc = 0.0f;
-      for (std::size_t p = 0; p < inner; ++p) acc += widen(a[i * a_rs + p * a_cs]) * widen(b[p * b_rs + j * b_cs]);
-      out[i * cols + j] = acc;
+    for (std::size_t p = 0; p < inner; ++p) wa[i * inner + p] = widen(a[i * a_rs + p * a_cs]);
+  }
+  for (std::size_t p = 0; p < inner; ++p) {
+    for (std::size_t j = 0; j < cols; ++j) wb[p * cols + j] = widen(b[p * b_rs + j * b_cs]);
+  }
+  for (std::size_t i = 0; i < rows; ++i) {
+    float* row = out + i * cols;
+    for (std::size_t j = 0; j < cols; ++j) row[j] = 0.0f;
+    for (std::size_t p = 0; p < inner; ++p) {
+      const float av = wa[i * inner + p];
+      const float* brow = &wb[p * cols];
+      for (std::size_t j = 0; j < cols; ++j) row[j] = row[j] + av * brow[j];
     }
   }
 }
