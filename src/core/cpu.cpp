@@ -195,6 +195,7 @@ bool isa_compiled(Isa isa) {
 #endif
 #if defined(HALFMAP_WITH_NEONBF16)
     case Isa::neonbf16: return true;
+#endif
 #if defined(HALFMAP_WITH_SVE)
     case Isa::sve: return true;
 #endif
