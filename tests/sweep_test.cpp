@@ -884,7 +884,7 @@ TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) 
 }
 
 // The whole claim, at the default sizes and grids: every path of sum, sumsq, dot, mse, xent and dense_fwd,
-// all three distributions, default steps and steps 4x finer. About ten minutes of CPU, so not in ctest's run:
+// all three distributions, default steps and steps 4x finer. About 20 minutes on 2 threads, so not in ctest's run:
 // `build/release/tests/sweep_test --gtest_also_run_disabled_tests --gtest_filter='*DefaultSweepOfTheSixOps*'`.
 TEST(SweepGridIndependence, DISABLED_DefaultSweepOfTheSixOpsOnEveryPath) {
   Options o;  // the defaults of `halfmap sweep`
