@@ -2,6 +2,7 @@
 // agree (same op, mode and distribution) and marking the thresholds that differ.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -94,7 +95,8 @@ std::string preamble(const std::vector<Source>& src) {
         "with, beside halfmap's paths: a mark there is how the library differs (peers.md says why). After each mark, in "
         "parentheses, the cause: the fields of the two kernels' specs (thresholds.json's `spec`: accumulator, lanes, "
         "order of accumulation, fp16 FMA kind, rounding recipe; README, \"Recomputing the numbers\") that differ "
-        "from the group's first row, or `same spec: unexplained` where none does.\n";
+        "from the group's first row, or `same spec: unexplained` where none does (a folder written before thresholds.json "
+        "carried specs takes each kernel's from another folder's kernel of the same name).\n";
   return md;
 }
 
@@ -213,6 +215,20 @@ std::string compare(const std::vector<std::string>& dirs, const std::string& out
     src.push_back(std::move(s));
   }
   if (src.empty()) return "no result folder given.";
+  // A kernel's spec follows from its registry entry, so a folder from before thresholds.json carried specs takes
+  // them from another folder's kernel of the same name.
+  std::map<std::string, json> specs;
+  for (const Source& s : src) {
+    for (const json& r : s.thresholds["results"]) {
+      if (r.contains("spec")) specs.emplace(r["kernel"].get<std::string>(), r["spec"]);
+    }
+  }
+  for (Source& s : src) {
+    for (json& r : s.thresholds["results"]) {
+      const auto it = specs.find(r["kernel"].get<std::string>());
+      if (!r.contains("spec") && it != specs.end()) r["spec"] = it->second;
+    }
+  }
 
   std::string md = preamble(src);
   std::vector<std::string> ops;
