@@ -158,7 +158,10 @@ class Results:
         both the main run and a capped peers' run (an OpenBLAS whose own choice here is its avx2 kernels) pools
         both runs' repetitions, so it is not the largest count."""
         counts = [max(n for (_, _, n) in cell.values()) for cell in self.spreads.values() if cell]
-        return statistics.mode(counts) if counts else 1
+        if not counts:
+            return 1
+        tally = collections.Counter(counts)
+        return max(tally, key=lambda n: (tally[n], n))  # the most common count, the larger one on a tie
 
     def why_missing(self, suite, kernel, arg=None):
         """Why suite/kernel/arg has no value: its skip message, 'not run at <arg>' or 'not in this run'."""
