@@ -69,7 +69,7 @@ for preset in "${presets[@]}"; do
   # Only failures are shown as they come; skips (an ISA this CPU lacks) are counted in the summary, with their
   # reasons in the log.
   ctest --preset "$preset" 2>&1 | tee "$ctest_log" |
-    grep --line-buffered -E '\*\*\*|Not Run|Timeout|Exception' | grep --line-buffered -v '\*\*\*Skipped'
+    grep --line-buffered -E '\*\*\*|Not Run|Timeout|Exception' | grep --line-buffered -v -E '\*\*\*Skipped|Not Run \(Disabled\)'
   rc=${PIPESTATUS[0]}
   cat "$ctest_log" >>"build/$preset/test-sh.log"
   # ctest's closing line "N% tests passed, M tests failed out of T", and the list of failed tests if any.
