@@ -27,6 +27,10 @@ KernelSpec kernel_spec(const Kernel& k);
 /// FmaKind::none) and for the fp16 ops that only add, compare and divide (sum, maxabs, softmax, xent).
 std::optional<std::string_view> kernel_fma_name(const Kernel& k);
 
+/// Whether the kernel's lane count decides its numbers (the fp16 family, the fixed f32 orders of FMLAL, BFDotAdd
+/// and sve, any kernel with more than one lane): the lanes column of the spec tables and thresholds.json's spec.
+bool kernel_lanes_matter(const Kernel& k);
+
 /// The recipe of a key returned in KernelSpec::recipe: every rounding step, in order.
 std::string_view kernel_recipe_text(std::string_view key);
 

@@ -112,6 +112,10 @@ std::optional<std::string_view> kernel_fma_name(const Kernel& k) {
   return k.fma == FmaKind::fused ? "fused" : "f32_round";
 }
 
+bool kernel_lanes_matter(const Kernel& k) {
+  return f16_family(k.mode) || k.f32_order_fixed || k.bfdot_order || k.lanes > 1;
+}
+
 KernelSpec kernel_spec(const Kernel& k) {
   KernelSpec s;
   s.accumulator = f16_family(k.mode) ? "f16" : "f32";
@@ -167,7 +171,7 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {
     const KernelSpec s = kernel_spec(*k);
-    const bool lanes = f16_family(k->mode) || k->f32_order_fixed || k->bfdot_order || k->lanes > 1;
+    const bool lanes = kernel_lanes_matter(*k);
     md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", k->name, dtype_name(k->storage), s.accumulator,
                       lanes ? std::to_string(k->lanes) : std::string("-"), s.order, s.fma, s.recipe);
   }

@@ -185,10 +185,8 @@ json item_json(const Options& o, const ItemResult& it) {
   // What decides the numbers (include/halfmap/kernel_spec.hpp), so that `halfmap compare` can name the cause when
   // two paths of one mode disagree, also across builds for different architectures.
   const KernelSpec spec = kernel_spec(e.fwd);
-  const bool lanes_matter = e.fwd.mode == Mode::f16 || e.fwd.mode == Mode::f16_model || e.fwd.f32_order_fixed ||
-                            e.fwd.bfdot_order || e.fwd.lanes > 1;
   j["spec"] = {{"accumulator", spec.accumulator},
-               {"lanes", lanes_matter ? json(e.fwd.lanes) : json(nullptr)},
+               {"lanes", kernel_lanes_matter(e.fwd) ? json(e.fwd.lanes) : json(nullptr)},
                {"order", spec.order},
                {"fma", spec.fma},
                {"recipe", spec.recipe}};
