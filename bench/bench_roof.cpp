@@ -3,15 +3,21 @@
 //
 //   roof/read/<level>  reads the level's f32 input buffer (bench_util.hpp: the very bytes the f32 kernels read
 //                      there) as 64-bit integers summed into eight independent accumulators; the additions are
-//                      integer, so they never limit the loop. It uses the widest loads of the best enabled ISA that
+//                      integer, so they never limit the loop. Timed as one stream and as two (the buffer's halves
+//                      in alternating 4 KiB chunks, as dot and mse read x and y); the faster is the roof
+//                      (roof_read_<level>_variants in the context). It uses the widest loads of the best enabled ISA that
 //                      has a read loop (roof/roof_avx512.cpp: 64 bytes, roof_avx2.cpp: 32 bytes), else 16-byte
 //                      vectors written with GCC/Clang vector extensions (SSE2 or NEON, no ISA flags): at l1 the
 //                      load width decides the speed, at dram it does not.
-//   roof/copy/<level>  copies the level's f32 input buffer into the output buffer with the read loop's loads and
-//                      ordinary stores of the same width (never non-temporal ones: softmax and xent store their
-//                      outputs the ordinary way, so their write costs a read for ownership as the copy's does);
-//                      counts bytes read plus bytes written: the roof of softmax and xent, which read and write
-//                      the same bytes. Baseline: 16-byte vectors, like the read loop.
+//   roof/copy/<level>  the fastest way this core moves the level's bytes: the f32 input buffer copied into the
+//                      output buffer with the read loop's loads and (a) ordinary stores of the same width, (b)
+//                      non-temporal stores, which skip the read for ownership an ordinary store pays at DRAM
+//                      sizes, and (c) ordinary stores in place (the output buffer read and written back); each
+//                      timed at startup, the fastest is the roof (the context lists all three,
+//                      roof_copy_<level>_variants) and this benchmark times it again. Counts bytes read plus
+//                      bytes written: the roof of softmax and xent, which read and write the same bytes. A kernel
+//                      cannot move its bytes faster than the fastest of these, whatever stores it uses.
+//                      Baseline: 16-byte vectors, like the read loop (SSE2 streaming stores on x86-64).
 //   roof/fma/<isa>     the ISA's peak arithmetic (roof/roof_<isa>.cpp): fused multiply-adds on independent
 //                      accumulators, 2 flops per lane (vdpbf16ps: 4 per f32 lane, 2 per bf16 product, the same
 //                      counting as the dense benchmarks' 2·M·N·K). Skipped with the reason where the ISA is not
@@ -34,6 +40,7 @@
 //   bytes_per_second  bytes read (read) or read + written (copy) per second;
 //   flops_per_second  floating-point operations per second (fma, f16c).
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <ctime>
@@ -42,6 +49,10 @@
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>  // SSE2, part of the x86-64 baseline: _mm_stream_si128
+#endif
 
 #include "bench_util.hpp"
 #include "roof/roof_isa.hpp"
@@ -125,6 +136,18 @@ void copy_baseline(const unsigned char* src, unsigned char* dst, std::size_t byt
   }
 }
 
+#if defined(__x86_64__)
+/// copy_baseline with non-temporal 16-byte stores (dst 16-byte aligned).
+void copy_nt_baseline(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
+  for (std::size_t i = 0; i < bytes; i += 128) {
+    __m128i v[8];
+    for (int a = 0; a < 8; ++a) v[a] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16 * a));
+    for (int a = 0; a < 8; ++a) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16 * a), v[a]);
+  }
+  _mm_sfence();
+}
+#endif
+
 /// The read loop of the best enabled ISA that has one, and its name.
 std::pair<ReadFn, std::string> read_loop() {
   for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
@@ -137,14 +160,49 @@ std::pair<ReadFn, std::string> read_loop() {
   return {read_baseline, "16-byte loads (baseline SSE2/NEON)"};
 }
 
-/// The copy loop of the same ISA as read_loop()'s.
-CopyFn copy_loop() {
+/// The copy loops (ordinary stores, non-temporal stores or null) of the same ISA as read_loop()'s.
+std::pair<CopyFn, CopyFn> copy_loops() {
   for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
     if (!isa_enabled(*it)) continue;
     const auto loops = loops_for(*it);
-    if (loops && loops->copy != nullptr) return loops->copy;
+    if (loops && loops->copy != nullptr) return {loops->copy, loops->copy_nt};
   }
-  return copy_baseline;
+#if defined(__x86_64__)
+  return {copy_baseline, copy_nt_baseline};
+#else
+  return {copy_baseline, nullptr};
+#endif
+}
+
+/// The ways a copy roof moves a level's bytes (bench_roof.cpp's header): ordinary stores into the output buffer,
+/// non-temporal stores into it, ordinary stores in place on the output buffer.
+enum class CopyVariant : unsigned char { ordinary, non_temporal, in_place };
+constexpr const char* kCopyVariantNames[] = {"ordinary", "non-temporal", "in place"};
+
+/// Calls one variant's copy of `bytes` bytes of `in`; false where the variant has no loop here.
+bool copy_variant(CopyVariant v, const unsigned char* in, unsigned char* out, std::size_t bytes) {
+  const auto [copy, copy_nt] = copy_loops();
+  switch (v) {
+    case CopyVariant::ordinary: copy(in, out, bytes); return true;
+    case CopyVariant::non_temporal:
+      if (copy_nt == nullptr) return false;
+      copy_nt(in, out, bytes);
+      return true;
+    case CopyVariant::in_place: copy(out, out, bytes); return true;
+  }
+  return false;
+}
+
+/// Whether two streams read a level faster than one, decided by measure_memory_roofs (false until then).
+std::array<bool, kLevels.size()>& read_two_streams_wins() {
+  static std::array<bool, kLevels.size()> v{};
+  return v;
+}
+
+/// The fastest variant of each level, chosen by measure_memory_roofs (ordinary until then).
+std::array<CopyVariant, kLevels.size()>& copy_roof_variant() {
+  static std::array<CopyVariant, kLevels.size()> v{};
+  return v;
 }
 
 /// Whether `isa` has an F16C round-trip loop in this build and the CPU runs it.
@@ -159,8 +217,15 @@ constexpr std::size_t kFmaReps = 4096;
 void run_read(benchmark::State& state, const Level& level) {
   const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
   const ReadFn read = read_loop().first;
+  const bool two = read_two_streams_wins()[static_cast<std::size_t>(&level - kLevels.data())];
+  const std::size_t half = level.bytes / 2, chunk = std::min<std::size_t>(half, 4096);
   for (auto _ : state) {
-    std::uint64_t s = read(buf, level.bytes);
+    std::uint64_t s = 0;
+    if (two) {
+      for (std::size_t off = 0; off < half; off += chunk) s += read(buf + off, chunk) + read(buf + half + off, chunk);
+    } else {
+      s = read(buf, level.bytes);
+    }
     benchmark::DoNotOptimize(s);
   }
   state.counters["bytes_per_second"] =
@@ -170,9 +235,9 @@ void run_read(benchmark::State& state, const Level& level) {
 void run_copy(benchmark::State& state, const Level& level) {
   const auto* in = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
   auto* out = static_cast<unsigned char*>(output_buffer());
-  const CopyFn copy = copy_loop();
+  const CopyVariant variant = copy_roof_variant()[static_cast<std::size_t>(&level - kLevels.data())];
   for (auto _ : state) {
-    copy(in, out, level.bytes);
+    copy_variant(variant, in, out, level.bytes);
     benchmark::ClobberMemory();
   }
   state.counters["bytes_per_second"] =
@@ -269,19 +334,45 @@ namespace {
 /// The read and copy roofs of every level, into r and the context; returns how the loops load.
 std::string measure_memory_roofs(Roofs& r, double seconds) {
   const auto [read, how] = read_loop();
-  const CopyFn copy = copy_loop();
   benchmark::AddCustomContext("roof_read_loads", how);
+  // Two streams: the halves of the buffer read in alternating chunks, as dot and mse read x and y; a core's
+  // prefetchers may fetch two streams faster than one.
+  auto read_two_streams = [read = read](const unsigned char* p, std::size_t bytes) {
+    const std::size_t half = bytes / 2, chunk = std::min<std::size_t>(half, 4096);
+    std::uint64_t s = 0;
+    for (std::size_t off = 0; off < half; off += chunk) s += read(p + off, chunk) + read(p + half + off, chunk);
+    return s;
+  };
   auto* out = static_cast<unsigned char*>(output_buffer());
   for (std::size_t i = 0; i < kLevels.size(); ++i) {
     const Level& level = kLevels[i];
     const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
     const auto bytes = static_cast<double>(level.bytes);
-    r.read[i] = rate([&] { benchmark::DoNotOptimize(read(buf, level.bytes)); }, bytes, seconds);
+    const double one = rate([&] { benchmark::DoNotOptimize(read(buf, level.bytes)); }, bytes, seconds);
+    const double two = rate([&] { benchmark::DoNotOptimize(read_two_streams(buf, level.bytes)); }, bytes, seconds);
+    r.read[i] = std::max(one, two);
+    read_two_streams_wins()[i] = two > one;
+    benchmark::AddCustomContext(fmt::format("roof_read_{}_variants", level.name),
+                                fmt::format("bytes/s: one stream {:.6g}; two streams {:.6g} (the roof: {})", one,
+                                            two, two > one ? "two streams" : "one stream"));
     benchmark::AddCustomContext(fmt::format("roof_read_{}_bytes_per_second", level.name),
                                 fmt::format("{:.6g}", r.read[i]));
-    r.copy[i] = rate([&] { copy(buf, out, level.bytes); benchmark::ClobberMemory(); }, 2 * bytes, seconds);
+    std::string variants;
+    for (const CopyVariant v : {CopyVariant::ordinary, CopyVariant::non_temporal, CopyVariant::in_place}) {
+      if (!copy_variant(v, buf, out, 128)) continue;  // no loop for it here
+      const double got = rate([&] { copy_variant(v, buf, out, level.bytes); benchmark::ClobberMemory(); },
+                              2 * bytes, seconds);
+      variants += fmt::format("{}{} {:.6g}", variants.empty() ? "" : "; ", kCopyVariantNames[int(v)], got);
+      if (got > r.copy[i]) {
+        r.copy[i] = got;
+        copy_roof_variant()[i] = v;
+      }
+    }
     benchmark::AddCustomContext(fmt::format("roof_copy_{}_bytes_per_second", level.name),
                                 fmt::format("{:.6g}", r.copy[i]));
+    benchmark::AddCustomContext(fmt::format("roof_copy_{}_variants", level.name),
+                                fmt::format("bytes/s by stores: {} (the roof: {})", variants,
+                                            kCopyVariantNames[int(copy_roof_variant()[i])]));
   }
   return how;
 }
@@ -318,8 +409,10 @@ void measure_roofs(double seconds) {
   benchmark::AddCustomContext(
       "roof_method",
       fmt::format("measured once at startup, the fastest batch of calls over {} s of thread CPU time each; read: {} "
-                  "summing 64-bit words of the level's f32 input; copy: the same loads stored to a second buffer "
-                  "(ordinary stores), bytes read + written; fma and f16c ({}), FMA = 2 flops per lane, vdpbf16ps 4 "
+                  "summing 64-bit words of the level's f32 input, the faster of one stream and two "
+                  "(roof_read_<level>_variants); copy: the same loads stored, the fastest of "
+                  "ordinary stores to a second buffer, non-temporal stores to it and ordinary stores in place "
+                  "(roof_copy_<level>_variants), bytes read + written; fma and f16c ({}), FMA = 2 flops per lane, vdpbf16ps 4 "
                   "per f32 lane, conversions none; roof_fraction = a kernel's bytes_per_second / the read roof of "
                   "its level (softmax, softmax_naive, xent: bytes read + written per second / the copy roof), or "
                   "its flops_per_second / the FMA roof of its ISA and arithmetic; f16c_roof_fraction = a "

@@ -295,6 +295,23 @@ class CopyAndF16cRoofs(unittest.TestCase):
         self.assertIn("| 19.1 / 24.0 GB/s read + written | 0.796 |", row)
 
 
+class RoofDefects(unittest.TestCase):
+    """Issue 21: a kernel above its roof by more than the run's spread is flagged as a roof defect."""
+
+    def test_a_kernel_above_its_roof_is_a_defect(self):
+        data = load()
+        text = bench_report.render(copy.deepcopy(data), {}, "fixture", "bench.json")
+        self.assertIn("**Roof check**: no kernel is above a roof", text)
+        read_dram = float(data["context"]["roof_read_dram_bytes_per_second"])
+        for b in data["benchmarks"]:
+            if b["name"].startswith("reduce/f32_sum__avx512/dram"):
+                b["bytes_per_second"] = 1.5 * read_dram
+                b.pop("roof_fraction", None)
+        text = bench_report.render(data, {}, "fixture", "bench.json")
+        self.assertIn("**Roof defects**: 1 cells are above a roof", text)
+        self.assertIn("| `reduce/f32_sum__avx512/dram` | read/dram | 1.500 |", text)
+
+
 class WithoutPeers(unittest.TestCase):
     def test_peers_not_built(self):
         data = load()

@@ -265,11 +265,12 @@ class ReduceTest : public ::testing::TestWithParam<KernelParam> {
     return !HasFailure();
   }
 
-  /// Lengths around the tile: everything up to 130, and tile-1, tile, tile+1, 2 tile+3, 4 tile+5.
+  /// Lengths around the tile: every length up to 130 and up to 3 tile+1 (every tail length in front of none, one
+  /// and two full tiles: the tail and the lane fold of the fp16-accumulating kernels), and 4 tile+5.
   std::vector<std::size_t> tile_lengths() const {
     std::set<std::size_t> s;
-    for (std::size_t n = 0; n <= 130; ++n) s.insert(n);
     const std::size_t t = tile_of(k());
+    for (std::size_t n = 0; n <= std::max<std::size_t>(130, 3 * t + 1); ++n) s.insert(n);
     for (std::size_t n : {t - 1, t, t + 1, 2 * t + 3, 4 * t + 5}) s.insert(n);
     return {s.begin(), s.end()};
   }

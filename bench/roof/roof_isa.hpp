@@ -16,9 +16,11 @@ namespace halfmap::bench::roof {
 ///   read:  sums the 64-bit words of p[0, bytes) with the ISA's widest loads into independent integer
 ///          accumulators; bytes a multiple of 512. Null where the ISA adds no wider load than the baseline's
 ///          (16-byte SSE2/NEON), which bench_roof.cpp provides.
-///   copy:  copies src[0, bytes) to dst with the same loads as read and ordinary stores of the same width (no
-///          non-temporal stores: softmax and xent write their outputs with ordinary stores); bytes a multiple of
-///          512. Null exactly where read is.
+///   copy:  copies src[0, bytes) to dst with the same loads as read and ordinary stores of the same width; bytes
+///          a multiple of 512. Null exactly where read is. Also timed with src == dst (in place).
+///   copy_nt: the same with non-temporal stores (dst aligned to the store width), which skip the read for
+///          ownership that an ordinary store pays at DRAM sizes. Null where the ISA has none wider than the
+///          baseline's; the copy roof is the fastest of the variants (bench_roof.cpp).
 ///   f16c:  the F16C round trip: reps x `accumulators` independent chains of vfmadd*ps, each result rounded to
 ///          fp16 (vcvtps2ph, round to nearest even) and widened back (vcvtph2ps) before the next FMA of its chain,
 ///          as the per-operation f16 kernels do (NUMERICS.md); no loads. Performs reps * f16c_flops_per_rep
@@ -33,6 +35,7 @@ struct IsaLoops {
   float (*f16c)(std::size_t reps);
   double f16c_flops_per_rep;  // lanes x 2 x chains; 0 without f16c
   const char* f16c_what;      // the instructions timed; null without f16c
+  void (*copy_nt)(const unsigned char* src, unsigned char* dst, std::size_t bytes) = nullptr;
 };
 
 // Defined only in builds that compile the ISA (bench/CMakeLists.txt defines HALFMAP_BENCH_ROOF_<ISA>).

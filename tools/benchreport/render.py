@@ -10,8 +10,8 @@ from . import diagnose as diagnose_bench
 from . import threads as dense_threads
 from .markdown import LEVELS, fmt_bytes, fmt_frac, fmt_rate, fmt_unit, level_key, size_key, table
 from .peers import EXPECTED_PEERS, PEERS_HINT, Peers
-from .results import NN_OPS, REDUCE_OPS, Results, is_peer, number
-from .roofs import F16C_WHAT, FMA_WHAT, Roofs, roof_fraction, roof_name
+from .results import DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, number
+from .roofs import COPY_OPS, F16C_ISAS, F16C_OPS, F16C_WHAT, FMA_WHAT, Roofs, f16c_fraction, roof_fraction, roof_name
 from .targets import target_rows
 
 
@@ -115,20 +115,28 @@ ROOF_FRACTION_TEXT = (
     "vdpbf16ps 4 per f32 lane (2 per bf16 product), as in 2·M·N·K.")
 
 
+def copy_what(context, level):
+    variants = context.get(f"roof_copy_{level}_variants")
+    if variants:
+        return f"the same loads stored, the fastest of three stores; {variants}; bytes read + written"
+    return "the same loads stored to a second buffer (ordinary stores), bytes read + written"
+
+
 def roof_table_rows(context, results, roofs):
     rows = []
     loads = context.get("roof_read_loads")
     read_what = "the level's f32 input summed as 64-bit integers" + (f", {loads}" if loads else "")
     for lv in sorted(set(LEVELS) | set(roofs.read), key=level_key):
         start = context.get(f"roof_read_{lv}_bytes_per_second")
+        variants = context.get(f"roof_read_{lv}_variants")
         rows.append([f"read, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
                      fmt_unit(results.value("roof", "read", lv, "bytes_per_second"), "GB/s"),
-                     read_what])
+                     read_what + (f"; {variants}" if variants else "")])
     for lv in sorted(set(LEVELS) | set(roofs.copy), key=level_key):
         start = context.get(f"roof_copy_{lv}_bytes_per_second")
         rows.append([f"copy, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
                      fmt_unit(results.value("roof", "copy", lv, "bytes_per_second"), "GB/s"),
-                     "the same loads stored to a second buffer (ordinary stores), bytes read + written"])
+                     copy_what(context, lv)])
     fma_isas = [a for a in results.args.get("roof", []) if ("roof", "fma", a) in results.cells] + \
         [i for i in roofs.fma if ("roof", "fma", i) not in results.cells]
     for isa in dict.fromkeys(fma_isas):
@@ -159,6 +167,7 @@ def roofs_section(context, results, roofs):
     if skipped_roofs:
         out += ["", "Not measured here:"] + skipped_roofs
     out += ["", ROOF_FRACTION_TEXT]
+    out += roof_defect_lines(results, roofs)
     if roofs.any_from_benchmarks():
         out += ["", "This JSON holds no startup roofs for some of the roofs above (an older `halfmap_bench`): "
                 "their fractions divide by the `roof/*` benchmark of the same run instead."]
@@ -166,6 +175,55 @@ def roofs_section(context, results, roofs):
         out += ["", "No roof was measured in this run: roof fractions are \"-\"."]
     elif not roofs.fma:
         out += ["", "No FMA roof was measured in this run: the dense kernels' roof fractions are \"-\"."]
+    return out
+
+
+def run_spread(results):
+    """The run's spread: the median over every measured cell of (highest - lowest) / median of its main rate
+    (bytes_per_second or flops_per_second), or None without repetitions."""
+    widths = []
+    for (suite, kernel, arg) in results.cells:
+        for counter in ("bytes_per_second", "flops_per_second"):
+            sp, v = results.spread(suite, kernel, arg, counter), results.value(suite, kernel, arg, counter)
+            if sp and v:
+                widths.append((sp[1] - sp[0]) / v)
+                break
+    return statistics.median(widths) if widths else None
+
+
+def roof_defects(results, roofs):
+    """[(suite, kernel, arg, fraction, roof name)] of every cell whose median rate is above its roof by more than
+    the run's spread (without repetitions: above it at all): a roof that a kernel beats is not the fastest way
+    this core does that work, so the roof, not the kernel, is wrong. Checked against every roof a cell has: its
+    roof fraction (read, copy or FMA) and, for the per-operation f16 kernels, the F16C round trip."""
+    margin = run_spread(results) or 0.0
+    found = []
+    for (suite, kernel, arg) in sorted(results.cells):
+        if suite == "roof" or suite.endswith("_threads"):  # the roofs are one core's; those run on several
+            continue
+        checks = [(roof_fraction(results, roofs, suite, kernel, arg)[0],
+                   f"copy/{arg}" if suite in COPY_OPS else roof_name(results, roofs, suite, kernel)
+                   if suite in DENSE_OPS else f"read/{arg}")]
+        facts = results.facts(kernel)
+        if facts.mode == "f16" and facts.isa in F16C_ISAS and (suite in DENSE_OPS or facts.op in F16C_OPS):
+            checks.append((f16c_fraction(results, roofs, suite, kernel, arg)[0], f"f16c/{facts.isa}"))
+        for frac, name in checks:
+            if frac is not None and frac > 1 + margin:
+                found.append((suite, kernel, arg, frac, name))
+    return found
+
+
+def roof_defect_lines(results, roofs):
+    defects = roof_defects(results, roofs)
+    margin = run_spread(results)
+    within = f"more than the run's spread ({margin:.1%}, the median spread of its cells)" if margin else "at all"
+    if not defects:
+        return ["", f"**Roof check**: no kernel is above a roof by {within}."]
+    out = ["", f"**Roof defects**: {len(defects)} cells are above a roof by {within}, so that roof is not the "
+           "fastest way this core does their work and their fractions of it overstate the kernel:", ""]
+    out += table(["cell", "roof", "fraction"],
+                 [[f"`{suite}/{kernel}/{arg}`", name, f"{frac:.3f}"] for suite, kernel, arg, frac, name in defects],
+                 ["---", "---", "---:"])
     return out
 
 

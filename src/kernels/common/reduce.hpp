@@ -32,34 +32,56 @@ float f32lanes_finish(Mode mode, float* acc, unsigned lanes);
 /// max|x| result from its ordering key (bit pattern with the sign cleared) for the given storage type.
 float maxabs_from_key(DType storage, std::uint32_t key);
 
-/// fp16-accumulating reduction over R independent accumulator registers. T (an ISA's fp16 ops) supplies: kW
-/// (fp16 lanes per register), V, kFma, zero(), load(const uint16_t*), add(V, V), fma(V a, V b, V c) = a*b+c, each
-/// rounding to fp16 as kFma says, and store(uint16_t*, V) writing fp16 bit patterns. Element i goes to lane
-/// i % (kW*R), exactly as in the model (so the kernel's `lanes` is kW*R).
+/// fp16-accumulating reduction over R independent accumulator registers (R a power of two). T (an ISA's fp16 ops)
+/// supplies: kW (fp16 lanes per register, a power of two), V, kFma, zero(), load(const uint16_t*), add(V, V),
+/// fma(V a, V b, V c) = a*b+c, each rounding to fp16 as kFma says, rot(V, w) (lane j gets lane (j + w) mod kW) and
+/// lane0(V) (lane 0's fp16 bits). Element i goes to lane i % (kW*R), exactly as in the model (so the kernel's
+/// `lanes` is kW*R), and the lanes are folded in f16_model::fold_lanes's order, all in registers: a short input
+/// costs a few vector operations more than its loop, not L - 1 scalar steps.
 template <class T, std::size_t R, Op kOp>
 float f16acc_reduce(const void* xv, const void* yv, std::size_t n) {
   static_assert(kOp != Op::maxabs, "max|x| is exact in any order: use maxabs_reduce");
+  static_assert(R >= 1 && (R & (R - 1)) == 0 && (T::kW & (T::kW - 1)) == 0, "the fold needs powers of two");
   constexpr std::size_t W = T::kW, L = W * R;
   const auto* x = static_cast<const std::uint16_t*>(xv);
   const auto* y = static_cast<const std::uint16_t*>(yv);
   typename T::V acc[R];
   for (std::size_t r = 0; r < R; ++r) acc[r] = T::zero();
+  auto step = [](typename T::V a, const std::uint16_t* xp, const std::uint16_t* yp) {
+    const auto xr = T::load(xp);
+    if constexpr (kOp == Op::sum) {
+      return T::add(a, xr);
+    } else if constexpr (kOp == Op::sumsq) {
+      return T::fma(xr, xr, a);
+    } else {
+      return T::fma(xr, T::load(yp), a);
+    }
+  };
   std::size_t i = 0;
   for (; i + L <= n; i += L) {
-    for (std::size_t r = 0; r < R; ++r) {
-      const auto xr = T::load(x + i + r * W);
-      if constexpr (kOp == Op::sum) {
-        acc[r] = T::add(acc[r], xr);
-      } else if constexpr (kOp == Op::sumsq) {
-        acc[r] = T::fma(xr, xr, acc[r]);
-      } else {
-        acc[r] = T::fma(xr, T::load(y + i + r * W), acc[r]);
-      }
-    }
+    for (std::size_t r = 0; r < R; ++r) acc[r] = step(acc[r], x + i + r * W, kOp == Op::dot ? y + i + r * W : nullptr);
   }
-  std::uint16_t lanes[L];
-  for (std::size_t r = 0; r < R; ++r) T::store(lanes + r * W, acc[r]);
-  return f16acc_finish(kOp, lanes, L, x + i, kOp == Op::dot ? y + i : nullptr, n - i, T::kFma);
+  if (i < n) {
+    // The tail, element i + k into lane k, from a copy padded with x = -0, y = +0. A padded lane is left exactly
+    // as it was: sum adds -0, the identity of a round-to-nearest add (-0 + -0 = -0, +0 + -0 = +0); sumsq and dot
+    // add the product (-0)·(-0) = +0 or (-0)·(+0) = -0 once, fused or rounded, so sumsq adds +0 to an accumulator
+    // that is never -0 (its terms are never negative) and dot adds -0. A NaN accumulator is already quiet.
+    alignas(64) std::uint16_t xt[L], yt[L];
+    const std::size_t count = n - i;
+    for (std::size_t k = 0; k < L; ++k) {
+      xt[k] = k < count ? x[i + k] : std::uint16_t{0x8000};
+      yt[k] = kOp == Op::dot && k < count ? y[i + k] : std::uint16_t{0};
+    }
+    for (std::size_t r = 0; r * W < count; ++r) acc[r] = step(acc[r], xt + r * W, yt + r * W);
+  }
+  // f16_model::fold_lanes: lane j += lane j + w for w = L/2, ..., 1. While w >= W, lane j + w is lane j's
+  // position in register j/W + w/W; below W, it is lane j + w of register 0.
+  for (std::size_t h = R / 2; h >= 1; h /= 2) {
+    for (std::size_t r = 0; r < h; ++r) acc[r] = T::add(acc[r], acc[r + h]);
+  }
+  for (unsigned w = W / 2; w >= 1; w /= 2) acc[0] = T::add(acc[0], T::rot(acc[0], w));
+  std::uint16_t folded = T::lane0(acc[0]);
+  return f16acc_finish(kOp, &folded, 1, nullptr, nullptr, 0, T::kFma);
 }
 
 /// (acc[0] + acc[1]) + (acc[2] + acc[3]), then its lanes summed in lane order through memory (no horizontal-add
