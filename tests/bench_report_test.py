@@ -312,6 +312,38 @@ class RoofDefects(unittest.TestCase):
         self.assertIn("| `reduce/f32_sum__avx512/dram` | read/dram | 1.500 |", text)
 
 
+class BenchCompare(unittest.TestCase):
+    """Issue 21: results/bench_compare.md sets every machine's bench.json side by side; a folder with only a sweep
+    (arm64 under qemu) is listed as numerics only."""
+
+    def test_two_machines_and_one_numerics_only(self):
+        import bench_compare
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("machine-a", "machine-b"):
+                os.makedirs(os.path.join(d, name))
+                with open(os.path.join(d, name, "bench.json"), "w", encoding="utf-8") as f:
+                    json.dump(load(), f)
+            os.makedirs(os.path.join(d, "aarch64-qemu"))
+            with open(os.path.join(d, "aarch64-qemu", "thresholds.json"), "w", encoding="utf-8") as f:
+                f.write("{}")
+            out = os.path.join(d, "bench_compare.md")
+            self.assertEqual(bench_compare.main([d, "--first", "machine-b", "--out", out]), 0)
+            with open(out, encoding="utf-8") as f:
+                text = f.read()
+        self.assertIn("| kernel | size | `machine-b` | `machine-a` |", text)
+        self.assertIn("Numerics only", text)
+        self.assertIn("`aarch64-qemu`", text)
+        rows = [line for line in text.splitlines() if line.startswith("| `f32_sum` | dram |")]
+        self.assertEqual(len(rows), 1)
+        self.assertIn("avx512 ", rows[0])
+
+    def test_no_bench_json_is_an_error(self):
+        import bench_compare
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(bench_compare.main([d, "--out", os.path.join(d, "x.md")]), 2)
+            self.assertFalse(os.path.exists(os.path.join(d, "x.md")))
+
+
 class WithoutPeers(unittest.TestCase):
     def test_peers_not_built(self):
         data = load()

@@ -24,6 +24,8 @@
 #                    cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
 #   headline.md      per op, every path's thresholds side by side and its window at s = 1, by tools/headline.py
+# and results/bench_compare.md (tools/bench_compare.py): every machine's bench.json side by side, per op, mode and
+# size, rate, roof fraction and ratio to the best same-ISA peer;
 # and results/compare.md (`halfmap compare`): every machine's sweep in results/ (in the current format), this one
 # first, with the peers' paths beside halfmap's.
 # <machine> is a slug of the CPU architecture, model and microarchitecture (tools/machine_slug.py, e.g.
@@ -137,6 +139,9 @@ step_bench() {
   "$PY" tools/bench_report.py "$json" "${extra[@]}" --info "$OUT/info.json" --machine "$MACHINE" \
     --out "$OUT/bench.md" --charts "$OUT" "${diagnose[@]}"
   say "wrote $json, $OUT/bench.md and $OUT/bench_{reductions,dense,nn}.png"
+  # Every machine's bench.json side by side, this one first (arm64 folders, timed under qemu never, listed as
+  # numerics only).
+  "$PY" tools/bench_compare.py results --first "$MACHINE" --out results/bench_compare.md
 }
 
 # $1: avx2 or avx512bf16. The dense peers of oneDNN and OpenBLAS with their ISA capped, in a process of their own:
