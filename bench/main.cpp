@@ -94,6 +94,12 @@ void add_context(std::string_view min_time) {
   AddCustomContext("bench_levels", levels + " read per call (dot: half from x, half from y)");
   AddCustomContext("bench_inputs", std::string(halfmap::bench::kInputDescription));
   AddCustomContext("bench_dense", halfmap::bench::dense_description());
+  const halfmap::CacheSizes& caches = halfmap::cache_sizes();
+  AddCustomContext("gemm_caches",
+                   fmt::format("L1d {} KiB, L2 {} KiB, L3 {} KiB ({} KiB per logical CPU sharing it), from {}: the "
+                               "dense kernels' cache blocks are chosen from these (gemm_blocks_for)",
+                               caches.l1d >> 10, caches.l2 >> 10, caches.l3 >> 10, caches.l3_share >> 10,
+                               caches.source));
   AddCustomContext("bench_nn", halfmap::bench::nn_description());
   halfmap::bench::add_peer_context();  // also checks every peer once, before any benchmark
   // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)

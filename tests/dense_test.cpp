@@ -40,6 +40,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -454,6 +455,41 @@ TEST_P(DenseFwdTest, ShapesAroundTheMicroTile) {
   }
 }
 
+/// Resets the GEMM's cache blocks to those of this core's caches when a test ends, passed or not.
+struct BlocksReset {
+  ~BlocksReset() { set_gemm_blocks_for_tests(0, 0, 0); }
+};
+
+/// The blockings of the SameBitsAtEveryBlocking tests: one micro-tile and 8 k values per block; two micro-tiles
+/// by 24; the tiling's own constants (the blocks where the caches cannot be read).
+std::vector<std::array<std::size_t, 3>> blockings_of(const Tiling& t) {
+  return {{t.mr, 8, t.nr}, {2 * t.mr, 24, 2 * t.nr}, {t.mc, t.kc, t.nc}};
+}
+
+/// Cache blocking changes no output: the same inputs give the same bits at the blocks chosen from this core's
+/// caches and at each of blockings_of(), on a shape that spans several blocks of the small ones.
+TEST_P(DenseFwdTest, SameBitsAtEveryBlocking) {
+  const Tiling t = tiling();
+  const std::size_t m = 3 * t.mr + 1, n = 3 * t.nr + 1, kk = 77;
+  BlocksReset reset;
+  test::Rng rng(test::case_seed(m, n, kk));
+  FwdCase c(storage(), m, n, kk, offsets_for(1));
+  fill_random(c.x, rng);
+  fill_random(c.w, rng);
+  fill_random(c.b, rng);
+  const DenseArgs args{c.m, c.n, c.k, c.x.data(), c.w.data(), c.b.data(), c.y.data(), Act::relu};
+  k().dense(args);
+  const auto want = c.y.snapshot();
+  for (const auto& [mc, kc, nc] : blockings_of(t)) {
+    set_gemm_blocks_for_tests(mc, kc, nc);
+    c.y.fill_bits(unwritten_bits(c.y.type()));
+    k().dense(args);
+    EXPECT_TRUE(c.y.unchanged_since(want)) << "Y differs at blocks mc " << mc << ", kc " << kc << ", nc " << nc
+                                           << " from the blocks of this core's caches (M " << m << ", N " << n
+                                           << ", K " << kk << ")";
+  }
+}
+
 /// inf and NaN in X, W and b: every output matches the f64 oracle's class exactly (and fp16 modes the model bit
 /// for bit; f32-accumulating modes stay within the bound on the finite outputs). W gets exact zeros so that
 /// inf·0 = NaN occurs; a row with +inf and -inf against weights of one sign gives inf - inf = NaN.
@@ -818,6 +854,30 @@ TEST_P(DenseBwdTest, ShapesAroundTheMicroTile) {
       run_and_check_bwd(k(), c, which);
       if (HasFailure()) return;
     }
+  }
+}
+
+/// The backward pass's three outputs, the same bits at every blocking (see DenseFwdTest.SameBitsAtEveryBlocking).
+TEST_P(DenseBwdTest, SameBitsAtEveryBlocking) {
+  const Tiling t = tiling();
+  const std::size_t m = 3 * t.mr + 1, n = 3 * t.nr + 1, kk = 77;
+  BlocksReset reset;
+  test::Rng rng(test::case_seed(m, n, kk + 1));
+  BwdCase c(storage(), m, n, kk, offsets_for(2));
+  fill_random(c.x, rng);
+  fill_random(c.w, rng);
+  fill_random(c.dy, rng);
+  const DenseBwdArgs args{c.m, c.n, c.k, c.x.data(), c.w.data(), c.dy.data(), c.dx.data(), c.dw.data(), c.db.data()};
+  k().dense_bwd(args);
+  const auto dx = c.dx.snapshot(), dw = c.dw.snapshot(), db = c.db.snapshot();
+  for (const auto& [mc, kc, nc] : blockings_of(t)) {
+    set_gemm_blocks_for_tests(mc, kc, nc);
+    for (Matrix* o : {&c.dx, &c.dw, &c.db}) o->fill_bits(unwritten_bits(o->type()));
+    k().dense_bwd(args);
+    const std::string at = fmt::format("at blocks mc {}, kc {}, nc {} (M {}, N {}, K {})", mc, kc, nc, m, n, kk);
+    EXPECT_TRUE(c.dx.unchanged_since(dx)) << "dX differs " << at;
+    EXPECT_TRUE(c.dw.unchanged_since(dw)) << "dW differs " << at;
+    EXPECT_TRUE(c.db.unchanged_since(db)) << "db differs " << at;
   }
 }
 

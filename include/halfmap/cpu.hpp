@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +52,17 @@ struct CpuFeatures {
   bool sve = false;
   unsigned sve_vector_bits = 0;  // SVE's vector length for this thread (prctl PR_SVE_GET_VL), 0 without SVE
 };
+
+/// The data caches one core sees, in bytes, read once (then cached) from Linux's sysfs
+/// (/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size,shared_cpu_list}); on x86-64, where sysfs has no
+/// answer, from CPUID leaf 4 (deterministic cache parameters). A level neither gives is 0. `l3_share` is the last
+/// level cache's size divided by the logical CPUs that share it. The dense kernels' cache blocks are chosen from
+/// these (src/kernels/common/dense.cpp, gemm_blocks_for).
+struct CacheSizes {
+  std::size_t l1d = 0, l2 = 0, l3 = 0, l3_share = 0;
+  std::string source;  // "sysfs", "cpuid" or "none"
+};
+const CacheSizes& cache_sizes();
 
 /// Detected on first call, then cached.
 const CpuFeatures& cpu_features();

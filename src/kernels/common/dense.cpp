@@ -1,9 +1,12 @@
 // Scalar steps of the dense layer shared by every ISA (compiled without ISA flags; see kernels/common/gemm.hpp)
 // and by the f16 model (src/models/dense.cpp).
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "halfmap/cpu.hpp"
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/gemm.hpp"  // and gemm_team.hpp
@@ -21,6 +24,42 @@ const f16* as_f16(const void* p) { return static_cast<const f16*>(p); }
 f16* as_f16(void* p) { return static_cast<f16*>(p); }
 
 }  // namespace
+
+namespace detail {
+
+namespace {
+
+std::size_t round_down(std::size_t v, std::size_t step) { return std::max(step, v / step * step); }
+
+/// The tests' blocks (set_gemm_blocks_for_tests); mc == 0: none.
+std::atomic<std::size_t> g_test_mc{0}, g_test_kc{0}, g_test_nc{0};
+
+}  // namespace
+
+GemmBlocks gemm_blocks_for(std::size_t mr, std::size_t nr, std::size_t kpack, std::size_t elem, GemmBlocks fallback) {
+  const CacheSizes& c = cache_sizes();
+  GemmBlocks b = fallback;
+  const std::size_t kstep = std::max<std::size_t>(kpack, 8);
+  if (c.l1d != 0) b.kc = std::min(fallback.kc, round_down(c.l1d * 3 / 4 / (mr * elem), kstep));
+  if (c.l2 != 0) b.mc = round_down(c.l2 * 3 / 10 / (b.kc * elem), mr);
+  if (c.l3_share != 0) b.nc = round_down(c.l3_share / 2 / (b.kc * elem), nr);
+  return b;
+}
+
+GemmBlocks gemm_blocks_override(GemmBlocks blocks, std::size_t mr, std::size_t nr, std::size_t kpack) {
+  const std::size_t mc = g_test_mc.load(std::memory_order_relaxed);
+  if (mc == 0) return blocks;
+  return {round_down(mc, mr), round_down(g_test_kc.load(std::memory_order_relaxed), kpack),
+          round_down(g_test_nc.load(std::memory_order_relaxed), nr)};
+}
+
+}  // namespace detail
+
+void set_gemm_blocks_for_tests(std::size_t mc, std::size_t kc, std::size_t nc) {
+  detail::g_test_kc.store(kc, std::memory_order_relaxed);
+  detail::g_test_nc.store(nc, std::memory_order_relaxed);
+  detail::g_test_mc.store(kc == 0 || nc == 0 ? 0 : mc, std::memory_order_relaxed);
+}
 
 namespace detail {
 

@@ -10,7 +10,8 @@
 //   Acc                accumulator type kept between k blocks: float, or uint16_t fp16 bits (f16 modes)
 //   kMr, kNr           micro-tile rows and columns
 //   kKPack             k values packed together per row/column (1; 2 for vdpbf16ps pairs)
-//   kMc, kKc, kNc      cache blocks (kKc a multiple of kKPack)
+//   kMc, kKc, kNc      the cache blocks where the caches cannot be read (cpu.hpp's cache_sizes); kKc is also the
+//                      longest k block the tile takes (gemm_blocks: every block is chosen from the caches)
 //   kMode              the precision mode (decides the epilogue)
 //   convert(const Storage* src, Packed* dst, size_t count)   widen/copy `count` contiguous elements
 //   kernel(size_t groups, const Packed* a, const Packed* b, Acc* c, size_t ldc, bool accumulate)
@@ -44,7 +45,36 @@ struct View {
   const E& at(std::size_t r, std::size_t c) const { return data[std::ptrdiff_t(r) * rs + std::ptrdiff_t(c) * cs]; }
 };
 
+/// The cache blocks of one GEMM: mc rows of A, kc values of the inner index, nc columns of B per block. Blocking
+/// never changes a result: every output accumulates its products in k order, k block after k block, through the
+/// same accumulator (dense_test checks it at several blockings).
+struct GemmBlocks {
+  std::size_t mc, kc, nc;
+};
+
 // Out-of-line steps compiled without ISA flags (src/kernels/common/dense.cpp).
+/// The blocks for a tile of mr × nr with kpack-value groups and `elem`-byte packed values, from the data caches
+/// of this core (cache_sizes()): kc so that an mr × kc micro-panel of A takes 3/4 of L1 (the tile rereads it for
+/// every B micro-panel; the rest of L1 holds the B lines streaming through and the C tile), at most `fallback.kc`
+/// (a long k block saves loads and stores of the C tile, so kc is as long as L1 allows: on a 32 KiB L1 with
+/// avx512's 6 × 64 f32 tile, 1024; measured on Zen 4, half of L1 (680) was 5-10 % slower); mc so that the mc × kc block of A takes 30 % of L2, beside the
+/// B micro-panel streaming through; nc so that the kc × nc block of B takes half of this core's share of the
+/// last-level cache. Each rounded down to whole micro-tiles (kc to kpack) and at least one; `fallback` where a
+/// cache size is unknown.
+GemmBlocks gemm_blocks_for(std::size_t mr, std::size_t nr, std::size_t kpack, std::size_t elem, GemmBlocks fallback);
+/// `blocks`, or the blocks set by set_gemm_blocks_for_tests (rounded to the tile the same way) while they are set.
+GemmBlocks gemm_blocks_override(GemmBlocks blocks, std::size_t mr, std::size_t nr, std::size_t kpack);
+
+/// The cache blocks of traits T on this core (computed once), or the tests' override.
+template <class T>
+GemmBlocks gemm_blocks() {
+  static const GemmBlocks from_caches =
+      gemm_blocks_for(T::kMr, T::kNr, T::kKPack, sizeof(typename T::Packed), GemmBlocks{T::kMc, T::kKc, T::kNc});
+  GemmBlocks b = gemm_blocks_override(from_caches, T::kMr, T::kNr, T::kKPack);
+  b.kc = std::min(b.kc, T::kKc);  // the longest k block the tile takes
+  return b;
+}
+
 /// f16 modes: out[i*n + j] = act(acc[i*n + j] + b[j]) with fp16 rounding (b may be null; fp16 bits throughout).
 void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, const std::uint16_t* b, Act act,
                         std::uint16_t* out);
@@ -201,17 +231,18 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
   // Transposing B makes its packing the same as A's: B's columns are the "rows" of its panels.
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
   thread_local std::vector<Packed> apack_buf, bpack_buf, line;
-  for (std::size_t jc = 0; jc < n; jc += T::kNc) {
-    const std::size_t nc = std::min(T::kNc, n - jc);
-    for (std::size_t pc = 0; pc < k; pc += T::kKc) {
-      const std::size_t kc = std::min(T::kKc, k - pc);
+  const GemmBlocks blk = gemm_blocks<T>();
+  for (std::size_t jc = 0; jc < n; jc += blk.nc) {
+    const std::size_t nc = std::min(blk.nc, n - jc);
+    for (std::size_t pc = 0; pc < k; pc += blk.kc) {
+      const std::size_t kc = std::min(blk.kc, k - pc);
       const std::size_t groups = (kc + KP - 1) / KP;
       Packed* const bpack = aligned_scratch(bpack_buf, ((nc + NR - 1) / NR) * NR * groups * KP);
       pack_panels<T, NR>(bt, jc, nc, pc, kc, bpack, line);
       const bool accumulate = pc > 0;
       const bool last = pc + kc == k;
-      for (std::size_t ic = 0; ic < m; ic += T::kMc) {
-        const std::size_t mc = std::min(T::kMc, m - ic);
+      for (std::size_t ic = 0; ic < m; ic += blk.mc) {
+        const std::size_t mc = std::min(blk.mc, m - ic);
         Packed* const apack = aligned_scratch(apack_buf, ((mc + MR - 1) / MR) * MR * groups * KP);
         pack_panels<T, MR>(a, ic, mc, pc, kc, apack, line);
         for (std::size_t jr = 0; jr < nc; jr += NR) {

@@ -47,14 +47,14 @@ inline constexpr double kTeamMinMacsPerThread = double(1 << 18);
 template <class T>
 unsigned gemm_threads(std::size_t m, std::size_t n, std::size_t k, unsigned threads) {
   if (threads <= 1 || m == 0 || n == 0 || k == 0) return 1;
-  const std::size_t tiles = ((m + T::kMr - 1) / T::kMr) * ((std::min(n, T::kNc) + T::kNr - 1) / T::kNr);
+  const std::size_t tiles = ((m + T::kMr - 1) / T::kMr) * ((std::min(n, gemm_blocks<T>().nc) + T::kNr - 1) / T::kNr);
   const double macs = double(m) * double(n) * double(k);
   const double by_work = std::max(1.0, macs / kTeamMinMacsPerThread);
   return unsigned(std::min({double(threads), double(tiles), by_work}));
 }
 
 /// Member `team.rank()`'s share of gemm(m, n, k, a, b, acc, finish): called by every member of the team with the
-/// same arguments. `bpack` is the shared B panel, room for ceil(min(n, kNc) / NR) · NR × ceil(min(k, kKc) / KP) · KP
+/// same arguments. `bpack` is the shared B panel, room for ceil(min(n, nc) / NR) · NR × ceil(min(k, kc) / KP) · KP
 /// packed values (gemm_team_bpack_size). Ends with a barrier: on return every tile of acc (or every finish call)
 /// of every member is done.
 template <class T, class Finish = std::nullptr_t>
@@ -64,14 +64,14 @@ void gemm_team(Team& team, std::size_t m, std::size_t n, std::size_t k, View<typ
   using Acc = typename T::Acc;
   constexpr std::size_t MR = T::kMr, NR = T::kNr, KP = T::kKPack;
   constexpr bool kFinish = !std::is_same_v<Finish, std::nullptr_t>;
-  static_assert(T::kMc % MR == 0 && T::kNc % NR == 0, "cache blocks of whole micro-tiles");
+  const GemmBlocks blk = gemm_blocks<T>();  // whole micro-tiles (gemm_blocks_for)
   alignas(64) Acc tile[MR * NR];
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
   thread_local std::vector<Packed> apack_buf, line;
   const unsigned rank = team.rank(), size = team.size();
   const std::size_t row_tiles = (m + MR - 1) / MR;
-  for (std::size_t jc = 0; jc < n; jc += T::kNc) {
-    const std::size_t nc = std::min(T::kNc, n - jc);
+  for (std::size_t jc = 0; jc < n; jc += blk.nc) {
+    const std::size_t nc = std::min(blk.nc, n - jc);
     const std::size_t col_tiles = (nc + NR - 1) / NR;
     const TeamGrid grid = team_grid(row_tiles, col_tiles, size);
     const std::size_t ti = rank / grid.tn, tj = rank % grid.tn;
@@ -80,8 +80,8 @@ void gemm_team(Team& team, std::size_t m, std::size_t n, std::size_t k, View<typ
     const std::size_t j_begin = col_tiles * tj / grid.tn * NR;
     const std::size_t j_end = std::min(nc, col_tiles * (tj + 1) / grid.tn * NR);
     const std::size_t p_begin = col_tiles * rank / size, p_end = col_tiles * (rank + 1) / size;  // B panels packed
-    for (std::size_t pc = 0; pc < k; pc += T::kKc) {
-      const std::size_t kc = std::min(T::kKc, k - pc);
+    for (std::size_t pc = 0; pc < k; pc += blk.kc) {
+      const std::size_t kc = std::min(blk.kc, k - pc);
       const std::size_t groups = (kc + KP - 1) / KP;
       if (p_end > p_begin) {
         pack_panels<T, NR>(bt, jc + p_begin * NR, std::min(nc, p_end * NR) - p_begin * NR, pc, kc,
@@ -90,8 +90,8 @@ void gemm_team(Team& team, std::size_t m, std::size_t n, std::size_t k, View<typ
       team.barrier();
       const bool accumulate = pc > 0;
       const bool last = pc + kc == k;
-      for (std::size_t ic = i_begin; ic < i_end; ic += T::kMc) {
-        const std::size_t mc = std::min(T::kMc, i_end - ic);
+      for (std::size_t ic = i_begin; ic < i_end; ic += blk.mc) {
+        const std::size_t mc = std::min(blk.mc, i_end - ic);
         Packed* const apack = aligned_scratch(apack_buf, ((mc + MR - 1) / MR) * MR * groups * KP);
         pack_panels<T, MR>(a, ic, mc, pc, kc, apack, line);
         for (std::size_t jr = j_begin; jr < j_end; jr += NR) {
@@ -127,8 +127,9 @@ void gemm_team(Team& team, std::size_t m, std::size_t n, std::size_t k, View<typ
 /// Packed values gemm_team's shared B panel needs for an m × n × k GEMM.
 template <class T>
 std::size_t gemm_team_bpack_size(std::size_t n, std::size_t k) {
-  const std::size_t groups = (std::min(k, T::kKc) + T::kKPack - 1) / T::kKPack;
-  return ((std::min(n, T::kNc) + T::kNr - 1) / T::kNr) * T::kNr * groups * T::kKPack;
+  const GemmBlocks blk = gemm_blocks<T>();
+  const std::size_t groups = (std::min(k, blk.kc) + T::kKPack - 1) / T::kKPack;
+  return ((std::min(n, blk.nc) + T::kNr - 1) / T::kNr) * T::kNr * groups * T::kKPack;
 }
 
 /// dense_fwd on a team of `threads` (from gemm_threads): bit-identical to the single-threaded path below, whose
