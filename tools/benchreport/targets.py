@@ -18,7 +18,16 @@
        dense at 1024³, sum, sumsq and dot at l2 (at dram memory binds them first);
    11. the fastest halfmap softmax of each storage type (f32, bf16, f16) >= 1.0x oneDNN's softmax of that type at
        dram (issue 14);
-   12. every halfmap dense kernel, forward and backward, on 2 threads >= 0.9x twice its speed on 1 (threads.py).
+   12. every halfmap dense kernel, forward and backward, on 2 threads >= 0.9x twice its speed on 1 (threads.py);
+   13. the native fp16 dense kernels (avx512fp16, neonfp16), forward and backward, >= 0.8x their fp16 FMA roof at
+       512³ and 1024³ and >= 0.5x at 64³ to 256³ (issue 21);
+   14. every fp16-accumulating reduction (sum, sumsq, dot of mode f16: per-operation on F16C, native on
+       avx512fp16 and neonfp16) as fast at l1 as at l2 (l1 / l2 >= 1.0), and >= 0.8x the roof that bounds it at
+       l1 and at l2: the F16C round-trip roof for the per-operation kernels, the read roof for the native ones
+       (issue 21);
+   15. target 7 on all cores too: every f32, f16_f32acc and bf16_f32acc dense forward path on the most threads
+       the run timed >= 1.0x the best peer of its ISA and arithmetic at the same count (dense_fwd_threads, 1024³;
+       issue 21).
 
 Every ratio is of the medians of the run's repetitions; met or missed judges that median ratio alone.
 """
@@ -239,6 +248,69 @@ def onednn_softmax_targets(rows, results, peers):
                  base_spread=results.spread("softmax", peer, "dram", eps))
 
 
+NATIVE_F16_ISAS = ("avx512fp16", "neonfp16")
+NATIVE_DENSE_TARGETS = (("64", 0.5), ("128", 0.5), ("256", 0.5), ("512", 0.8), ("1024", 0.8))
+REDUCE_ROOF_TARGET = 0.8
+
+
+def native_dense_targets(rows, results, roofs):
+    """Target 13: the native fp16 dense kernels against their fp16 FMA roof."""
+    for suite in ("dense_fwd", "dense_bwd"):
+        for kernel in of_mode(results, suite, "f16"):
+            if results.facts(kernel).isa not in NATIVE_F16_ISAS:
+                continue
+            for size, minimum in NATIVE_DENSE_TARGETS:
+                frac, missing = roof_fraction(results, roofs, suite, kernel, size)
+                rows.append([f"native fp16 {suite} ≥ {minimum:g}× the fp16 FMA roof, {size}³: `{kernel}`",
+                             "-" if missing else f"{fmt_rate(results.value(suite, kernel, size, 'flops_per_second'))}"
+                             f" {GFLOPS}, {frac:.3f} of the roof", "-" if missing else f"{frac:.3f}",
+                             f"≥ {minimum:g}", judge(frac, minimum, missing)])
+
+
+def short_reduction_targets(rows, results, roofs):
+    """Target 14: the fp16-accumulating reductions at l1 as fast as at l2, and near their bounding roof at both."""
+    for kernel in of_mode(results, "reduce", "f16"):
+        facts = results.facts(kernel)
+        if facts.op not in F16C_OPS:
+            continue
+        per_op = facts.isa in F16C_ISAS
+        l1 = results.value("reduce", kernel, "l1", "elements_per_second")
+        l2 = results.value("reduce", kernel, "l2", "elements_per_second")
+        missing = None if l1 and l2 else results.why_missing("reduce", kernel, "l1" if not l1 else "l2")
+        rows.add(f"fp16-accumulating {facts.op} as fast at l1 as at l2: `{kernel}`", l1, l2, "l2", 1.0, missing,
+                 "Gelem/s", spread=results.spread("reduce", kernel, "l1", "elements_per_second"),
+                 base_spread=results.spread("reduce", kernel, "l2", "elements_per_second"))
+        for level in ("l1", "l2"):
+            if per_op:
+                frac, missing = f16c_fraction(results, roofs, "reduce", kernel, level)
+                roof_what = f"the F16C round-trip roof (f16c {facts.isa})"
+            else:
+                frac, missing = roof_fraction(results, roofs, "reduce", kernel, level)
+                roof_what = "the read roof"
+            rows.append([f"fp16-accumulating {facts.op} ≥ {REDUCE_ROOF_TARGET:g}× {roof_what}, {level}: `{kernel}`",
+                         "-" if missing else f"{frac:.3f} of the roof", "-" if missing else f"{frac:.3f}",
+                         f"≥ {REDUCE_ROOF_TARGET:g}", judge(frac, REDUCE_ROOF_TARGET, missing)])
+
+
+def all_cores_targets(rows, results, context):
+    """Target 15: target 7 on the most threads the run timed (dense_fwd_threads at 1024³)."""
+    suite, flops = "dense_fwd_threads", "flops_per_second"
+    counts = sorted((a for a in results.args.get(suite, []) if str(a).isdigit()), key=int)
+    if not counts:
+        return
+    most = counts[-1]
+    peers = Peers(results, context, suite)
+    for mode in SAME_ISA_MODES:
+        for kernel in of_mode(results, suite, mode):
+            isa, arith = results.isa_and_arithmetic(kernel)
+            value = results.value(suite, kernel, most, flops)
+            base, peer, why = peers.best_same_isa(kernel, most, flops)
+            missing = (None if value else results.why_missing(suite, kernel, most)) or why
+            rows.add(f"dense ≥ 1.0× the best {isa} {arith} peer on {most} threads, 1024³: `{kernel}`", value, base,
+                     peer, 1.0, missing, spread=results.spread(suite, kernel, most, flops),
+                     base_spread=results.spread(suite, f"{peer}{PEER_SUFFIX}", most, flops))
+
+
 def target_rows(results, roofs, context, diagnose=None):
     """Rows [target, measured, ratio, needed, result] for every target the issues list, from this run (`diagnose`:
     the diagnose benchmark's JSON, or None when it did not run)."""
@@ -250,6 +322,9 @@ def target_rows(results, roofs, context, diagnose=None):
     softmax_targets(rows, results, Peers(results, context, "softmax"))
     onednn_softmax_targets(rows, results, Peers(results, context, "softmax"))
     f16c_targets(rows, results, roofs)
+    native_dense_targets(rows, results, roofs)
+    short_reduction_targets(rows, results, roofs)
+    all_cores_targets(rows, results, context)
     rows += dense_threads.target_rows(results)
     rows += diagnose_bench.target_rows(diagnose)
     return rows
