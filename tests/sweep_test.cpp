@@ -35,6 +35,7 @@
 #include "halfmap/atomic_file.hpp"
 #include "halfmap/detmath.hpp"
 #include "halfmap/half.hpp"
+#include "sweep/cell.hpp"
 #include "sweep/lattice.hpp"
 #include "test_util.hpp"
 
@@ -911,6 +912,135 @@ TEST(SweepGridIndependence, DISABLED_DefaultSweepOfTheSixOpsOnEveryPath) {
     EXPECT_TRUE(same) << e.fwd.name << " " << dist_name(a.items[i].dist) << ": the 4x finer grid moved a threshold";
   }
   std::printf("%zu items (kernel x distribution), %zu moved by the 4x finer grid\n", a.items.size(), moved);
+}
+
+/// Checks every found s_overflow and s_underflow onset and saturation of `r` against its definition at every
+/// lattice point of the binade on each side of it (README.md, "Thresholds"), evaluating the cells directly:
+///   underflow onset O: lost or vanished at O, at no point of (O, O + 1 binade] (up to s = 1, inside the search);
+///   underflow saturation σ: lost or vanished at every point of [σ - 1 binade, σ], not at σ + one point;
+///   overflow onset O: overflows at O, at no point of [O - 1 binade, O);
+///   overflow saturation σ: overflows at every point of [σ, σ + 1 binade], not at σ - one point.
+/// Returns the number of thresholds checked; every contradiction is a test failure naming the item and point.
+std::size_t check_threshold_definitions(const Options& o, const Result& r) {
+  constexpr Index kBinade = Index(1 / kThresholdLattice);
+  std::size_t checked = 0;
+  for (const ItemResult& item : r.items) {
+    const Experiment& e = o.experiments[item.experiment];
+    const Grid& g = s_grid_of(o, e);
+    const Lattice L = make_lattice(g.lo, g.log2_at(g.size() - 1), kThresholdLattice, 1, 1);
+    Runner runner(o, e, item.dist);
+    std::map<Index, Cell> cells;
+    auto cell = [&](Index k) -> const Cell& {
+      auto it = cells.find(k);
+      if (it == cells.end()) {
+        runner.set_s(double(k) * kThresholdLattice);
+        it = cells.emplace(k, runner.forward_cell()).first;
+      }
+      return it->second;
+    };
+    auto under = [&](Index k) {
+      const Cell& c = cell(k);
+      return fwd_lost(c, o.underflow_share, e.fwd.mode) || c.fwd_vanished;
+    };
+    auto over = [&](Index k) { return cell(k).fwd_nonfinite > 0; };
+    const std::string what = fmt::format("{} {}", e.fwd.name, dist_name(item.dist));
+    auto index_of = [&](const Bound& b) { return Index(std::llround(b.log2 / kThresholdLattice)); };
+    const Thresholds& th = item.thresholds;
+    if (th.s_underflow.onset.kind == Bound::Kind::found) {
+      const Index on = index_of(th.s_underflow.onset);
+      EXPECT_TRUE(under(on)) << what << ": not underflowed at its underflow onset " << th.s_underflow.onset.text;
+      for (Index k = on + 1; k <= std::min({on + kBinade, L.hi, Index(0)}); ++k) {
+        EXPECT_FALSE(under(k)) << what << ": underflowed at 2^" << double(k) * kThresholdLattice
+                               << ", above its underflow onset " << th.s_underflow.onset.text;
+      }
+      ++checked;
+    }
+    if (th.s_underflow.saturation.kind == Bound::Kind::found) {
+      const Index sat = index_of(th.s_underflow.saturation);
+      for (Index k = std::max(sat - kBinade, L.lo); k <= sat; ++k) {
+        EXPECT_TRUE(under(k)) << what << ": not underflowed at 2^" << double(k) * kThresholdLattice
+                              << ", at or below its underflow saturation " << th.s_underflow.saturation.text;
+      }
+      if (sat < L.hi) {
+        EXPECT_FALSE(under(sat + 1)) << what << ": the underflow saturation " << th.s_underflow.saturation.text
+                                     << " is not where the first run of underflow ends";
+      }
+      ++checked;
+    }
+    if (th.s_overflow.onset.kind == Bound::Kind::found) {
+      const Index on = index_of(th.s_overflow.onset);
+      EXPECT_TRUE(over(on)) << what << ": no overflow at its overflow onset " << th.s_overflow.onset.text;
+      for (Index k = std::max(on - kBinade, L.lo); k < on; ++k) {
+        EXPECT_FALSE(over(k)) << what << ": overflows at 2^" << double(k) * kThresholdLattice
+                              << ", below its overflow onset " << th.s_overflow.onset.text;
+      }
+      ++checked;
+    }
+    if (th.s_overflow.saturation.kind == Bound::Kind::found) {
+      const Index sat = index_of(th.s_overflow.saturation);
+      for (Index k = sat; k <= std::min(sat + kBinade, L.hi); ++k) {
+        EXPECT_TRUE(over(k)) << what << ": no overflow at 2^" << double(k) * kThresholdLattice
+                             << ", at or above its overflow saturation " << th.s_overflow.saturation.text;
+      }
+      if (sat > L.lo) {
+        EXPECT_FALSE(over(sat - 1)) << what << ": the overflow saturation " << th.s_overflow.saturation.text
+                                    << " is not where the last run of overflow starts";
+      }
+      ++checked;
+    }
+    if (::testing::Test::HasFailure()) break;  // one item's report is enough to act on
+  }
+  return checked;
+}
+
+TEST(SweepThresholdDefinitions, EveryOnsetAndSaturationHoldsAtTheLatticePointsAroundIt) {
+  // Small sizes, the default grids and lattice: sum, sumsq, maxabs, dot, mse, xent and dense_fwd on the ref
+  // (models), f16_f32acc and f32 paths and the fp16-accumulating SIMD ones, three distributions.
+  Options o = small_options();
+  o.s_grid = {-40, 40, 0.5};
+  o.wide_s_grid = Grid{-160, 140, 2};
+  o.threads = kThreads;
+  o.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "mse", "xent", "dense_fwd"}, {});
+  const Result r = run(o);
+  const std::size_t checked = check_threshold_definitions(o, r);
+  EXPECT_GT(checked, 3 * r.items.size()) << "most items have three or four found thresholds";
+  std::printf("%zu items, %zu found thresholds checked at every lattice point within a binade\n", r.items.size(),
+              checked);
+}
+
+// The same at the default sizes, on every op and path of this CPU: `build/release/tests/sweep_test
+// --gtest_also_run_disabled_tests --gtest_filter='*DefaultSweepHoldsItsDefinitions*'`.
+TEST(SweepThresholdDefinitions, DISABLED_DefaultSweepHoldsItsDefinitions) {
+  Options o;  // the defaults of `halfmap sweep`
+  o.threads = 2;
+  o.experiments = plan_experiments({}, {});
+  const Result r = run(o);
+  const std::size_t checked = check_threshold_definitions(o, r);
+  std::printf("%zu items, %zu found thresholds checked at every lattice point within a binade\n", r.items.size(),
+              checked);
+}
+
+TEST(SweepThresholds, SumOfCancellingSurvivorsIsNotAnUnderflow) {
+  // x = (+1, -1) * 2^-149 twice, then pairs that flush at s = 1: the given data sums to exactly 0 and the stored
+  // f32 inputs are two survivors of each sign whose exact sum is 0. Nothing was lost (the kernel returns 0): not
+  // vanished, not lost.
+  Options o = small_options();
+  o.sizes.n = 8;
+  o.base_override = {{0x1p-149, -0x1p-149, 0x1p-149, -0x1p-149, 0x1p-152, -0x1p-152, 0x1p-154, -0x1p-154}};
+  const Kernel* k = nullptr;
+  for (const Kernel& c : kernels()) {
+    if (c.op == Op::sum && c.mode == Mode::f32 && c.isa == Isa::ref) k = &c;
+  }
+  ASSERT_NE(k, nullptr);
+  const Cell c = evaluate_cell(o, experiment_of(*k), Dist::normal, 0, std::nullopt);
+  EXPECT_EQ(c.fwd_value.value_or(-1), 0.0);
+  EXPECT_EQ(c.fwd_oracle.value_or(-1), 0.0);
+  EXPECT_FALSE(c.fwd_vanished) << "four inputs survive storage: the zero is their cancellation";
+  EXPECT_FALSE(fwd_lost(c, o.underflow_share, Mode::f32));
+  EXPECT_EQ(c.status, Status::data_underflow) << "half the inputs flushed: the data boundary, not the forward";
+  // Halving s flushes every input: vanished from there down.
+  const Cell half = evaluate_cell(o, experiment_of(*k), Dist::normal, -1, std::nullopt);
+  EXPECT_TRUE(half.fwd_vanished);
 }
 
 /// A predicate on the lattice given as a set of true stretches [lo, hi], counting its evaluations.

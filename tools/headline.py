@@ -4,7 +4,7 @@ its loss-scale window at input scale 1, for one distribution (normal by default)
 
     python3 tools/headline.py results/<machine>/thresholds.json [--dist normal] [--out headline.md]
 
-Reads the sweep's thresholds.json (halfmap-sweep-thresholds-2); standard library only. Writes to a temporary file
+Reads the sweep's thresholds.json (halfmap-sweep-thresholds-3); standard library only. Writes to a temporary file
 and renames it, so an interrupted run leaves no half-written table."""
 import argparse
 import json

@@ -200,7 +200,7 @@ step_sweep() {
   "$PY" tools/plot_maps.py "$csv" --out "$OUT"
   "$PY" tools/headline.py "$OUT/thresholds.json" --out "$OUT/headline.md"
   local dirs=("$OUT")  # this machine first (M1): the others are compared with the one that just ran
-  local format='"format": "halfmap-sweep-thresholds-2"'  # src/sweep/output.hpp's kThresholdsFormat
+  local format='"format": "halfmap-sweep-thresholds-3"'  # src/sweep/output.hpp's kThresholdsFormat
   for d in results/*/; do
     [ "${d%/}" != "$OUT" ] && [ -f "$d/thresholds.json" ] || continue
     if grep -q "$format" "$d/thresholds.json"; then

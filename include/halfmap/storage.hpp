@@ -17,6 +17,8 @@ namespace halfmap {
 
 /// The smallest normal value of a storage type (below it a stored value is subnormal).
 inline double min_normal(DType t) { return t == DType::f16 ? 0x1p-14 : 0x1p-126; }
+/// The smallest positive subnormal of a storage type: 2^-24 (fp16), 2^-133 (bf16), 2^-149 (f32).
+inline double min_subnormal(DType t) { return t == DType::f16 ? 0x1p-24 : t == DType::bf16 ? 0x1p-133 : 0x1p-149; }
 
 /// The largest finite value of a storage type.
 inline double max_finite(DType t) {

@@ -121,6 +121,9 @@ struct Cell {
   // compute: the forward outputs against the f64 oracle of the stored inputs
   std::size_t fwd_count = 0, fwd_nonfinite = 0, fwd_oracle_nonzero = 0, fwd_zero = 0;
   double fwd_rel_err = 0;                        // NaN when no output and oracle is finite
+  // every output's terms flushed when stored, or every output of the given data rounds to zero in the output type
+  // (README.md, "Thresholds": vanished; monotone in s)
+  bool fwd_vanished = false;
   std::optional<double> fwd_value, fwd_oracle;  // scalar outputs only (reductions, losses)
   // optimization: the gradients (dense: dX, dW, db; mse: dp; xent: dlogits)
   std::size_t grad_count = 0, grad_nonfinite = 0, grad_oracle_nonzero = 0, grad_zero = 0, grad_subnormal = 0;

@@ -127,7 +127,8 @@ std::string shard_from_slurm(unsigned& k, unsigned& n) {
 struct SweepArgs {
   std::string kernels, paths, dists;
   std::string s_min = "2^-40", s_max = "2^40", s_step = "2^0.5";
-  bool s_given = false;  // any of --s-min, --s-max, --s-step
+  bool s_range_given = false;  // --s-min or --s-max
+  bool s_step_given = false;   // --s-step
   std::string S_min = "2^0", S_max = "2^32", S_step = "2^1";
   std::string n, dense, rows, cols, xent;
   std::string seed = "1";
@@ -168,8 +169,14 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
     if (!step) return fmt::format("--{}-step '{}' is not a step: give 2^E (E > 0) or a factor above 1.", g.name, *g.step);
     *g.grid = sweep::Grid{*lo, *hi, *step};
   }
-  // An input-scale grid given on the command line is every experiment's: the wide default grid is for defaults.
-  if (a.s_given) o.wide_s_grid.reset();
+  // An input-scale range given on the command line is every experiment's: the wide default grid is for defaults.
+  // A step alone refines every experiment's grid by the same factor and keeps its range (the wide grid's step
+  // 2^2 becomes 2^0.5 when --s-step 2^0.125 refines the default 2^0.5 four times).
+  if (a.s_range_given) {
+    o.wide_s_grid.reset();
+  } else if (a.s_step_given && o.wide_s_grid) {
+    o.wide_s_grid->step *= o.s_grid.step / sweep::Options{}.s_grid.step;
+  }
   sweep::Sizes& z = o.sizes;
   if (!a.n.empty() && !parse_uint(a.n, z.n)) return fmt::format("--n '{}' is not a positive integer.", a.n);
   if (!a.dense.empty()) {
@@ -233,14 +240,18 @@ Command add_sweep_command(CLI::App& parent) {
   sub->add_option("--kernels", a->kernels, "Comma list of kernel names or ops (e.g. sum,dense_fwd); default: all");
   sub->add_option("--paths", a->paths, "Comma list of ISA paths and/or modes (e.g. avx512,f16); default: all");
   sub->add_option("--dists", a->dists, "Comma list of normal, uniform, lognormal; default: all three");
-  auto s_given = [a](const std::string&) { a->s_given = true; };
+  auto s_range_given = [a](const std::string&) { a->s_range_given = true; };
+  auto s_step_given = [a](const std::string&) { a->s_step_given = true; };
   sub->add_option("--s-min", a->s_min,
                   "Smallest input scale, 2^E or a value (default 2^-40; 2^-160 for f32 and bf16 storage of sum, "
-                  "sumsq, maxabs, dot, dense_fwd, mse); any --s-* option sets every experiment's grid")
-      ->each(s_given);
-  sub->add_option("--s-max", a->s_max, "Largest input scale (default 2^40; 2^140 for the wide ones)")->each(s_given);
-  sub->add_option("--s-step", a->s_step, "Input-scale step, 2^E or a factor > 1 (default 2^0.5; 2^2 for the wide ones)")
-      ->each(s_given);
+                  "sumsq, maxabs, dot, dense_fwd, mse); --s-min or --s-max sets every experiment's range")
+      ->each(s_range_given);
+  sub->add_option("--s-max", a->s_max, "Largest input scale (default 2^40; 2^140 for the wide ones)")
+      ->each(s_range_given);
+  sub->add_option("--s-step", a->s_step,
+                  "Input-scale step, 2^E or a factor > 1 (default 2^0.5; 2^2 for the wide ones); alone, it refines "
+                  "every experiment's grid by the same factor and keeps its range")
+      ->each(s_step_given);
   sub->add_option("--S-min", a->S_min, "Smallest loss scale (default 2^0)");
   sub->add_option("--S-max", a->S_max, "Largest loss scale (default 2^32)");
   sub->add_option("--S-step", a->S_step, "Loss-scale step (default 2^1)");

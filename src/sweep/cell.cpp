@@ -21,7 +21,7 @@ void set_first(Cell& c, std::string_view stage, std::string_view tensor, std::si
 
 }  // namespace
 
-void OutAcc::add(double got, double oracle, double min_norm) {
+void OutAcc::add(double got, double oracle, double cond, double min_norm) {
   ++count;
   const bool got_finite = std::isfinite(got);
   if (!got_finite) ++nonfinite;
@@ -32,13 +32,24 @@ void OutAcc::add(double got, double oracle, double min_norm) {
     any_finite = true;
     max_diff = std::max(max_diff, std::fabs(got - oracle));
     max_oracle = std::max(max_oracle, std::fabs(oracle));
+    max_cond = std::max(max_cond, std::isfinite(cond) ? std::fabs(cond) : 0.0);
   }
 }
 
-double OutAcc::rel_err() const {
+double OutAcc::rel_err(double u) const {
   if (!any_finite) return std::numeric_limits<double>::quiet_NaN();
-  if (max_oracle == 0) return max_diff == 0 ? 0.0 : std::numeric_limits<double>::infinity();
-  return max_diff / max_oracle;
+  const double scale = std::max(max_oracle, u * max_cond);
+  if (scale == 0) return max_diff == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return max_diff / scale;
+}
+
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::f16: return 0x1p-11;
+    case DType::bf16: return 0x1p-8;
+    case DType::f32: return 0x1p-24;
+  }
+  return 0x1p-24;
 }
 
 bool fwd_lost(const Cell& c, double share, Mode mode) {
@@ -156,12 +167,16 @@ void Runner::count_outputs(Cell& c) {
   const Tensor& out = f_->out;
   const std::vector<double>& oracle = f_->oracle;
   OutAcc acc;
-  for (std::size_t i = 0; i < out.size(); ++i) acc.add(out.val[i], oracle[i], min_normal(out.type()));
+  const std::vector<double>& cond = f_->cond;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    acc.add(out.val[i], oracle[i], cond.empty() ? oracle[i] : cond[i], min_normal(out.type()));
+  }
   c.fwd_count = acc.count;
   c.fwd_nonfinite = acc.nonfinite;
   c.fwd_oracle_nonzero = acc.oracle_nonzero;
   c.fwd_zero = acc.zero;
-  c.fwd_rel_err = acc.rel_err();
+  c.fwd_rel_err = acc.rel_err(unit_roundoff(out.type()));
+  c.fwd_vanished = c.fwd_nonfinite == 0 && c.in_nonzero > 0 && (f_->terms_flushed() || below_range(c.s));
   if (out.size() == 1 && f_->scalar_out()) {
     c.fwd_value = out.val[0];
     c.fwd_oracle = oracle[0];
@@ -173,6 +188,17 @@ void Runner::count_outputs(Cell& c) {
       break;
     }
   }
+}
+
+bool Runner::below_range(double s) {
+  const int k = f_->homogeneity();
+  if (k == 0) return false;
+  if (!given_max_) given_max_ = f_->given_max_at_unit_scale();
+  if (!(*given_max_ > 0)) return false;  // the given data's exact result is zero: cancellation, not underflow
+  // Every output of the given data at s is s^k times its value at s = 1; it rounds to zero in the output type
+  // when at most half the smallest subnormal (the tie rounds to even, zero).
+  const double largest = (k == 1 ? s : s * s) * *given_max_;
+  return largest <= 0.5 * min_subnormal(f_->out.type());
 }
 
 Status Runner::data_compute_status(const Cell& c) const {
@@ -222,7 +248,7 @@ void Runner::count_gradients(Cell& c) {
     Tensor& t = f_->grads[g];
     t.reload();
     for (std::size_t i = 0; i < t.size(); ++i) {
-      acc.add(t.val[i], f_->unit[g][i], min_normal(t.type()));
+      acc.add(t.val[i], f_->unit[g][i], f_->unit[g][i], min_normal(t.type()));
       if (!first_found && !std::isfinite(t.val[i])) {
         set_first(c, "gradient", t.name, i, t.val[i]);
         first_found = true;

@@ -37,24 +37,34 @@ class Runner {
   void count_outputs(Cell& c);
   void count_gradients(Cell& c);
   Status data_compute_status(const Cell& c) const;
+  /// Whether every output of the given (unstored) data at scale s rounds to zero in the output type.
+  bool below_range(double s);
 
   const Options& o_;
   const Experiment& e_;
   std::unique_ptr<Family> f_;
   bool unit_ready_ = false;
   std::vector<InputStats> stats_;  // per input, from the last store (an unscaled input's are kept)
+  std::optional<double> given_max_;  // the family's given_max_at_unit_scale(), computed on first use
   Cell fwd_cell_;
 };
 
 /// The statistics of a set of outputs against their oracle.
 struct OutAcc {
   std::size_t count = 0, nonfinite = 0, oracle_nonzero = 0, zero = 0, subnormal = 0;
-  double max_diff = 0, max_oracle = 0;
+  double max_diff = 0, max_oracle = 0, max_cond = 0;
   bool any_finite = false;
-  void add(double got, double oracle, double min_norm);
-  /// The normwise relative error max|got - oracle| / max|oracle| over finite pairs; NaN when there is none.
-  double rel_err() const;
+  /// One output: the kernel's value, its oracle, its condition scale (the sum of its terms' magnitudes; |oracle|
+  /// where the terms cannot cancel) and the output type's smallest normal.
+  void add(double got, double oracle, double cond, double min_norm);
+  /// The normwise relative error over finite pairs, max|got - oracle| / max(max|oracle|, u max cond), u the output
+  /// type's unit roundoff (README.md, "Thresholds": an exact result below one rounding unit of its terms'
+  /// magnitude is cancellation, and its error is measured against that unit); NaN when there is no finite pair.
+  double rel_err(double u) const;
 };
+
+/// The unit roundoff of a storage type: 2^-11 (fp16), 2^-8 (bf16), 2^-24 (f32).
+double unit_roundoff(DType t);
 
 /// The predicates the statuses and the thresholds share (README.md defines each).
 bool fwd_lost(const Cell& c, double share, Mode mode);

@@ -46,8 +46,8 @@ std::string load_source(const std::string& d, Source& s) {
   } catch (const std::exception&) {
     return fmt::format("{}/thresholds.json is not a sweep's thresholds file.", d);
   }
-  // Each boundary is an onset and a saturation since format 2; an older file's single numbers cannot be set
-  // beside them.
+  // Each boundary is an onset and a saturation since format 2, and underflow has its format 3 definitions; an
+  // older file's numbers cannot be set beside them.
   const json format = s.thresholds.value("format", json());
   if (format != kThresholdsFormat) {
     return fmt::format("{}/thresholds.json is in format {}, not {}: it was written by an older halfmap; rerun the "

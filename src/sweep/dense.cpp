@@ -40,14 +40,49 @@ class Dense final : public Family {
     out.reload();
     const double* x = in(0);
     const double* w = in(1);
+    cond.resize(m_ * n_);
     for (std::size_t i = 0; i < m_; ++i) {
       double* row = &oracle[i * n_];
+      double* crow = &cond[i * n_];
       std::fill(row, row + n_, 0.0);
+      std::fill(crow, crow + n_, 0.0);
       for (std::size_t p = 0; p < k_; ++p) {
         const double xv = x[i * k_ + p];
-        for (std::size_t j = 0; j < n_; ++j) row[j] += xv * w[p * n_ + j];
+        for (std::size_t j = 0; j < n_; ++j) {
+          row[j] += xv * w[p * n_ + j];
+          crow[j] += std::fabs(xv * w[p * n_ + j]);
+        }
       }
     }
+  }
+
+  /// Y(i, j)'s terms are X(i, p) W(p, j) (the bias is zero): a term is left when both factors survived storage,
+  /// and one exists for some (i, j) exactly when some p has a surviving X in column p and a surviving W in row p.
+  bool terms_flushed() const override {
+    const Tensor &x = inputs[0].tensor, &w = inputs[1].tensor;
+    for (std::size_t p = 0; p < k_; ++p) {
+      bool x_left = false, w_left = false;
+      for (std::size_t i = 0; i < m_ && !x_left; ++i) x_left = x.val[i * k_ + p] != 0;
+      for (std::size_t j = 0; j < n_ && !w_left; ++j) w_left = w.val[p * n_ + j] != 0;
+      if (x_left && w_left) return false;
+    }
+    return true;
+  }
+
+  int homogeneity() const override { return 1; }  // X is scaled, W and the zero bias are not
+
+  double given_max_at_unit_scale() const override {
+    const std::vector<double>&x = inputs[0].base, &w = inputs[1].base;
+    double most = 0;
+    std::vector<double> row(n_);
+    for (std::size_t i = 0; i < m_; ++i) {
+      std::fill(row.begin(), row.end(), 0.0);
+      for (std::size_t p = 0; p < k_; ++p) {
+        for (std::size_t j = 0; j < n_; ++j) row[j] += x[i * k_ + p] * w[p * n_ + j];
+      }
+      for (double v : row) most = std::max(most, std::fabs(v));
+    }
+    return most;
   }
 
   void unit_oracle() override {

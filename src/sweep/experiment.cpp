@@ -77,6 +77,15 @@ void Setup::add_input(Family& f, const char* name, unsigned role, std::size_t co
   in.scaled = scaled;
 }
 
+bool Family::terms_flushed() const {
+  for (const Input& in : inputs) {
+    for (std::size_t i = 0; i < in.base.size(); ++i) {
+      if (in.base[i] != 0 && in.tensor.val[i] != 0) return false;
+    }
+  }
+  return true;
+}
+
 std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist d) {
   const Setup s{o, e, d, family_of(e.fwd.op)};
   std::unique_ptr<Family> f;

@@ -74,10 +74,26 @@ class Family {
   virtual bool scalar_out() const { return false; }
   /// A stored upstream gradient whose first non-finite value comes before the gradients' (dense: dY).
   virtual const Tensor* upstream() const { return nullptr; }
+  /// Whether every term of every output lost a factor to flushing when the inputs were stored (README.md,
+  /// "Thresholds": `vanished`): what is left is zero because of underflow, not cancellation. Monotone in s, as
+  /// storing is. Default: every input value that was nonzero before storage is zero after it (sum, sumsq, maxabs,
+  /// mse); dot and dense look at their products; softmax and xent never vanish (their outputs are never zero).
+  virtual bool terms_flushed() const;
+  /// How the exact result of the given (unstored) data grows with s: 1 (linear: sum, maxabs, dense), 2
+  /// (quadratic: sumsq, dot, mse), 0 (neither: softmax, xent). With `given_max`, the largest |output| of the
+  /// given data at s = 1, it tells when every output of the given data rounds to zero in the output type.
+  virtual int homogeneity() const { return 0; }
+  /// The largest magnitude of an output's exact value on the given data at s = 1 (computed once by the Runner
+  /// through given_max_at_unit_scale()); unused when homogeneity() is 0.
+  virtual double given_max_at_unit_scale() const { return 0; }
 
   std::vector<Input> inputs;  // in data-flow order; inputs[0] is the one --plant-nan poisons
   Tensor out;
   std::vector<double> oracle;
+  /// Each output's condition scale, the sum of the magnitudes of its terms (Σ|x|, Σ|x y|, Σ_p |X W|, ...), filled
+  /// by forward() where terms can cancel; empty where they cannot (then |oracle| serves). The relative error of an
+  /// output whose exact value is tiny by cancellation is measured against it (OutAcc).
+  std::vector<double> cond;
   std::vector<Tensor> grads;
   std::vector<std::vector<double>> unit;
 

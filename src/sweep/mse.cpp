@@ -1,4 +1,6 @@
 // The squared loss: mean((p - y)^2) forward, and its gradient dp = S 2 (p - y) / n from the same kernel.
+#include <cmath>
+
 #include "sweep/experiment.hpp"
 
 namespace halfmap::sweep {
@@ -19,12 +21,25 @@ class Mse final : public Family {
   void forward() override {
     LossArgs a{n_, inputs[0].tensor.data(), inputs[1].tensor.data(), 1.0f, nullptr};
     out.val[0] = k_.loss(a);
-    double o = 0;
+    double o = 0, c = 0;
     for (std::size_t i = 0; i < n_; ++i) {
-      const double d = in(0)[i] - in(1)[i];
+      const double d = in(0)[i] - in(1)[i], m = std::fabs(in(0)[i]) + std::fabs(in(1)[i]);
       o += d * d;
+      c += m * m;  // the difference cancels from |p| + |y|
     }
     oracle[0] = o / double(n_);
+    cond.assign(1, c / double(n_));
+  }
+
+  int homogeneity() const override { return 2; }
+
+  double given_max_at_unit_scale() const override {
+    double o = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const double d = inputs[0].base[i] - inputs[1].base[i];
+      o += d * d;
+    }
+    return o / double(n_);
   }
 
   void unit_oracle() override {

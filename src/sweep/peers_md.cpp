@@ -64,7 +64,7 @@ std::map<std::string, Seen> from_doc(const json& doc) {
     s.isa = r.at("isa").get<std::string>();
     s.storage = r.at("storage").get<std::string>();
     auto& t = s.th[r.at("dist").get<std::string>()];
-    for (const char* key : kKeys) {  // each boundary's onset and saturation (halfmap-sweep-thresholds-2)
+    for (const char* key : kKeys) {  // each boundary's onset and saturation (halfmap-sweep-thresholds-3)
       for (const char* end : {"onset", "saturation"}) {
         t.push_back({fmt::format("{} {}", key, end),
                      r.contains(key) && r.at(key).contains(end) ? r.at(key).at(end).value("text", "?") : "-"});

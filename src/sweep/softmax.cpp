@@ -39,6 +39,7 @@ class Softmax final : public Family {
   }
 
   std::string_view out_name() const override { return "y"; }
+  bool terms_flushed() const override { return false; }  // a row of zeros has a softmax of 1/cols
 
  private:
   const Kernel& k_;

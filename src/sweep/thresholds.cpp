@@ -71,16 +71,16 @@ Boundary falling(const Lattice& L, const std::vector<Run>& onset_runs, const std
   return {end(*last), sat_runs.front().v == 1 ? end(sat_runs.front()) : none};
 }
 
-/// The forward predicates at one s. The forward is lost to underflow when it is `lost` (fwd_lost) or `vanished`:
-/// every output's oracle is zero although the inputs were not (all it depends on flushed when stored, so nothing
-/// was left to lose). `vanished` is monotone in s, as storing is.
+/// The forward predicates at one s. The forward is lost to underflow when it is `lost` (fwd_lost) or `vanished`
+/// (Cell::fwd_vanished: every term of every output lost a factor to flushing when stored, or every output of the
+/// given data rounds to zero in the output type; nothing was left to lose). `vanished` is monotone in s, as
+/// storing and |s^k y| are; an oracle that is zero by cancellation of surviving terms is not vanished.
 struct Flags {
   bool over = false, lost = false, vanished = false, stored_inf = false, flushed = false;
 };
 
 Flags flags_of(const Cell& c, double share, Mode mode) {
-  const bool vanished = c.fwd_nonfinite == 0 && c.in_nonzero > 0 && c.fwd_count > 0 && c.fwd_oracle_nonzero == 0;
-  return {c.fwd_nonfinite > 0, fwd_lost(c, share, mode), vanished, c.in_inf > 0 || c.in_nonfinite > 0,
+  return {c.fwd_nonfinite > 0, fwd_lost(c, share, mode), c.fwd_vanished, c.in_inf > 0 || c.in_nonfinite > 0,
           data_flushed(c, share)};
 }
 
@@ -112,6 +112,20 @@ Index underflow_domain_end(const Lattice& L, Probe& lost) {
   c = std::min(c, L.hi);
   while (c < L.hi && lost(c)) c = std::min(c + L.coarse, L.hi);
   return std::min(c + L.margin, L.hi);
+}
+
+/// The runs of `underflowed` that the saturation is read from: its first run from D.lo, evaluated at every lattice
+/// point. Below the last vanished point (vanished is monotone, so its runs are exact) every point is underflowed;
+/// from there up, every point is evaluated until the first that is not underflowed, so that the run's end is the
+/// largest s below which every lattice point is lost or vanished (README.md, "Thresholds").
+std::vector<Run> saturation_runs(const Lattice& D, Probe& underflowed, const std::vector<Run>& vanished_runs) {
+  if (!underflowed(D.lo)) return {{D.lo, D.lo, 0}};
+  Index k = D.lo;
+  if (!vanished_runs.empty() && vanished_runs.front().v == 1) k = vanished_runs.front().hi;
+  while (k < D.hi && underflowed(k + 1)) ++k;
+  std::vector<Run> runs{{D.lo, k, 1}};
+  if (k < D.hi) runs.push_back({k + 1, k + 1, 0});
+  return runs;
 }
 
 }  // namespace
@@ -151,9 +165,9 @@ Thresholds thresholds_for(const Options& o, const Experiment& e, Runner& r, cons
   // later at the same phase, or sooner), or the vanished region's end. The saturation: the first switch of either.
   Lattice T = D;
   T.tail = Index(1 / kThresholdLattice);  // one binade
-  const std::vector<Run> onset_runs =
-      runs_or(scan(T, lost, Refine::ends, false), scan(D, vanished, Refine::ends, true));
-  th.s_underflow = falling(D, onset_runs, scan(D, underflowed, Refine::ends, false), D.hi == L.hi);
+  const std::vector<Run> vanished_runs = scan(D, vanished, Refine::ends, true);
+  const std::vector<Run> onset_runs = runs_or(scan(T, lost, Refine::ends, false), vanished_runs);
+  th.s_underflow = falling(D, onset_runs, saturation_runs(D, underflowed, vanished_runs), D.hi == L.hi);
   if (!e.has_gradient()) return th;
   for (double ls : kWindowLog2s) th.windows.push_back(window_at(o, r, ls));
   return th;

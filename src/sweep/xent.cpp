@@ -1,6 +1,7 @@
 // Softmax cross-entropy: the mean loss over rows of logits with one label each, and its gradient
 // dlogits = S (softmax - onehot) / rows from the same kernel.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -27,18 +28,22 @@ class Xent final : public Family {
   void forward() override {
     XentArgs a{rows_, cols_, inputs[0].tensor.data(), labels_.data(), 1.0f, nullptr, nullptr};
     out.val[0] = k_.xent(a);
-    double loss = 0;
+    double loss = 0, c = 0;
     const double* x = in(0);
     for (std::size_t r = 0; r < rows_; ++r) {
       double mx = -std::numeric_limits<double>::infinity();
       for (std::size_t j = 0; j < cols_; ++j) mx = std::max(mx, x[r * cols_ + j]);
       double sum = 0;
       for (std::size_t j = 0; j < cols_; ++j) sum += det::exp(x[r * cols_ + j] - mx);
-      loss += (mx + det::log(sum)) - x[r * cols_ + std::size_t(labels_[r])];
+      const double lse = mx + det::log(sum), label = x[r * cols_ + std::size_t(labels_[r])];
+      loss += lse - label;
+      c += std::fabs(lse) + std::fabs(label);  // a confident right answer cancels lse against the label's logit
     }
     oracle[0] = loss / double(rows_);
+    cond.assign(1, c / double(rows_));
   }
 
+  bool terms_flushed() const override { return false; }  // zero logits have a loss of log(cols)
   void unit_oracle() override {
     softmax_oracle(in(0), rows_, cols_, unit[0].data());
     for (std::size_t r = 0; r < rows_; ++r) {
