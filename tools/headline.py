@@ -18,7 +18,7 @@ def text(bound):
 
 
 def band(boundary):
-    """A boundary as its onset, with its saturation when that differs (thresholds.json format 2)."""
+    """A boundary as its onset, with its saturation when that differs (thresholds.json format 2 and 3)."""
     if not boundary:
         return ""
     on, sat = text(boundary["onset"]), text(boundary["saturation"])
