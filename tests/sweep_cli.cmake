@@ -66,7 +66,8 @@ message(STATUS "${count} cells with the planted NaN, all data_nonfinite at index
 
 # --s-step alone refines every experiment's grid and keeps its range (issue 22): the f32 sum keeps its wide grid
 # 2^-160 .. 2^140, its step 2^2 refined by the same factor as the default 2^0.5 (here 2^1: twice coarser, 2^4).
-run_ok(sweep --kernels sum --paths ref --dists normal --s-step 2^1 --S-step 2^8 --n 64 --quiet --out ${WORK}/step)
+run_ok(sweep --kernels sum --paths ref --dists normal --s-step 2^1 --S-step 2^8 --n 64 --threads 1 --quiet
+       --out ${WORK}/step)
 file(READ ${WORK}/step/thresholds.json thresholds)
 string(JSON count LENGTH "${thresholds}" results)
 math(EXPR last "${count} - 1")
