@@ -216,10 +216,10 @@ def roof_defects(results, roofs):
 def roof_defect_lines(results, roofs):
     defects = roof_defects(results, roofs)
     margin = run_spread(results)
-    within = f"more than the run's spread ({margin:.1%}, the median spread of its cells)" if margin else "at all"
+    within = f"by more than the run's spread ({margin:.1%}, the median spread of its cells)" if margin else "at all"
     if not defects:
-        return ["", f"**Roof check**: no kernel is above a roof by {within}."]
-    out = ["", f"**Roof defects**: {len(defects)} cells are above a roof by {within}, so that roof is not the "
+        return ["", f"**Roof check**: no kernel is above a roof {within}."]
+    out = ["", f"**Roof defects**: {len(defects)} cells are above a roof {within}, so that roof is not the "
            "fastest way this core does their work and their fractions of it overstate the kernel:", ""]
     out += table(["cell", "roof", "fraction"],
                  [[f"`{suite}/{kernel}/{arg}`", name, f"{frac:.3f}"] for suite, kernel, arg, frac, name in defects],
