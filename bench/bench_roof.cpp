@@ -179,18 +179,27 @@ std::pair<CopyFn, CopyFn> copy_loops() {
 enum class CopyVariant : unsigned char { ordinary, non_temporal, in_place };
 constexpr const char* kCopyVariantNames[] = {"ordinary", "non-temporal", "in place"};
 
-/// Calls one variant's copy of `bytes` bytes of `in`; false where the variant has no loop here.
-bool copy_variant(CopyVariant v, const unsigned char* in, unsigned char* out, std::size_t bytes) {
-  const auto [copy, copy_nt] = copy_loops();
-  switch (v) {
-    case CopyVariant::ordinary: copy(in, out, bytes); return true;
-    case CopyVariant::non_temporal:
-      if (copy_nt == nullptr) return false;
-      copy_nt(in, out, bytes);
-      return true;
-    case CopyVariant::in_place: copy(out, out, bytes); return true;
+/// One variant's loop, looked up once outside the timed calls: fn(in_place ? out : in, out, bytes).
+struct CopyCall {
+  CopyFn fn = nullptr;  // null: no loop for the variant here
+  bool in_place = false;
+  void operator()(const unsigned char* in, unsigned char* out, std::size_t bytes) const {
+    fn(in_place ? out : in, out, bytes);
   }
-  return false;
+};
+
+CopyCall copy_call(CopyVariant v) {
+  const auto [copy, copy_nt] = copy_loops();
+  return {v == CopyVariant::non_temporal ? copy_nt : copy, v == CopyVariant::in_place};
+}
+
+/// Reads p[0, bytes) as two streams, its halves in alternating chunks of 4 KiB, as dot and mse read x and y: a
+/// core's prefetchers may fetch two streams faster than one.
+std::uint64_t read_two_streams(ReadFn read, const unsigned char* p, std::size_t bytes) {
+  const std::size_t half = bytes / 2, chunk = std::min<std::size_t>(half, 4096);
+  std::uint64_t s = 0;
+  for (std::size_t off = 0; off < half; off += chunk) s += read(p + off, chunk) + read(p + half + off, chunk);
+  return s;
 }
 
 /// Whether two streams read a level faster than one, decided by measure_memory_roofs (false until then).
@@ -218,14 +227,8 @@ void run_read(benchmark::State& state, const Level& level) {
   const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
   const ReadFn read = read_loop().first;
   const bool two = read_two_streams_wins()[static_cast<std::size_t>(&level - kLevels.data())];
-  const std::size_t half = level.bytes / 2, chunk = std::min<std::size_t>(half, 4096);
   for (auto _ : state) {
-    std::uint64_t s = 0;
-    if (two) {
-      for (std::size_t off = 0; off < half; off += chunk) s += read(buf + off, chunk) + read(buf + half + off, chunk);
-    } else {
-      s = read(buf, level.bytes);
-    }
+    std::uint64_t s = two ? read_two_streams(read, buf, level.bytes) : read(buf, level.bytes);
     benchmark::DoNotOptimize(s);
   }
   state.counters["bytes_per_second"] =
@@ -235,9 +238,9 @@ void run_read(benchmark::State& state, const Level& level) {
 void run_copy(benchmark::State& state, const Level& level) {
   const auto* in = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
   auto* out = static_cast<unsigned char*>(output_buffer());
-  const CopyVariant variant = copy_roof_variant()[static_cast<std::size_t>(&level - kLevels.data())];
+  const CopyCall copy = copy_call(copy_roof_variant()[static_cast<std::size_t>(&level - kLevels.data())]);
   for (auto _ : state) {
-    copy_variant(variant, in, out, level.bytes);
+    copy(in, out, level.bytes);
     benchmark::ClobberMemory();
   }
   state.counters["bytes_per_second"] =
@@ -335,21 +338,14 @@ namespace {
 std::string measure_memory_roofs(Roofs& r, double seconds) {
   const auto [read, how] = read_loop();
   benchmark::AddCustomContext("roof_read_loads", how);
-  // Two streams: the halves of the buffer read in alternating chunks, as dot and mse read x and y; a core's
-  // prefetchers may fetch two streams faster than one.
-  auto read_two_streams = [read = read](const unsigned char* p, std::size_t bytes) {
-    const std::size_t half = bytes / 2, chunk = std::min<std::size_t>(half, 4096);
-    std::uint64_t s = 0;
-    for (std::size_t off = 0; off < half; off += chunk) s += read(p + off, chunk) + read(p + half + off, chunk);
-    return s;
-  };
   auto* out = static_cast<unsigned char*>(output_buffer());
   for (std::size_t i = 0; i < kLevels.size(); ++i) {
     const Level& level = kLevels[i];
     const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
     const auto bytes = static_cast<double>(level.bytes);
     const double one = rate([&] { benchmark::DoNotOptimize(read(buf, level.bytes)); }, bytes, seconds);
-    const double two = rate([&] { benchmark::DoNotOptimize(read_two_streams(buf, level.bytes)); }, bytes, seconds);
+    const double two =
+        rate([&] { benchmark::DoNotOptimize(read_two_streams(read, buf, level.bytes)); }, bytes, seconds);
     r.read[i] = std::max(one, two);
     read_two_streams_wins()[i] = two > one;
     benchmark::AddCustomContext(fmt::format("roof_read_{}_variants", level.name),
@@ -359,9 +355,9 @@ std::string measure_memory_roofs(Roofs& r, double seconds) {
                                 fmt::format("{:.6g}", r.read[i]));
     std::string variants;
     for (const CopyVariant v : {CopyVariant::ordinary, CopyVariant::non_temporal, CopyVariant::in_place}) {
-      if (!copy_variant(v, buf, out, 128)) continue;  // no loop for it here
-      const double got = rate([&] { copy_variant(v, buf, out, level.bytes); benchmark::ClobberMemory(); },
-                              2 * bytes, seconds);
+      const CopyCall copy = copy_call(v);
+      if (copy.fn == nullptr) continue;  // no loop for it here
+      const double got = rate([&] { copy(buf, out, level.bytes); benchmark::ClobberMemory(); }, 2 * bytes, seconds);
       variants += fmt::format("{}{} {:.6g}", variants.empty() ? "" : "; ", kCopyVariantNames[int(v)], got);
       if (got > r.copy[i]) {
         r.copy[i] = got;

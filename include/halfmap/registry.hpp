@@ -240,13 +240,13 @@ f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned 
 /// key (maxabs). The SIMD kernels' scalar tails take it too.
 f16 f16_model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma);
 
-/// The f16 model of the dense layer (fp16 storage, every operation rounded; see DenseArgs): the bit-exact
-/// reference for dense kernels in modes f16 and f16_model.
 /// Tests only: every dense kernel's GEMM uses cache blocks of mc × kc × nc (rounded down to whole micro-tiles,
 /// kc to at most the tile's longest k block) instead of those chosen from this core's caches, until called with
 /// zeros. Blocking never changes a result (dense_test checks it); not for concurrent use with running kernels.
 void set_gemm_blocks_for_tests(std::size_t mc, std::size_t kc, std::size_t nc);
 
+/// The f16 model of the dense layer (fp16 storage, every operation rounded; see DenseArgs): the bit-exact
+/// reference for dense kernels in modes f16 and f16_model.
 void f16_model_dense_fwd(const DenseArgs& args, FmaKind fma);
 void f16_model_dense_bwd(const DenseBwdArgs& args, FmaKind fma);
 

@@ -178,16 +178,22 @@ def roofs_section(context, results, roofs):
     return out
 
 
+def relative_spread(results, suite, kernel, arg, counter):
+    """(highest - lowest) / median of one cell's counter over its repetitions, or None without them."""
+    sp, v = results.spread(suite, kernel, arg, counter), results.value(suite, kernel, arg, counter)
+    return (sp[1] - sp[0]) / v if sp and v else None
+
+
 def run_spread(results):
-    """The run's spread: the median over every measured cell of (highest - lowest) / median of its main rate
+    """The run's spread: the median over every measured cell of relative_spread of its main rate
     (bytes_per_second or flops_per_second), or None without repetitions."""
     widths = []
     for (suite, kernel, arg) in results.cells:
-        for counter in ("bytes_per_second", "flops_per_second"):
-            sp, v = results.spread(suite, kernel, arg, counter), results.value(suite, kernel, arg, counter)
-            if sp and v:
-                widths.append((sp[1] - sp[0]) / v)
-                break
+        w = relative_spread(results, suite, kernel, arg, "bytes_per_second")
+        if w is None:
+            w = relative_spread(results, suite, kernel, arg, "flops_per_second")
+        if w is not None:
+            widths.append(w)
     return statistics.median(widths) if widths else None
 
 
@@ -258,12 +264,8 @@ def repetitions_text(results):
 def spread_line(results, suite, kernels, args, counter):
     """One sentence on how much the repetitions of a table's cells varied: the median and the largest
     (highest - lowest) / median over the cells, or [] without repetitions."""
-    widths = []
-    for k in kernels:
-        for a in args:
-            sp, v = results.spread(suite, k, a, counter), results.value(suite, k, a, counter)
-            if sp and v:
-                widths.append(((sp[1] - sp[0]) / v, k, a))
+    widths = [(w, k, a) for k in kernels for a in args
+              if (w := relative_spread(results, suite, k, a, counter)) is not None]
     if not widths:
         return []
     widths.sort()
