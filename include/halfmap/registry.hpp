@@ -20,7 +20,10 @@ enum class Op {
   softmax,                   // row-wise softmax, stable: max subtracted before exp (SoftmaxFn)
   softmax_naive,             // row-wise softmax without the max subtraction (SoftmaxFn)
   xent,                      // softmax cross-entropy loss and its gradient (XentFn)
+  layernorm,                 // layer normalisation of rows, forward and backward (NormFn)
+  rmsnorm,                   // RMS normalisation of rows, forward and backward (NormFn)
 };
+constexpr bool is_norm(Op op) { return op == Op::layernorm || op == Op::rmsnorm; }
 constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot; }
 /// Precision modes of NUMERICS.md.
 enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc };
@@ -38,6 +41,8 @@ constexpr std::string_view op_name(Op op) {
     case Op::softmax: return "softmax";
     case Op::softmax_naive: return "softmax_naive";
     case Op::xent: return "xent";
+    case Op::layernorm: return "layernorm";
+    case Op::rmsnorm: return "rmsnorm";
   }
   return "?";
 }
@@ -180,6 +185,47 @@ struct XentArgs {
 };
 using XentFn = float (*)(const XentArgs&);
 
+// ---- normalisation -----------------------------------------------------------------------------------------
+/// Row normalisation of x (rows × cols, row-major) with per-column gain γ and, for layernorm, bias β; forward
+/// (when y is not null) and backward (when dy is not null), all arrays in the storage type except the statistics.
+///   layernorm: μ = Σ_j x_j / cols; d_j = x_j - μ; v = Σ_j d_j² / cols (the mean of squared deviations, biased,
+///     as PyTorch and Keras); r = 1/√(v + ε); x̂_j = d_j·r; y_j = x̂_j·γ_j + β_j.
+///   rmsnorm: v = Σ_j x_j² / cols (the mean of squares); r = 1/√(v + ε); x̂_j = x_j·r; y_j = x̂_j·γ_j.
+///   backward, with g_j = dy_j·γ_j, a = Σ_j g_j / cols and b = Σ_j g_j·x̂_j / cols:
+///     layernorm dx_j = r·(g_j - a - x̂_j·b); rmsnorm dx_j = r·(g_j - x̂_j·b);
+///     dγ_j = Σ_rows dy_j·x̂_j, dβ_j = Σ_rows dy_j (each written when not null).
+///   γ null reads as 1, β null as 0. `mean` and `var` (rows floats each, when not null) receive μ (layernorm) and
+///   v as the kernel computed them (f16 modes: fp16 values, widened): a non-finite v is the statistics
+///   overflowing, which leaves y finite (r = 1/√inf = 0) but wrong.
+///   f32-acc modes: every step above in f32 (the sums in any order, r = 1.0f / sqrtf(v + ε)), each output rounded
+///     once to the storage type (dγ and dβ summed over the rows in f32).
+///   f16 modes, every operation rounded to fp16: the sums Σ x_j (add), Σ d_j² and Σ x_j² (fma(d, d, acc)) in the
+///     kernel's lanes order from +0; μ = r16(f32(Σ)/float(cols)), d_j = r16(x_j - μ), v likewise; e = r16(ε);
+///     r = r16(1.0f / sqrtf(f32(r16(v + e)))); x̂_j = r16(d_j·r); y_j = fma(x̂_j, γ_j, β_j) (layernorm; with
+///     β = +0 when null) or r16(x̂_j·γ_j) (rmsnorm; x̂_j when γ is null). Backward: g_j = r16(dy_j·γ_j); the
+///     sums Σ g_j (add) and Σ g_j·x̂_j (fma) in lanes order, a and b divided as μ; dx_j = r16(r16(fma(-x̂_j, b,
+///     r16(g_j - a)))·r) (rmsnorm: fma(-x̂_j, b, g_j)); dγ_j = fma(dy_j, x̂_j, acc) and dβ_j = r16(acc + dy_j)
+///     over the rows in order from +0. Every NaN written is the canonical 0x7E00.
+///   rows = 0 writes nothing; cols ≥ 1.
+struct NormArgs {
+  std::size_t rows, cols;
+  const void* x;
+  const void* gamma;  // cols values, or null
+  const void* beta;   // cols values, or null (rmsnorm ignores it)
+  float eps;
+  void* y;            // rows × cols, or null: no forward output
+  float* mean;        // rows, or null
+  float* var;         // rows, or null
+  const void* dy;     // rows × cols, or null: no backward
+  void* dx;           // rows × cols (backward)
+  void* dgamma;       // cols, or null
+  void* dbeta;        // cols, or null
+};
+using NormFn = void (*)(const NormArgs&);
+/// The frameworks' default ε: PyTorch's LayerNorm 1e-5, Keras's LayerNormalization 1e-3, RMSNorm 1e-6 (as
+/// Llama's and T5's implementations).
+inline constexpr float kLayerNormEpsTorch = 1e-5f, kLayerNormEpsKeras = 1e-3f, kRmsNormEps = 1e-6f;
+
 struct Kernel {
   std::string_view name;
   Op op;
@@ -211,6 +257,7 @@ struct Kernel {
   LossFn loss = nullptr;          // op mse
   SoftmaxFn softmax = nullptr;    // ops softmax, softmax_naive
   XentFn xent = nullptr;          // op xent
+  NormFn norm = nullptr;          // ops layernorm, rmsnorm
   /// A loss kernel (mse, xent) that computes its forward only: a peer whose library refuses the gradient for its
   /// type (PyTorch 1.13's fp16 mse). It must not be called with a gradient output; the sweep maps its forward.
   bool forward_only = false;
@@ -290,5 +337,7 @@ float f32acc_model_fold(float* acc, unsigned lanes);
 float f16_model_mse(const LossArgs& args, unsigned lanes, FmaKind fma);
 void f16_model_softmax(const SoftmaxArgs& args, bool stable, unsigned lanes);
 float f16_model_xent(const XentArgs& args, unsigned lanes);
+/// The f16 model of layernorm (rms = false) and rmsnorm (see NormArgs), run with a kernel's lanes and fma.
+void f16_model_norm(const NormArgs& args, bool rms, unsigned lanes, FmaKind fma);
 
 }  // namespace halfmap

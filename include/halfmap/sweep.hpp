@@ -62,6 +62,7 @@ struct Sizes {
   std::size_t dense_m = 32, dense_k = 64, dense_n = 32;      // dense: X m×k, W k×n, Y m×n
   std::size_t softmax_rows = 32, softmax_cols = 64;          // softmax, softmax_naive
   std::size_t xent_rows = 32, xent_cols = 16;                // xent
+  std::size_t norm_rows = 8, norm_cols = 1024;               // layernorm, rmsnorm (rows of a hidden size)
 };
 
 /// One experiment: the forward kernel and, for dense, the backward kernel of the same mode and ISA. Kernels are
@@ -89,6 +90,8 @@ struct Options {
   std::optional<Grid> wide_s_grid = Grid{-160, 140, 2};
   Grid S_grid{0, 32, 1};
   Sizes sizes;
+  /// ε of layernorm (PyTorch's default; Keras's is kLayerNormEpsKeras) and of rmsnorm.
+  float layernorm_eps = kLayerNormEpsTorch, rmsnorm_eps = kRmsNormEps;
   std::uint64_t seed = 1;
   double underflow_share = 0.001;
   unsigned threads = 1;

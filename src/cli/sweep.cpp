@@ -130,7 +130,7 @@ struct SweepArgs {
   bool s_range_given = false;  // --s-min or --s-max
   bool s_step_given = false;   // --s-step
   std::string S_min = "2^0", S_max = "2^32", S_step = "2^1";
-  std::string n, dense, rows, cols, xent;
+  std::string n, dense, rows, cols, xent, norm, layernorm_eps;
   std::string seed = "1";
   std::string share = "0.001";
   std::string threads;
@@ -198,6 +198,23 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
     z.xent_rows = (*d)[0];
     z.xent_cols = (*d)[1];
   }
+  if (!a.norm.empty()) {
+    const auto d = parse_dims(a.norm, 2);
+    if (!d) return fmt::format("--norm '{}' is not RxC (two positive integers, e.g. 8x1024).", a.norm);
+    z.norm_rows = (*d)[0];
+    z.norm_cols = (*d)[1];
+  }
+  if (a.layernorm_eps == "torch") {
+    o.layernorm_eps = kLayerNormEpsTorch;
+  } else if (a.layernorm_eps == "keras") {
+    o.layernorm_eps = kLayerNormEpsKeras;
+  } else if (!a.layernorm_eps.empty()) {
+    double e = 0;
+    if (!parse_double(a.layernorm_eps, e) || !(e > 0) || e > 1) {
+      return fmt::format("--layernorm-eps '{}' is not torch, keras or a number in (0, 1].", a.layernorm_eps);
+    }
+    o.layernorm_eps = float(e);
+  }
   if (!parse_uint(a.seed, o.seed)) return fmt::format("--seed '{}' is not a non-negative integer.", a.seed);
   if (!parse_double(a.share, o.underflow_share)) {
     return fmt::format("--underflow-share '{}' is not a number.", a.share);
@@ -260,6 +277,9 @@ Command add_sweep_command(CLI::App& parent) {
   sub->add_option("--rows", a->rows, "Softmax rows (default 32)");
   sub->add_option("--cols", a->cols, "Softmax columns (default 64)");
   sub->add_option("--xent", a->xent, "Cross-entropy sizes RxC (default 32x16)");
+  sub->add_option("--norm", a->norm, "layernorm and rmsnorm sizes RxC, rows of a hidden size C (default 8x1024)");
+  sub->add_option("--layernorm-eps", a->layernorm_eps,
+                  "layernorm's epsilon: torch (1e-5, the default), keras (1e-3) or a number");
   sub->add_option("--seed", a->seed, "Seed of the base inputs (default 1)");
   sub->add_option("--underflow-share", a->share,
                   "Share of non-zero values that may flush to zero before a boundary counts as crossed (default 0.001)");

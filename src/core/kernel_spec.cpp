@@ -18,7 +18,7 @@ struct Recipe {
 
 // r(v): v rounded to the nearest fp16 (ties to even); R(v): v rounded once to the storage type T; f32(h): h widened
 // exactly; fma: the kernel's fp16 FMA; fold: the order column.
-constexpr std::array<Recipe, 19> kRecipes = {{
+constexpr std::array<Recipe, 23> kRecipes = {{
     {"sum/f16", "acc = r(acc + x_i) per lane; lanes folded with r(a + b); the result is the fp16 accumulator"},
     {"sumsq/f16", "acc = fma(x_i, x_i, acc) per lane; lanes folded with r(a + b)"},
     {"dot/f16", "acc = fma(x_i, y_i, acc) per lane; lanes folded with r(a + b)"},
@@ -38,6 +38,16 @@ constexpr std::array<Recipe, 19> kRecipes = {{
                  "loss_r = r(-logf(f32(p[label_r]))) (+inf where p[label_r] = 0); sum of loss_r with r(a + b) in "
                  "row order from +0; L = r(f32(sum) / float(rows)); dlogits = r(c·f32(r(p - onehot))), "
                  "c = S/float(rows) in f32"},
+    {"layernorm/f16", "mu = r(f32(sum of x_j) / float(n)) (sums with r(a + b) per lane, lanes folded); "
+                      "d_j = r(x_j - mu); v = r(f32(sum of fma(d_j, d_j, acc)) / float(n)); "
+                      "rs = r(1.0f / sqrtf(f32(r(v + r(eps))))); xh_j = r(d_j·rs); y_j = fma(xh_j, γ_j, β_j); "
+                      "backward: g'_j = r(dy_j·γ_j), a and b = r(f32(sum of g'_j, of fma(g'_j, xh_j, acc)) / "
+                      "float(n)); dx_j = r(fma(-xh_j, b, r(g'_j - a))·rs); dγ, dβ: fma / r(a + b) over "
+                      "rows in order"},
+    {"rmsnorm/f16", "v = r(f32(sum of fma(x_j, x_j, acc)) / float(n)) (per lane, lanes folded); "
+                    "rs = r(1.0f / sqrtf(f32(r(v + r(eps))))); xh_j = r(x_j·rs); y_j = r(xh_j·γ_j); backward: "
+                    "g'_j = r(dy_j·γ_j), b = r(f32(sum of fma(g'_j, xh_j, acc)) / float(n)); "
+                    "dx_j = r(fma(-xh_j, b, g'_j)·rs); dγ: fma over rows in order"},
     {"sum/f32acc", "x_i widened to f32; sum in f32; the result R(sum)"},
     {"sumsq/f32acc", "x_i widened to f32; sum of x_i·x_i in f32 (exact products for fp16/bf16 inputs); R(sum)"},
     {"dot/f32acc", "x_i, y_i widened to f32; sum of x_i·y_i in f32; R(sum)"},
@@ -52,6 +62,13 @@ constexpr std::array<Recipe, 19> kRecipes = {{
     {"xent/f32acc", "p = softmax/f32acc of the row, stored: R(e_j / s); label pick from the stored p: "
                     "loss_r = -logf(p[label_r]) in f32 (+inf where p[label_r] = 0); L = R(sum of loss_r in row "
                     "order, in f32, / float(rows)); dlogits = R(c·(p - onehot)) in f32, c = S/float(rows)"},
+    {"layernorm/f32acc", "mu = sum of x_j / n, v = sum of (x_j - mu)² / n, rs = 1/sqrtf(v + eps), "
+                         "xh_j = (x_j - mu)·rs, all in f32; y_j = R(xh_j·γ_j + β_j); backward in f32: "
+                         "dx_j = R(rs·(g'_j - mean g' - xh_j·mean(g'·xh))), g' = dy·γ; dγ = R(sum over rows "
+                         "of dy·xh), dβ = R(sum of dy)"},
+    {"rmsnorm/f32acc", "v = sum of x_j² / n, rs = 1/sqrtf(v + eps), xh_j = x_j·rs, in f32; y_j = R(xh_j·γ_j); "
+                       "backward in f32: dx_j = R(rs·(g'_j - xh_j·mean(g'·xh))), g' = dy·γ; dγ = R(sum over "
+                       "rows of dy·xh)"},
 }};
 
 bool f16_family(Mode m) { return m == Mode::f16 || m == Mode::f16_model; }

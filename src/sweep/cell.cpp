@@ -175,6 +175,9 @@ void Runner::count_outputs(Cell& c) {
   c.fwd_nonfinite = acc.nonfinite;
   c.fwd_oracle_nonzero = acc.oracle_nonzero;
   c.fwd_zero = acc.zero;
+  Family::HiddenFirst hidden;
+  const std::size_t hidden_count = f_->hidden_nonfinite(hidden);
+  c.fwd_nonfinite += hidden_count;
   c.fwd_rel_err = acc.rel_err(unit_roundoff(out.type()));
   c.fwd_vanished = c.fwd_nonfinite == 0 && c.in_nonzero > 0 && (f_->terms_flushed() || below_range(c.s));
   if (out.size() == 1 && f_->scalar_out()) {
@@ -182,6 +185,10 @@ void Runner::count_outputs(Cell& c) {
     c.fwd_oracle = oracle[0];
   }
   if (!c.first_stage.empty()) return;  // an input came first
+  if (hidden_count > 0) {              // the intermediate comes before the outputs
+    set_first(c, f_->out_stage(), hidden.name, hidden.index, hidden.value);
+    return;
+  }
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (!std::isfinite(out.val[i])) {
       set_first(c, f_->out_stage(), f_->out_name(), i, out.val[i]);

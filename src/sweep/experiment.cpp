@@ -17,6 +17,8 @@ FamilyKind family_of(Op op) {
     case Op::softmax:
     case Op::softmax_naive: return FamilyKind::softmax;
     case Op::xent: return FamilyKind::xent;
+    case Op::layernorm:
+    case Op::rmsnorm: return FamilyKind::norm;
     default: return FamilyKind::reduce;
   }
 }
@@ -28,6 +30,7 @@ std::string_view family_name(FamilyKind f) {
     case FamilyKind::mse: return "mse";
     case FamilyKind::softmax: return "softmax";
     case FamilyKind::xent: return "xent";
+    case FamilyKind::norm: return "norm";
   }
   return "?";
 }
@@ -95,6 +98,7 @@ std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist 
     case FamilyKind::mse: f = make_mse(s); break;
     case FamilyKind::softmax: f = make_softmax(s); break;
     case FamilyKind::xent: f = make_xent(s); break;
+    case FamilyKind::norm: f = make_norm(s); break;
   }
   if (f->oracle.empty()) f->oracle.resize(f->out.size());
   for (const Tensor& g : f->grads) f->unit.emplace_back(g.size());

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "halfmap/storage.hpp"
@@ -51,7 +52,7 @@ struct Input {
   bool scaled = true;
 };
 
-enum class FamilyKind { reduce, dense, mse, softmax, xent };
+enum class FamilyKind { reduce, dense, mse, softmax, xent, norm };
 FamilyKind family_of(Op op);
 std::string_view family_name(FamilyKind f);
 
@@ -86,6 +87,15 @@ class Family {
   /// The largest magnitude of an output's exact value on the given data at s = 1 (computed once by the Runner
   /// through given_max_at_unit_scale()); unused when homogeneity() is 0.
   virtual double given_max_at_unit_scale() const { return 0; }
+  /// A forward intermediate the kernel reports besides its output (layernorm's μ and v): how many of its values
+  /// are not finite, and the first one (a static name, an index, the value) when there is one. Such a value is a
+  /// forward overflow even when every output stays finite.
+  struct HiddenFirst {
+    std::string_view name;
+    std::size_t index = 0;
+    double value = 0;
+  };
+  virtual std::size_t hidden_nonfinite(HiddenFirst& /*first*/) const { return 0; }
 
   std::vector<Input> inputs;  // in data-flow order; inputs[0] is the one --plant-nan poisons
   Tensor out;
@@ -123,6 +133,7 @@ std::unique_ptr<Family> make_dense(const Setup& s);
 std::unique_ptr<Family> make_mse(const Setup& s);
 std::unique_ptr<Family> make_softmax(const Setup& s);
 std::unique_ptr<Family> make_xent(const Setup& s);
+std::unique_ptr<Family> make_norm(const Setup& s);
 
 /// The family of the experiment's forward op, with its tensors allocated and its base inputs drawn.
 std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist d);

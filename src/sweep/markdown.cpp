@@ -56,6 +56,12 @@ void preamble(Lines& line, const json& st) {
                    st["sizes"]["dense_mkn"][2].dump(), st["sizes"]["softmax_rows_cols"][0].dump(),
                    st["sizes"]["softmax_rows_cols"][1].dump(), st["sizes"]["xent_rows_cols"][0].dump(),
                    st["sizes"]["xent_rows_cols"][1].dump()));
+  if (st["sizes"].contains("norm_rows_cols") && st.contains("eps")) {
+    line(fmt::format("layernorm and rmsnorm: rows × cols = {}×{}, ε = {:g} (layernorm) and {:g} (rmsnorm); γ = 1 + "
+                     "0.1 z and β = 0.1 z' unscaled, x scaled by s.",
+                     st["sizes"]["norm_rows_cols"][0].dump(), st["sizes"]["norm_rows_cols"][1].dump(),
+                     st["eps"]["layernorm"].get<double>(), st["eps"]["rmsnorm"].get<double>()));
+  }
   auto g = [&st](const char* grid, const char* key) { return num(st[grid][key].get<double>()); };
   std::string wide;
   if (st.contains("wide_s_grid")) {
@@ -173,11 +179,12 @@ void kernels_section(Lines& line, const json& results) {
   }
 }
 
-/// A found onset's log2 of the first item of `mode` with `dist` in op's results, or nothing.
-std::optional<double> onset_log2(const json& results, const std::string& op, const std::string& mode,
-                                 const std::string& dist, const char* boundary) {
+/// A found onset's log2 of the first item of op's results with `dist` whose field `key` ("mode" or "kernel") is
+/// `value`, or nothing.
+std::optional<double> onset_log2(const json& results, const std::string& op, const char* key,
+                                 const std::string& value, const std::string& dist, const char* boundary) {
   for (const json& q : results) {
-    if (q["op"] != op || q["mode"] != mode || q["dist"] != dist) continue;
+    if (q["op"] != op || q[key] != value || q["dist"] != dist) continue;
     const json& b = q[boundary]["onset"];
     if (b["kind"] == "found") return b["log2"].get<double>();
     return std::nullopt;
@@ -197,7 +204,8 @@ void binades_table(Lines& line, const json& results, const std::string& op) {
       std::string cells;
       bool any = false;
       for (const char* b : {"s_overflow", "s_underflow", "storage_overflow", "storage_underflow"}) {
-        const auto ref = onset_log2(results, op, "f16_f32acc", d, b), got = onset_log2(results, op, mode, d, b);
+        const auto ref = onset_log2(results, op, "mode", "f16_f32acc", d, b);
+        const auto got = onset_log2(results, op, "mode", mode, d, b);
         any = any || (ref && got);
         cells += ref && got ? fmt::format(" {:+.2f} |", *got - *ref) : std::string(" — |");
       }
@@ -214,6 +222,48 @@ void binades_table(Lines& line, const json& results, const std::string& op) {
   line.md += rows;
 }
 
+/// fp16 arithmetic against f32 arithmetic on the same fp16 storage, per path that has both: how many binades
+/// the f32 statistics and accumulators (f16_f32acc) buy over fp16 ones (f16, or the f16 model on ref), for the
+/// forward's overflow and underflow onsets. For layernorm and rmsnorm it is what computing the statistics in f32
+/// buys; for the sums what an f32 accumulator does.
+void fp16_arith_table(Lines& line, const json& results, const std::string& op) {
+  std::string rows;
+  for (const json& q : results) {
+    if (q["op"] != op || (q["mode"] != "f16" && q["mode"] != "f16_model")) continue;
+    const std::string isa = q["isa"], dist = q["dist"], kernel = q["kernel"];
+    std::string twin;
+    for (const json& t : results) {
+      if (t["op"] == op && t["isa"] == isa && t["mode"] == "f16_f32acc") twin = t["kernel"];
+    }
+    if (twin.empty()) continue;
+    std::string cells;
+    bool any = false;
+    for (const char* b : {"s_overflow", "s_underflow"}) {
+      const auto f16 = onset_log2(results, op, "kernel", kernel, dist, b);
+      const auto f32 = onset_log2(results, op, "kernel", twin, dist, b);
+      cells += f16 ? fmt::format(" 2^{:.4f} |", *f16) : std::string(" — |");
+      cells += f32 ? fmt::format(" 2^{:.4f} |", *f32) : std::string(" — |");
+      const bool both = f16 && f32;
+      any = any || both;
+      cells += both ? fmt::format(" {:+.2f} |", std::string_view(b) == "s_overflow" ? *f32 - *f16 : *f16 - *f32)
+                    : std::string(" — |");
+    }
+    if (any) rows += fmt::format("| {} | {} | {} |{}\n", dist, isa, kernel, cells);
+  }
+  if (rows.empty()) return;
+  line("");
+  line(fmt::format("fp16 arithmetic against f32 arithmetic on fp16 storage for {}: the forward's onsets of the "
+                   "f16 kernel and of the f16_f32acc kernel of the same path, and the binades the f32 statistics "
+                   "and accumulators buy (overflow: f32 onset minus f16 onset; underflow: f16 onset minus f32 "
+                   "onset; — where either lies beyond its grid):",
+                   op));
+  line("");
+  line("| dist | isa | f16 kernel | f16 overflow | f16_f32acc overflow | binades bought | f16 underflow | "
+       "f16_f32acc underflow | binades bought |");
+  line("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  line.md += rows;
+}
+
 }  // namespace
 
 std::string thresholds_markdown(const json& doc) {
@@ -227,6 +277,7 @@ std::string thresholds_markdown(const json& doc) {
     op = r["op"].get<std::string>();
     const bool grad = op_table(line, results, op);
     binades_table(line, results, op);
+    fp16_arith_table(line, results, op);
     if (grad) windows_table(line, st, results, op);
   }
   kernels_section(line, results);

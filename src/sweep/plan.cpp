@@ -64,7 +64,7 @@ std::size_t Grid::size() const {
 bool wide_grid_applies(const Experiment& e) {
   const Op op = e.fwd.op;
   const bool wide_op = op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot ||
-                       op == Op::dense_fwd || op == Op::mse;
+                       op == Op::dense_fwd || op == Op::mse || is_norm(op);
   return wide_op && (e.fwd.storage == DType::f32 || e.fwd.storage == DType::bf16);
 }
 
@@ -73,7 +73,7 @@ const Grid& s_grid_of(const Options& o, const Experiment& e) {
 }
 
 bool Experiment::has_gradient() const {
-  return ((fwd.op == Op::mse || fwd.op == Op::xent) && !fwd.forward_only) ||
+  return ((fwd.op == Op::mse || fwd.op == Op::xent || is_norm(fwd.op)) && !fwd.forward_only) ||
          (fwd.op == Op::dense_fwd && bwd.has_value());
 }
 
@@ -81,10 +81,10 @@ bool Experiment::has_gradient() const {
 
 namespace {
 
-constexpr Op kSweepOps[] = {Op::sum,           Op::sumsq,   Op::maxabs,        Op::dot, Op::dense_fwd,
-                            Op::mse,           Op::softmax, Op::softmax_naive, Op::xent};
-constexpr Op kAllOps[] = {Op::sum, Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd,
-                          Op::dense_bwd, Op::mse, Op::softmax, Op::softmax_naive, Op::xent};
+constexpr Op kSweepOps[] = {Op::sum,  Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::mse,
+                            Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm};
+constexpr Op kAllOps[] = {Op::sum, Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd,     Op::dense_bwd,
+                          Op::mse, Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm};
 constexpr Mode kAllModes[] = {Mode::f32, Mode::f16_f32acc, Mode::f16, Mode::f16_model, Mode::bf16_f32acc};
 
 std::optional<Op> parse_op(std::string_view s) {
@@ -240,6 +240,8 @@ std::size_t family_first_input(Op op, const Sizes& z) {
     case Op::softmax:
     case Op::softmax_naive: return z.softmax_rows * z.softmax_cols;
     case Op::xent: return z.xent_rows * z.xent_cols;
+    case Op::layernorm:
+    case Op::rmsnorm: return z.norm_rows * z.norm_cols;
     default: return z.n;
   }
 }
@@ -257,6 +259,9 @@ std::string validate(const Options& o) {
   }
   if (bad_dim(z.softmax_rows) || bad_dim(z.softmax_cols) || z.softmax_rows * z.softmax_cols > kMaxElements) {
     return fmt::format("--rows and --cols must be at least 1, with at most {} elements in all.", kMaxElements);
+  }
+  if (bad_dim(z.norm_rows) || bad_dim(z.norm_cols) || z.norm_rows * z.norm_cols > kMaxElements) {
+    return fmt::format("--norm RxC needs both sizes at least 1 and at most {} elements in all.", kMaxElements);
   }
   if (bad_dim(z.xent_rows) || bad_dim(z.xent_cols) || z.xent_rows * z.xent_cols > kMaxElements ||
       z.xent_cols > (std::size_t{1} << 24)) {

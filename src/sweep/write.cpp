@@ -101,11 +101,13 @@ json settings_json(const Options& o) {
   s["sizes"] = {{"n", z.n},
                 {"dense_mkn", {z.dense_m, z.dense_k, z.dense_n}},
                 {"softmax_rows_cols", {z.softmax_rows, z.softmax_cols}},
-                {"xent_rows_cols", {z.xent_rows, z.xent_cols}}};
+                {"xent_rows_cols", {z.xent_rows, z.xent_cols}},
+                {"norm_rows_cols", {z.norm_rows, z.norm_cols}}};
+  s["eps"] = {{"layernorm", o.layernorm_eps}, {"rmsnorm", o.rmsnorm_eps}};
   s["s_grid"] = grid_json(o.s_grid);
   if (o.wide_s_grid) {
     s["wide_s_grid"] = grid_json(*o.wide_s_grid);
-    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse";
+    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse, layernorm, rmsnorm";
   }
   s["S_grid"] = grid_json(o.S_grid);
   s["underflow_share"] = o.underflow_share;

@@ -10,6 +10,7 @@
 #include "kernels/common/list.hpp"
 #include "kernels/common/microkernel.hpp"
 #include "kernels/common/nn.hpp"
+#include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
 
 namespace halfmap::paths::avx2 {
@@ -77,6 +78,13 @@ const Kernel kList[] = {
     k<Op::softmax, Mode::f16>(softmax_f16<F16Nn, true>, kNnLanes, kF),
     k<Op::softmax_naive, Mode::f16>(softmax_f16<F16Nn, false>, kNnLanes, kF),
     k<Op::xent, Mode::f16>(xent_f16<F16Nn>, kNnLanes, kF),
+
+    k<Op::layernorm, Mode::f32>(norm_f32acc<F32S, false>),
+    k<Op::rmsnorm, Mode::f32>(norm_f32acc<F32S, true>),
+    k<Op::layernorm, Mode::f16_f32acc>(norm_f32acc<F16S, false>),
+    k<Op::rmsnorm, Mode::f16_f32acc>(norm_f32acc<F16S, true>),
+    k<Op::layernorm, Mode::f16>(norm_f16<F16Nn, false>, kNnLanes, kF),
+    k<Op::rmsnorm, Mode::f16>(norm_f16<F16Nn, true>, kNnLanes, kF),
 };
 
 }  // namespace

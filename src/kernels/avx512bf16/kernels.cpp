@@ -14,6 +14,7 @@
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/nn.hpp"
+#include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
 #include "kernels/common/storage_traits.hpp"
 
@@ -116,6 +117,8 @@ const Kernel kList[] = {
     k<Op::softmax>(softmax_f32acc<Bf16, true>),
     k<Op::softmax_naive>(softmax_f32acc<Bf16, false>),
     k<Op::xent>(xent_f32acc<Bf16>),
+    k<Op::layernorm>(norm_f32acc<Bf16, false>),
+    k<Op::rmsnorm>(norm_f32acc<Bf16, true>),
 };
 
 }  // namespace

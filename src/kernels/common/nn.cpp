@@ -9,6 +9,7 @@
 #include "halfmap/math.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/nn.hpp"
+#include "kernels/common/norm.hpp"
 
 namespace halfmap {
 namespace {
@@ -80,6 +81,18 @@ float xent_loss(Mode mode, DType storage, const void* p_at_label, std::size_t ro
   float sum = 0.0f;
   for (std::size_t r = 0; r < rows; ++r) sum += -std::log(widen(storage, p_at_label, r));
   return f32acc_finish(mode, sum / float(rows));
+}
+
+std::uint16_t f16_div_n(std::uint16_t s, std::size_t n) { return to_f16(to_f32(f16{s}) / float(n)).bits; }
+
+std::uint16_t f16_rstd(std::uint16_t v, float eps) {
+  const f16 ve = f16_model::add(f16{v}, to_f16(eps));
+  return to_f16(1.0f / std::sqrt(to_f32(ve))).bits;
+}
+
+float f16_stat(std::uint16_t bits) {
+  const f16 h{bits};
+  return is_nan(h) ? std::numeric_limits<float>::quiet_NaN() : to_f32(h);
 }
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 #include "kernels/common/list.hpp"
 #include "kernels/common/microkernel.hpp"
 #include "kernels/common/nn.hpp"
+#include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
 #include "kernels/neon/ops.hpp"
 
@@ -49,6 +50,11 @@ const Kernel kList[] = {
     k<Op::softmax, Mode::f16_f32acc>(softmax_f32acc<F16S, true>),
     k<Op::softmax_naive, Mode::f16_f32acc>(softmax_f32acc<F16S, false>),
     k<Op::xent, Mode::f16_f32acc>(xent_f32acc<F16S>),
+
+    k<Op::layernorm, Mode::f32>(norm_f32acc<F32S, false>),
+    k<Op::rmsnorm, Mode::f32>(norm_f32acc<F32S, true>),
+    k<Op::layernorm, Mode::f16_f32acc>(norm_f32acc<F16S, false>),
+    k<Op::rmsnorm, Mode::f16_f32acc>(norm_f32acc<F16S, true>),
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "kernels/common/list.hpp"
 #include "kernels/common/microkernel.hpp"
 #include "kernels/common/nn.hpp"
+#include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
 #include "kernels/neonfp16/ops.hpp"
 
@@ -41,6 +42,9 @@ const Kernel kList[] = {
     k<Op::softmax, Mode::f16>(softmax_f16<F16Nn, true>, kNnLanes, kF),
     k<Op::softmax_naive, Mode::f16>(softmax_f16<F16Nn, false>, kNnLanes, kF),
     k<Op::xent, Mode::f16>(xent_f16<F16Nn>, kNnLanes, kF),
+
+    k<Op::layernorm, Mode::f16>(norm_f16<F16Nn, false>, kNnLanes, kF),
+    k<Op::rmsnorm, Mode::f16>(norm_f16<F16Nn, true>, kNnLanes, kF),
 };
 
 }  // namespace

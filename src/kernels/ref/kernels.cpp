@@ -191,6 +191,69 @@ float f32acc_xent(const XentArgs& a) {
   return detail::xent_loss(mode_of<Elem>(), dtype_of<Elem>(), plab.data(), a.rows);
 }
 
+// ---- normalisation
+
+/// Sequential f32 layernorm / rmsnorm (NormArgs), each output rounded once.
+template <class Elem, bool kRms>
+void f32acc_norm(const NormArgs& a) {
+  const std::size_t cols = a.cols;
+  const auto* x = static_cast<const Elem*>(a.x);
+  const auto* gm = static_cast<const Elem*>(a.gamma);
+  const auto* bt = kRms ? nullptr : static_cast<const Elem*>(a.beta);
+  const auto* dy = static_cast<const Elem*>(a.dy);
+  auto gamma = [&](std::size_t j) { return gm != nullptr ? widen(gm[j]) : 1.0f; };
+  auto beta = [&](std::size_t j) { return bt != nullptr ? widen(bt[j]) : 0.0f; };
+  std::vector<float> xh(cols), g(cols), dg(cols), db(cols);
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    const Elem* xi = x + i * cols;
+    float mu = 0.0f;
+    if (!kRms) {
+      for (std::size_t j = 0; j < cols; ++j) mu += widen(xi[j]);
+      mu /= float(cols);
+    }
+    float v = 0.0f;
+    for (std::size_t j = 0; j < cols; ++j) {
+      const float d = widen(xi[j]) - mu;
+      v = std::fma(d, d, v);
+    }
+    v /= float(cols);
+    const float r = 1.0f / std::sqrt(v + a.eps);
+    if (a.mean != nullptr) a.mean[i] = mu;
+    if (a.var != nullptr) a.var[i] = v;
+    for (std::size_t j = 0; j < cols; ++j) xh[j] = (widen(xi[j]) - mu) * r;
+    if (a.y != nullptr) {
+      Elem* yi = static_cast<Elem*>(a.y) + i * cols;
+      for (std::size_t j = 0; j < cols; ++j) {
+        yi[j] = narrow<Elem>(kRms ? xh[j] * gamma(j) : std::fma(xh[j], gamma(j), beta(j)));
+      }
+    }
+    if (dy == nullptr) continue;
+    const Elem* dyi = dy + i * cols;
+    float ga = 0.0f, gb = 0.0f;
+    for (std::size_t j = 0; j < cols; ++j) {
+      g[j] = widen(dyi[j]) * gamma(j);
+      ga += g[j];
+      gb = std::fma(g[j], xh[j], gb);
+    }
+    ga = kRms ? 0.0f : ga / float(cols);
+    gb /= float(cols);
+    Elem* dxi = static_cast<Elem*>(a.dx) + i * cols;
+    for (std::size_t j = 0; j < cols; ++j) {
+      dxi[j] = narrow<Elem>(std::fma(xh[j], -gb, g[j] - ga) * r);
+      dg[j] = std::fma(widen(dyi[j]), xh[j], dg[j]);
+      db[j] += widen(dyi[j]);
+    }
+  }
+  if (dy == nullptr) return;
+  for (std::size_t j = 0; j < cols; ++j) {
+    if (a.dgamma != nullptr) static_cast<Elem*>(a.dgamma)[j] = narrow<Elem>(dg[j]);
+    if (!kRms && a.dbeta != nullptr) static_cast<Elem*>(a.dbeta)[j] = narrow<Elem>(db[j]);
+  }
+}
+
+void f16_model_layernorm_ref(const NormArgs& a) { f16_model_norm(a, false, 1, FmaKind::fused); }
+void f16_model_rmsnorm_ref(const NormArgs& a) { f16_model_norm(a, true, 1, FmaKind::fused); }
+
 float f16_model_mse_ref(const LossArgs& a) { return f16_model_mse(a, 1, FmaKind::fused); }
 void f16_model_softmax_ref(const SoftmaxArgs& a) { f16_model_softmax(a, true, 1); }
 void f16_model_softmax_naive_ref(const SoftmaxArgs& a) { f16_model_softmax(a, false, 1); }
@@ -245,6 +308,15 @@ const Kernel kList[] = {
     k<Op::softmax, Mode::bf16_f32acc>(f32acc_softmax<bf16, true>),
     k<Op::softmax_naive, Mode::bf16_f32acc>(f32acc_softmax<bf16, false>),
     k<Op::xent, Mode::bf16_f32acc>(f32acc_xent<bf16>),
+
+    k<Op::layernorm, Mode::f32>(f32acc_norm<float, false>),
+    k<Op::rmsnorm, Mode::f32>(f32acc_norm<float, true>),
+    k<Op::layernorm, Mode::f16_f32acc>(f32acc_norm<f16, false>),
+    k<Op::rmsnorm, Mode::f16_f32acc>(f32acc_norm<f16, true>),
+    k<Op::layernorm, Mode::f16_model>(f16_model_layernorm_ref, kModelFma),
+    k<Op::rmsnorm, Mode::f16_model>(f16_model_rmsnorm_ref, kModelFma),
+    k<Op::layernorm, Mode::bf16_f32acc>(f32acc_norm<bf16, false>),
+    k<Op::rmsnorm, Mode::bf16_f32acc>(f32acc_norm<bf16, true>),
 };
 
 }  // namespace
