@@ -109,6 +109,8 @@ Options small_options() {
   o.sizes.softmax_cols = 16;
   o.sizes.xent_rows = 4;
   o.sizes.xent_cols = 8;
+  o.sizes.norm_rows = 2;
+  o.sizes.norm_cols = 64;
   o.seed = 7;
   o.wide_s_grid.reset();  // s_grid for every experiment
   return o;
@@ -874,7 +876,8 @@ TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) 
   o.S_grid = {0, 32, 1};
   o.dists = {Dist::normal, Dist::uniform};
   o.threads = kThreads;
-  o.experiments = plan_experiments({"sum", "sumsq", "dot", "mse", "xent", "dense_fwd"}, {"ref", "f16_f32acc", "f32"});
+  o.experiments = plan_experiments({"sum", "sumsq", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm"},
+                                   {"ref", "f16_f32acc", "f32"});
   Options fine = o;
   fine.s_grid.step = 0.125;
   fine.wide_s_grid->step = 0.5;
@@ -897,7 +900,7 @@ TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) 
 TEST(SweepGridIndependence, DISABLED_DefaultSweepOfTheSixOpsOnEveryPath) {
   Options o;  // the defaults of `halfmap sweep`
   o.threads = 2;
-  o.experiments = plan_experiments({"sum", "sumsq", "dot", "mse", "xent", "dense_fwd"}, {});
+  o.experiments = plan_experiments({"sum", "sumsq", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm"}, {});
   Options fine = o;
   fine.s_grid.step /= 4;
   if (fine.wide_s_grid) fine.wide_s_grid->step /= 4;
@@ -1006,7 +1009,8 @@ TEST(SweepThresholdDefinitions, EveryOnsetAndSaturationHoldsAtTheLatticePointsAr
   o.experiments = plan_experiments({"sum", "dot", "mse", "dense_fwd"}, {});
   o.dists = {Dist::normal, Dist::lognormal};
 #else
-  o.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "mse", "xent", "dense_fwd"}, {});
+  o.experiments =
+      plan_experiments({"sum", "sumsq", "maxabs", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm"}, {});
 #endif
   const Result r = run(o);
   const std::size_t checked = check_threshold_definitions(o, r);
@@ -1025,6 +1029,24 @@ TEST(SweepThresholdDefinitions, DISABLED_DefaultSweepHoldsItsDefinitions) {
   const std::size_t checked = check_threshold_definitions(o, r);
   std::printf("%zu items, %zu found thresholds checked at every lattice point within a binade\n", r.items.size(),
               checked);
+}
+
+TEST(SweepNorm, Fp16VarianceOverflowIsAForwardOverflowBeforeAnyOutput) {
+  // Rows of 1024 normal draws at s = 2^4: Σ d² ≈ 1024·256 overflows fp16, so the f16 kernels' v is inf and y = β
+  // is finite but wrong; the cell names v as its first non-finite value. The f16_f32acc kernels keep v in f32: ok.
+  Options o;
+  for (const Experiment& e : plan_experiments({"layernorm", "rmsnorm"}, {"ref", "f16", "f16_f32acc"})) {
+    if (e.fwd.storage != DType::f16) continue;
+    const Cell c = evaluate_cell(o, e, Dist::normal, 4.0, std::nullopt);
+    const bool fp16_stats = e.fwd.mode == Mode::f16 || e.fwd.mode == Mode::f16_model;
+    if (fp16_stats) {
+      EXPECT_EQ(c.status, Status::fwd_overflow) << e.fwd.name << ": " << status_name(c.status);
+      EXPECT_EQ(c.first_tensor, "var") << e.fwd.name;
+      EXPECT_EQ(c.fwd_nonfinite, o.sizes.norm_rows) << e.fwd.name << ": every row's v, and no y";
+    } else {
+      EXPECT_EQ(c.status, Status::ok) << e.fwd.name << ": " << status_name(c.status);
+    }
+  }
 }
 
 TEST(SweepThresholds, SumOfCancellingSurvivorsIsNotAnUnderflow) {

@@ -105,7 +105,7 @@ struct Options {
 };
 
 /// Whether the experiment's default input-scale grid is Options::wide_s_grid: f32 and bf16 storage of sum, sumsq,
-/// maxabs, dot, dense_fwd and mse, whose limits lie far beyond fp16's.
+/// maxabs, dot, dense_fwd, mse, layernorm and rmsnorm, whose limits lie far beyond fp16's.
 bool wide_grid_applies(const Experiment& e);
 /// The input-scale grid of one experiment.
 const Grid& s_grid_of(const Options& o, const Experiment& e);

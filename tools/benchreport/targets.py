@@ -28,6 +28,8 @@
    15. target 7 on all cores too: every f32, f16_f32acc and bf16_f32acc dense forward path on the most threads
        the run timed >= 1.0x the best peer of its ISA and arithmetic at the same count (dense_fwd_threads, 1024³;
        issue 21).
+   16. layernorm and rmsnorm (forward, rows of 1024) as target 9: f32 >= 0.85x the copy roof at dram, fp16 and
+       bf16 storage >= 1.5x the elements/s of the f32 kernel of the same op and ISA (issue 23).
 
 Every ratio is of the medians of the run's repetitions; met or missed judges that median ratio alone.
 """
@@ -46,6 +48,8 @@ ROOF_TARGET = 0.85
 ROOF_TARGET_OPS = REDUCE_OPS + ("mse",)
 COPY_TARGET_OPS = ("softmax", "xent")
 HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
+NORM_TARGET_OPS = ("layernorm", "rmsnorm")
+NORM_HALF_SPEEDUP = 1.5
 F16C_TARGET = 0.9
 REDUCE_F16C_LEVEL = "l2"
 XNNPACK_SOFTMAX = 1.5
@@ -173,10 +177,10 @@ def memory_targets(rows, results, roofs):
                          judge(frac, ROOF_TARGET, missing)])
 
 
-def copy_targets(rows, results, roofs):
-    """Target 9: softmax and xent at dram against the copy roof (f32) and against f32's elements/s (fp16, bf16)."""
+def copy_targets(rows, results, roofs, ops=COPY_TARGET_OPS, speedup=HALF_SPEEDUP):
+    """Targets 9 and 16: `ops` at dram against the copy roof (f32) and against f32's elements/s (fp16, bf16)."""
     roof = roofs.copy.get("dram")
-    for op in COPY_TARGET_OPS:
+    for op in ops:
         for kernel in of_mode(results, op, "f32"):
             value = bytes_moved(results, op, kernel, "dram")
             frac, missing = copy_fraction(results, roofs, op, kernel, "dram")
@@ -192,8 +196,8 @@ def copy_targets(rows, results, roofs):
                 value = results.value(op, kernel, "dram", "elements_per_second")
                 missing = (None if value else results.why_missing(op, kernel, "dram")) or \
                     (None if base else base_kernel)
-                rows.add(f"{results.storage(kernel)} {op} ≥ {HALF_SPEEDUP:g}× f32's elements/s at dram: `{kernel}`",
-                         value, base, f"`{base_kernel}`" if base else "", HALF_SPEEDUP, missing, "Gelem/s")
+                rows.add(f"{results.storage(kernel)} {op} ≥ {speedup:g}× f32's elements/s at dram: `{kernel}`",
+                         value, base, f"`{base_kernel}`" if base else "", speedup, missing, "Gelem/s")
 
 
 def f16c_targets(rows, results, roofs):
@@ -319,6 +323,7 @@ def target_rows(results, roofs, context, diagnose=None):
     same_isa_targets(rows, results, Peers(results, context, "dense_fwd"))
     memory_targets(rows, results, roofs)
     copy_targets(rows, results, roofs)
+    copy_targets(rows, results, roofs, NORM_TARGET_OPS, NORM_HALF_SPEEDUP)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
     onednn_softmax_targets(rows, results, Peers(results, context, "softmax"))
     f16c_targets(rows, results, roofs)
