@@ -9,6 +9,8 @@
 //   softmax     8 rows × 16 columns of 4·[-1, 1] (stable softmax);
 //   xent        8 rows × 16 columns of 4·[-1, 1], labels r·5 mod 16: the mean loss, and dlogits = (p - onehot)/rows
 //               at loss scale 1 unless forward only.
+//   layernorm,  8 rows × 16 columns of 1 + 4·[-1, 1], γ in 1 + 0.5·[-1, 1], β in [-1, 1], ε = 1e-5: y, and from
+//   rmsnorm     dy in [-1, 1] dx, dγ and dβ (each gradient's error with its own scale), the largest.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -173,6 +175,41 @@ double xent_error(const Kernel& k) {
   return k.forward_only ? err : std::max(err, grad_error(dl, p));
 }
 
+double norm_error(const Kernel& k) {
+  const bool rms = k.op == Op::rmsnorm;
+  std::vector<double> x, g, b, dy;
+  TypedBuffer xb = values(k.storage, kRows * kCols, 10, x, 4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = xb.set(i, 1.0 + x[i]);
+  TypedBuffer gb = values(k.storage, kCols, 11, g, 0.5);
+  for (std::size_t j = 0; j < kCols; ++j) g[j] = gb.set(j, 1.0 + g[j]);
+  const TypedBuffer bb = values(k.storage, kCols, 12, b), dyb = values(k.storage, kRows * kCols, 13, dy);
+  TypedBuffer y(k.storage, kRows * kCols), dx(k.storage, kRows * kCols), dg(k.storage, kCols), db(k.storage, kCols);
+  constexpr float kEps = 1e-5f;
+  k.norm(NormArgs{kRows, kCols, xb.data(), gb.data(), bb.data(), kEps, y.data(), nullptr, nullptr, nullptr, nullptr,
+                  nullptr, nullptr});
+  k.norm(NormArgs{kRows, kCols, xb.data(), gb.data(), bb.data(), kEps, nullptr, nullptr, nullptr, dyb.data(),
+                  dx.data(), dg.data(), rms ? nullptr : db.data()});
+  std::vector<double> ry(kRows * kCols), rdx(kRows * kCols), rdg(kCols, 0), rdb(kCols, 0), xh(kCols);
+  for (std::size_t i = 0; i < kRows; ++i) {
+    double mu = 0, v = 0, a = 0, c = 0;
+    for (std::size_t j = 0; j < kCols && !rms; ++j) mu += x[i * kCols + j] / double(kCols);
+    for (std::size_t j = 0; j < kCols; ++j) v += (x[i * kCols + j] - mu) * (x[i * kCols + j] - mu) / double(kCols);
+    const double r = 1 / std::sqrt(v + double(kEps));
+    for (std::size_t j = 0; j < kCols; ++j) {
+      xh[j] = (x[i * kCols + j] - mu) * r;
+      ry[i * kCols + j] = xh[j] * g[j] + (rms ? 0.0 : b[j]);
+      const double gv = dy[i * kCols + j] * g[j];
+      a += rms ? 0.0 : gv / double(kCols);
+      c += gv * xh[j] / double(kCols);
+      rdg[j] += dy[i * kCols + j] * xh[j];
+      rdb[j] += dy[i * kCols + j];
+    }
+    for (std::size_t j = 0; j < kCols; ++j) rdx[i * kCols + j] = r * (dy[i * kCols + j] * g[j] - a - xh[j] * c);
+  }
+  double err = std::max({error(y, ry), grad_error(dx, rdx), grad_error(dg, rdg)});
+  return rms ? err : std::max(err, grad_error(db, rdb));
+}
+
 }  // namespace
 
 double check_error(const Kernel& k) {
@@ -183,6 +220,8 @@ double check_error(const Kernel& k) {
     case Op::softmax:
     case Op::softmax_naive: return softmax_error(k);
     case Op::xent: return xent_error(k);
+    case Op::layernorm:
+    case Op::rmsnorm: return norm_error(k);
     default: return reduce_error(k);
   }
 }

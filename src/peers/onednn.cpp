@@ -14,6 +14,12 @@
 //                                (the L2 norm itself, reduction_norm_lp_sum, is its square root: no halfmap op).
 //   onednn_{f32,bf16}_maxabs__peer  eltwise_abs into a scratch vector, then reduction_max: max|x| (reduction_max
 //                                alone is max x, which no halfmap op computes).
+//   onednn_{f32,bf16}_layernorm__peer  layer_normalization forward_training over axis 1 of rows × cols with
+//                                use_scale | use_shift (γ, β in f32, widened exactly from bf16), its f32 mean and
+//                                variance written to NormArgs::mean and var; the backward (prop_kind backward,
+//                                hinted by that forward) for dx, dγ, dβ, the last two computed in f32 by oneDNN
+//                                and rounded once to the storage type here. oneDNN 2.6 has no RMS variant of its
+//                                layer normalisation: rmsnorm is listed as refused.
 //
 // Per call: each primitive is created (oneDNN's primitive cache returns the JIT kernel of a seen shape) and run on
 // a stream of this call. Threads: Debian's libdnnl uses OpenMP; omp_set_num_threads(1) is called on the calling
@@ -121,13 +127,72 @@ float reduce(const void* x, const void*, std::size_t n) {
   return to_f32(bf16{std::uint16_t(out)});
 }
 
+template <dt type>
+void layernorm(const NormArgs& a) {
+  omp_set_num_threads(1);
+  using dim = dnnl::memory::dim;
+  const dnnl::memory::desc md({dim(a.rows), dim(a.cols)}, type, tag::ab), stat_md({dim(a.rows)}, dt::f32, tag::a),
+      ss_md({dim(a.cols)}, dt::f32, tag::a);
+  auto widen = [&](const void* p, float fill) {
+    std::vector<float> v(a.cols, fill);
+    for (std::size_t j = 0; p != nullptr && j < a.cols; ++j) {
+      v[j] = type == dt::f32 ? static_cast<const float*>(p)[j] : to_f32(static_cast<const bf16*>(p)[j]);
+    }
+    return v;
+  };
+  std::vector<float> gamma = widen(a.gamma, 1.0f), beta = widen(a.beta, 0.0f), mean(a.rows), var(a.rows);
+  std::vector<std::uint32_t> y_scratch;  // y when the caller asks for the backward only
+  void* y = a.y;
+  if (y == nullptr) {
+    y_scratch.resize(a.rows * a.cols);
+    y = y_scratch.data();
+  }
+  const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  const dnnl::layer_normalization_forward::primitive_desc fwd_pd(
+      dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_training, md, stat_md, a.eps, flags), engine());
+  dnnl::stream stream(engine());
+  dnnl::memory mean_m(stat_md, engine(), mean.data()), var_m(stat_md, engine(), var.data()),
+      gamma_m(ss_md, engine(), gamma.data()), beta_m(ss_md, engine(), beta.data());
+  dnnl::layer_normalization_forward(fwd_pd).execute(
+      stream, {{DNNL_ARG_SRC, wrap(md, a.x)}, {DNNL_ARG_DST, dnnl::memory(md, engine(), y)}, {DNNL_ARG_MEAN, mean_m},
+               {DNNL_ARG_VARIANCE, var_m}, {DNNL_ARG_SCALE, gamma_m}, {DNNL_ARG_SHIFT, beta_m}});
+  stream.wait();
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    if (a.mean != nullptr) a.mean[i] = mean[i];
+    if (a.var != nullptr) a.var[i] = var[i];
+  }
+  if (a.dy == nullptr) return;
+  std::vector<float> dgamma(a.cols), dbeta(a.cols);
+  const dnnl::layer_normalization_backward::primitive_desc bwd_pd(
+      dnnl::layer_normalization_backward::desc(dnnl::prop_kind::backward, md, md, stat_md, a.eps, flags), engine(),
+      fwd_pd);
+  dnnl::layer_normalization_backward(bwd_pd).execute(
+      stream, {{DNNL_ARG_SRC, wrap(md, a.x)}, {DNNL_ARG_MEAN, mean_m}, {DNNL_ARG_VARIANCE, var_m},
+               {DNNL_ARG_DIFF_DST, wrap(md, a.dy)}, {DNNL_ARG_SCALE, gamma_m}, {DNNL_ARG_SHIFT, beta_m},
+               {DNNL_ARG_DIFF_SRC, dnnl::memory(md, engine(), a.dx)},
+               {DNNL_ARG_DIFF_SCALE, dnnl::memory(ss_md, engine(), dgamma.data())},
+               {DNNL_ARG_DIFF_SHIFT, dnnl::memory(ss_md, engine(), dbeta.data())}});
+  stream.wait();
+  auto store = [&](void* out, const std::vector<float>& v) {
+    for (std::size_t j = 0; out != nullptr && j < a.cols; ++j) {
+      if constexpr (type == dt::f32) {
+        static_cast<float*>(out)[j] = v[j];
+      } else {
+        static_cast<bf16*>(out)[j] = to_bf16(v[j]);
+      }
+    }
+  };
+  store(a.dgamma, dgamma);
+  store(a.dbeta, dbeta);
+}
+
 }  // namespace
 
 LibraryList onednn_list() {
   const dnnl_version_t* v = dnnl_version();
   return {"onednn",
-          fmt::format("oneDNN {}.{}.{} (git {}); matmul, softmax_v2 and reduction primitives per call, plain "
-                      "row-major tensors; 1 thread "
+          fmt::format("oneDNN {}.{}.{} (git {}); matmul, softmax_v2, reduction and layer_normalization "
+                      "primitives per call, plain row-major tensors; 1 thread "
                       "(omp_set_num_threads(1) on the calling thread)",
                       v->major, v->minor, v->patch, v->hash),
           {dense_peer("onednn_f32_dense_fwd__peer", Mode::f32, DType::f32, matmul<dt::f32>, 1e-5),
@@ -144,7 +209,11 @@ LibraryList onednn_list() {
            reduce_peer("onednn_f32_maxabs__peer", Op::maxabs, Mode::f32, DType::f32, reduce<dt::f32, Reduce::maxabs>,
                        0),
            reduce_peer("onednn_bf16_maxabs__peer", Op::maxabs, Mode::bf16_f32acc, DType::bf16,
-                       reduce<dt::bf16, Reduce::maxabs>, 0)}};
+                       reduce<dt::bf16, Reduce::maxabs>, 0),
+           norm_peer("onednn_f32_layernorm__peer", Op::layernorm, Mode::f32, DType::f32, layernorm<dt::f32>, 1e-4),
+           norm_peer("onednn_bf16_layernorm__peer", Op::layernorm, Mode::bf16_f32acc, DType::bf16,
+                     layernorm<dt::bf16>, 5e-2)},
+          {{"onednn_rmsnorm__peer", "oneDNN 2.6's layer normalisation has no RMS variant (no rmsnorm peer)."}}};
 }
 
 }  // namespace halfmap::peers

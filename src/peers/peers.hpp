@@ -80,6 +80,12 @@ inline PeerKernel xent_peer(std::string_view name, Mode mode, DType storage, Xen
   return {k, tol};
 }
 
+inline PeerKernel norm_peer(std::string_view name, Op op, Mode mode, DType storage, NormFn fn, double tol) {
+  Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
+  k.norm = fn;
+  return {k, tol};
+}
+
 // Each is defined in src/peers/<lib>.cpp, only when that library was found; called once, from registry.cpp.
 LibraryList onednn_list();
 LibraryList xnnpack_list();

@@ -155,9 +155,10 @@ NameFilter parse_names(const std::vector<std::string>& names) {
       }
       f.kernel_names.push_back(k->name);
     } else {
+      std::string ops;
+      for (Op op : kAllOps) ops += (ops.empty() ? "" : ", ") + std::string(op_name(op));
       throw std::invalid_argument(
-          fmt::format("unknown kernel '{}': expected a kernel name (see 'halfmap info') or an op ({}).", n,
-                      "sum, sumsq, maxabs, dot, dense_fwd, dense_bwd, mse, softmax, softmax_naive, xent"));
+          fmt::format("unknown kernel '{}': expected a kernel name (see 'halfmap info') or an op ({}).", n, ops));
     }
   }
   return f;
