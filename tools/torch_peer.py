@@ -22,6 +22,8 @@ What each op runs (torch.set_num_threads(1); no_grad unless a gradient is asked 
              torch.cuda.amp.GradScaler.scale multiplies the loss
   softmax    torch.softmax(x, dim=1)
   xent       F.cross_entropy(logits, labels); probabilities torch.softmax(logits, dim=1); gradient as mse's
+  layernorm  F.layer_norm(x, (cols,), gamma, beta, eps); gradient: y.backward(dy), giving dx, dgamma, dbeta
+             (torch 1.13 has no RMS normalisation: halfmap names rmsnorm refused)
 An op torch does not implement for a dtype raises RuntimeError ("... not implemented for 'Half'"); the probe
 runs every op on small inputs per dtype and reports each refusal with torch's message, and halfmap drops that
 path and names it in meta.json and peers.md.
@@ -36,6 +38,7 @@ input buffers; the reply is "ok NBYTES\\n" and the output buffers, or "error MES
   mse DT N GRAD S + p + y                 -> loss (1) [+ dp (N)]
   softmax DT ROWS COLS + x                -> y
   xent DT ROWS COLS GRAD S PROBS + logits + labels (int32) -> loss (1) [+ probs] [+ dlogits]
+  layernorm DT ROWS COLS GRAD EPS + x + gamma + beta [+ dy] -> y (ROWS·COLS) [+ dx (ROWS·COLS), dgamma, dbeta (COLS)]
 DT is f32, f16 or bf16 (IEEE binary32, binary16, bfloat16: the bits of halfmap's storage types); S is a decimal
 that Python's float() reads exactly (halfmap prints the shortest round-trip form).
 
@@ -46,7 +49,7 @@ import json
 import sys
 import warnings
 
-OPS = ("sum", "sumsq", "dot", "dense_fwd", "dense_bwd", "mse", "softmax", "xent")
+OPS = ("sum", "sumsq", "dot", "dense_fwd", "dense_bwd", "mse", "softmax", "xent", "layernorm")
 
 
 def dtypes(torch):
@@ -128,6 +131,18 @@ class Kernels:
         return out
 
 
+    def layernorm(self, x, gamma, beta, eps, dy=None):
+        cols = x.shape[-1]
+        if dy is None:
+            with self.torch.no_grad():
+                return (self.F.layer_norm(x, (cols,), gamma, beta, eps),)
+        for t in (x, gamma, beta):
+            t.requires_grad_(True)
+        y = self.F.layer_norm(x, (cols,), gamma, beta, eps)
+        y.backward(dy)
+        return y, x.grad, gamma.grad, beta.grad
+
+
 def dtype_bits(t):
     import torch
 
@@ -154,6 +169,8 @@ def probe(k):
             "softmax": lambda: k.softmax(rnd(4, 8)),
             "xent": lambda: k.xent(rnd(4, 8), torch.zeros(4, dtype=torch.int32), False, 1.0, False),
             "xent_grad": lambda: k.xent(rnd(4, 8), torch.zeros(4, dtype=torch.int32), True, 1.0, False),
+            "layernorm": lambda: k.layernorm(rnd(4, 8), rnd(8), rnd(8), 1e-5),
+            "layernorm_grad": lambda: k.layernorm(rnd(4, 8), rnd(8), rnd(8), 1e-5, rnd(4, 8)),
         }
         for name, run in cases.items():
             try:
@@ -181,7 +198,7 @@ def handle(k, fields, read):
     if dt not in k.types:
         raise ValueError(f"unknown dtype {dt}")
     es = element_size(dt)
-    n = [int(f) for f in fields[2:]] if op not in ("mse", "xent") else None
+    n = [int(f) for f in fields[2:]] if op not in ("mse", "xent", "layernorm") else None
 
     def get(count, shape=None, bits=None):
         buf = read(count * (4 if bits else es))
@@ -215,6 +232,11 @@ def handle(k, fields, read):
         logits = get(rows * cols, (rows, cols))
         labels = get(rows, bits=True)
         return k.out(*k.xent(logits, labels, grad, scale, probs == "1"))
+    if op == "layernorm":
+        rows, cols, grad, eps = int(fields[2]), int(fields[3]), fields[4] == "1", float(fields[5])
+        x, gamma, beta = get(rows * cols, (rows, cols)), get(cols), get(cols)
+        dy = get(rows * cols, (rows, cols)) if grad else None
+        return k.out(*k.layernorm(x, gamma, beta, eps, dy))
     raise ValueError(f"unknown op {op}")
 
 

@@ -258,8 +258,9 @@ struct Kernel {
   SoftmaxFn softmax = nullptr;    // ops softmax, softmax_naive
   XentFn xent = nullptr;          // op xent
   NormFn norm = nullptr;          // ops layernorm, rmsnorm
-  /// A loss kernel (mse, xent) that computes its forward only: a peer whose library refuses the gradient for its
-  /// type (PyTorch 1.13's fp16 mse). It must not be called with a gradient output; the sweep maps its forward.
+  /// A kernel with a gradient (mse, xent, layernorm) that computes its forward only: a peer whose library refuses
+  /// the gradient for its type (PyTorch 1.13's fp16 mse). It must not be called with a gradient output; the sweep
+  /// maps its forward.
   bool forward_only = false;
 };
 

@@ -9,6 +9,9 @@
 //   torch_<dtype>_mse__peer        F.mse_loss(p, y); its gradient: (loss · S).backward(), S float32 (GradScaler)
 //   torch_<dtype>_softmax__peer    torch.softmax(x, dim=1)
 //   torch_<dtype>_xent__peer       F.cross_entropy(logits, labels); gradient as mse's
+//   torch_<dtype>_layernorm__peer  F.layer_norm(x, (cols,), γ, β, ε); its backward: y.backward(dy) for dx, dγ, dβ.
+//                                  torch's statistics are not reported (NormArgs::mean and var are left alone);
+//                                  torch 1.13 has no RMS normalisation (rmsnorm: refused)
 // for dtype f16 and bf16. Each (op, dtype) is probed when the list is built: what torch refuses (RuntimeError
 // "... not implemented for 'Half'") is not mapped and is named with torch's message; a loss whose gradient is
 // refused is mapped forward only (Kernel::forward_only). Every kernel's mode is the f32-accumulating one of its
@@ -121,6 +124,28 @@ float xent(const XentArgs& a) {
   return element(r, 0, T);
 }
 
+template <DType T>
+void layernorm(const NormArgs& a) {
+  const std::size_t n = a.rows * a.cols;
+  const bool grad = a.dy != nullptr;
+  TypedBuffer ones(T, a.gamma == nullptr ? a.cols : 0), zeros(T, a.beta == nullptr ? a.cols : 0);
+  for (std::size_t j = 0; j < ones.size(); ++j) ones.set(j, 1.0);
+  for (std::size_t j = 0; j < zeros.size(); ++j) zeros.set(j, 0.0);
+  const void* gamma = a.gamma != nullptr ? a.gamma : ones.data();
+  const void* beta = a.beta != nullptr ? a.beta : zeros.data();
+  const std::string line = fmt::format("layernorm {} {} {} {} {}", dtype_name(T), a.rows, a.cols, grad ? 1 : 0,
+                                       scale_text(a.eps));
+  const std::string r =
+      grad ? call(line, {of(a.x, n, T), of(gamma, a.cols, T), of(beta, a.cols, T), of(a.dy, n, T)},
+                  2 * n + 2 * a.cols, T)
+           : call(line, {of(a.x, n, T), of(gamma, a.cols, T), of(beta, a.cols, T)}, n, T);
+  copy_out(r, 0, n, T, a.y);
+  if (!grad) return;
+  copy_out(r, n, n, T, a.dx);
+  copy_out(r, 2 * n, a.cols, T, a.dgamma);
+  copy_out(r, 2 * n + a.cols, a.cols, T, a.dbeta);
+}
+
 /// One kernel torch_peer.py is asked about: the probe's key ("<dtype>_<op>") and, for a loss, its gradient's.
 struct Candidate {
   PeerKernel peer;
@@ -182,6 +207,14 @@ LibraryList torch_list() {
                 {}};
   std::vector<Candidate> all = candidates<DType::f16>(f16_names, f16_keys, Mode::f16_f32acc, 2e-3, 2e-3);
   for (Candidate& c : candidates<DType::bf16>(bf16_names, bf16_keys, Mode::bf16_f32acc, 2e-2, 0.1)) all.push_back(c);
+  all.push_back({norm_peer("torch_f16_layernorm__peer", Op::layernorm, Mode::f16_f32acc, DType::f16,
+                           layernorm<DType::f16>, 5e-3),
+                 "f16_layernorm", "f16_layernorm_grad"});
+  all.push_back({norm_peer("torch_bf16_layernorm__peer", Op::layernorm, Mode::bf16_f32acc, DType::bf16,
+                           layernorm<DType::bf16>, 5e-2),
+                 "bf16_layernorm", "bf16_layernorm_grad"});
+  l.refused.push_back({"torch_rmsnorm__peer", fmt::format("PyTorch {} has no RMS normalisation (no rmsnorm peer).",
+                                                          version)});
   for (Candidate& c : all) {
     const std::string status = ops.value(c.key, "refused: not probed");
     if (status != "ok") {
