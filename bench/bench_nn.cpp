@@ -12,8 +12,10 @@
 //                  own scratch): what a training step needs.
 //   layernorm,     the same rows × 1024 x, forward only: y written to output_buffer(), γ (and β) the first (and
 //   rmsnorm        second) 1024 elements of the input buffer, read from L1 on every row; ε as PyTorch's.
+//   gelu,          the same elements, forward only, y written to output_buffer().
+//   gelu_tanh
 //
-// Scalar reference kernels (isa ref) of softmax, softmax_naive, xent, layernorm and rmsnorm are registered at l1 and l2 only: a DRAM
+// Scalar reference kernels (isa ref) of softmax, softmax_naive, xent, layernorm, rmsnorm and GELU are registered at l1 and l2 only: a DRAM
 // call (64 Mi f32 or 128 Mi fp16 elements) would take 1.8 to 10 s of CPU time (the l2 times x 512 on the Zen 4
 // development machine: f32_softmax__ref 1.8 s, f16_f32acc_softmax__ref 4.8 s, f16_xent__ref 10 s), too long for
 // kernels that exist to be right, not fast. The ref mse kernels, at most 1 s (f16_mse__ref), run at all three.
@@ -22,11 +24,11 @@
 //   bytes_per_second     bytes of input read per second: p and y (mse), x (softmax), logits and labels (xent);
 //                        not the bytes written;
 //   elements_per_second  elements of p (mse) or of x / logits (softmax, xent) per second;
-//   bytes_moved_per_second  softmax, softmax_naive, xent, layernorm, rmsnorm: bytes read + bytes written (y;
-//                        dlogits) per second;
+//   bytes_moved_per_second  softmax, softmax_naive, xent, layernorm, rmsnorm, gelu, gelu_tanh: bytes read + written
+//                        (y; dlogits) per second;
 //   n                    elements of p or x per call (not a rate);
 //   roof_fraction        mse: bytes_per_second / the read roof of the level measured at startup; softmax,
-//                        softmax_naive, xent, layernorm, rmsnorm: bytes_moved_per_second / the copy roof of the level
+//                        softmax_naive, xent, the norms and GELU: bytes_moved_per_second / the copy roof of the level
 //                        (bench_roof.cpp), since they write as many bytes as they read.
 // Label: the kernel's op, mode, isa, storage and roof=read/<level> (mse) or roof=copy/<level> (label_kernel,
 // bench_util.hpp).
@@ -49,6 +51,8 @@ constexpr bool times_as_nn(const Kernel& k) {
     case Op::xent: return k.xent != nullptr;
     case Op::layernorm:
     case Op::rmsnorm: return k.norm != nullptr;
+    case Op::gelu:
+    case Op::gelu_tanh: return k.gelu != nullptr;
     default: return false;
   }
 }
@@ -85,6 +89,12 @@ void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
         benchmark::DoNotOptimize(loss);
       }
       bytes += rows * sizeof(std::int32_t);
+    } else if (is_gelu(k.op)) {
+      const GeluArgs args{elements, in, output_buffer(), nullptr, nullptr};
+      for (auto _ : state) {
+        k.gelu(args);
+        benchmark::ClobberMemory();
+      }
     } else if (is_norm(k.op)) {
       const float eps = k.op == Op::rmsnorm ? kRmsNormEps : kLayerNormEpsTorch;
       const NormArgs args{rows,    kNnCols, in,      in,      in + kNnCols * esize, eps, output_buffer(),
@@ -126,7 +136,8 @@ std::string nn_description() {
       "dlogits written, probs null; bytes_per_second counts bytes read (xent: logits and labels), "
       "bytes_moved_per_second bytes read + written (softmax, softmax_naive, xent: their roof is the copy's); isa ref "
       "softmax, softmax_naive and xent kernels at l1 and l2 only (seconds per DRAM call); layernorm, rmsnorm: the "
-      "same rows, forward only, y written, gamma and beta the input's first rows",
+      "same rows, forward only, y written, gamma and beta the input's first rows; gelu, gelu_tanh: the same "
+      "elements, forward, y written",
       kNnCols);
 }
 

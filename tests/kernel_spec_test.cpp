@@ -80,7 +80,8 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
       EXPECT_EQ(s.order.rfind("pair i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
     }
     const bool fma_rounds = f16 && (k.op == Op::sumsq || k.op == Op::dot || k.op == Op::mse ||
-                                    k.op == Op::dense_fwd || k.op == Op::dense_bwd || is_norm(k.op));
+                                    k.op == Op::dense_fwd || k.op == Op::dense_bwd || is_norm(k.op) ||
+                                    is_gelu(k.op));
     EXPECT_EQ(s.fma != "-", fma_rounds) << s.fma;
   }
 }

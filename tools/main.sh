@@ -3,9 +3,10 @@
 # writes this machine's results into results/<machine>/:
 #   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
 #   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, dense_fwd_threads/, dense_bwd_threads/,
-#                    mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/ and roof/ benchmarks and the peers'
-#                    <op>/<lib>_<dtype>__peer/ where built, one run of 5 repetitions of each (Google Benchmark JSON with every repetition and
-#                    its aggregates, the roofs measured at its start in the context)
+#                    mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/, gelu/, gelu_tanh/ and roof/
+#                    benchmarks and the peers' <op>/<lib>_<dtype>__peer/ where built, one run of 5 repetitions of
+#                    each (Google Benchmark JSON with every repetition and its aggregates, the roofs measured at
+#                    its start in the context)
 #   diagnose_bench.json   `halfmap diagnose` timed on 2^16, 2^18 and 2^20 rows x 100 float32 columns and 2^18 x 16
 #                    (wall time, CPU time, peak memory, file sizes), by tools/diagnose_bench.py (NumPy data in a
 #                    temporary folder, removed afterwards)
@@ -122,7 +123,7 @@ step_bench() {
   # The kernels' names (reduce/<kernel>/<level>, ...) and the peers' (<op>/<lib>_<dtype>__peer/<size>) share these
   # prefixes, so the peers need no pattern of their own.
   local json=$OUT/bench.json tmp
-  local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|layernorm|rmsnorm|roof)/'
+  local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|layernorm|rmsnorm|gelu|gelu_tanh|roof)/'
   tmp=$(temp_for "$json")
   say "running the benchmarks: kernels, peers and roofs ($BENCH --benchmark_filter=$filter)"
   "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 --benchmark_min_time=0.05 \

@@ -22,8 +22,11 @@ enum class Op {
   xent,                      // softmax cross-entropy loss and its gradient (XentFn)
   layernorm,                 // layer normalisation of rows, forward and backward (NormFn)
   rmsnorm,                   // RMS normalisation of rows, forward and backward (NormFn)
+  gelu,                      // GELU, exact (erf) form, forward and backward (GeluFn)
+  gelu_tanh,                 // GELU, tanh approximation, forward and backward (GeluFn)
 };
 constexpr bool is_norm(Op op) { return op == Op::layernorm || op == Op::rmsnorm; }
+constexpr bool is_gelu(Op op) { return op == Op::gelu || op == Op::gelu_tanh; }
 constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot; }
 /// Precision modes of NUMERICS.md.
 enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc };
@@ -43,6 +46,8 @@ constexpr std::string_view op_name(Op op) {
     case Op::xent: return "xent";
     case Op::layernorm: return "layernorm";
     case Op::rmsnorm: return "rmsnorm";
+    case Op::gelu: return "gelu";
+    case Op::gelu_tanh: return "gelu_tanh";
   }
   return "?";
 }
@@ -226,6 +231,28 @@ using NormFn = void (*)(const NormArgs&);
 /// Llama's and T5's implementations).
 inline constexpr float kLayerNormEpsTorch = 1e-5f, kLayerNormEpsKeras = 1e-3f, kRmsNormEps = 1e-6f;
 
+// ---- GELU -----------------------------------------------------------------------------------------------------
+/// GELU of n values, forward (y, when not null) and backward (dx = dy·GELU'(x), when dy is not null), all in the
+/// storage type, elementwise (y and dx may not overlap x or dy). With h = 0.5·x:
+///   gelu (PyTorch's approximate='none'): z = x·k1 (k1 = 1/√2); e = erf_f32(z); a = 1 + e; y = h·a;
+///     GELU'(x) = fma(x·k2, p, 0.5·a) with p = exp_f32(-(z·z)) and k2 = 1/√(2π).
+///   gelu_tanh (approximate='tanh'): x2 = x·x; x3 = x2·x; v = fma(c, x3, x) (c = 0.044715); u = k0·v
+///     (k0 = √(2/π)); t = tanh_f32(u); a = 1 + t; y = h·a;
+///     GELU'(x) = fma(h, (1 - t·t)·(k0·fma(c3, x2, 1)), 0.5·a) with c3 = 3c.
+///   f32-acc modes: every step in f32 (the constants rounded to f32), y and dx rounded once to the storage type.
+///   f16 modes: every step rounded to fp16 (the constants too; the fma the kernel's), erf_f32, tanh_f32 and exp_f32
+///     of the fp16 value widened and rounded back once, dx = r16(dy·GELU'(x)). So x3 overflows from |x| = 40.4
+///     (v = ±inf, t = ±1 and y = x or -0: the forward stays right) and x2 from |x| = 256, where the backward's
+///     (1 - t²)·inf = 0·inf is NaN. Every NaN written is the canonical 0x7E00.
+struct GeluArgs {
+  std::size_t n;
+  const void* x;
+  void* y;         // or null: no forward output
+  const void* dy;  // or null: no backward
+  void* dx;        // n (backward)
+};
+using GeluFn = void (*)(const GeluArgs&);
+
 struct Kernel {
   std::string_view name;
   Op op;
@@ -258,6 +285,7 @@ struct Kernel {
   SoftmaxFn softmax = nullptr;    // ops softmax, softmax_naive
   XentFn xent = nullptr;          // op xent
   NormFn norm = nullptr;          // ops layernorm, rmsnorm
+  GeluFn gelu = nullptr;          // ops gelu, gelu_tanh
   /// A kernel with a gradient (mse, xent, layernorm) that computes its forward only: a peer whose library refuses
   /// the gradient for its type (PyTorch 1.13's fp16 mse). It must not be called with a gradient output; the sweep
   /// maps its forward.
@@ -340,5 +368,7 @@ void f16_model_softmax(const SoftmaxArgs& args, bool stable, unsigned lanes);
 float f16_model_xent(const XentArgs& args, unsigned lanes);
 /// The f16 model of layernorm (rms = false) and rmsnorm (see NormArgs), run with a kernel's lanes and fma.
 void f16_model_norm(const NormArgs& args, bool rms, unsigned lanes, FmaKind fma);
+/// The f16 model of GELU (tanh = false: the erf form; see GeluArgs), run with a kernel's fma.
+void f16_model_gelu(const GeluArgs& args, bool tanh, FmaKind fma);
 
 }  // namespace halfmap

@@ -58,7 +58,7 @@ struct Grid {
 };
 
 struct Sizes {
-  std::size_t n = 4096;                                      // reductions and mse
+  std::size_t n = 4096;                                      // reductions, mse, gelu and gelu_tanh
   std::size_t dense_m = 32, dense_k = 64, dense_n = 32;      // dense: X m×k, W k×n, Y m×n
   std::size_t softmax_rows = 32, softmax_cols = 64;          // softmax, softmax_naive
   std::size_t xent_rows = 32, xent_cols = 16;                // xent
@@ -105,7 +105,7 @@ struct Options {
 };
 
 /// Whether the experiment's default input-scale grid is Options::wide_s_grid: f32 and bf16 storage of sum, sumsq,
-/// maxabs, dot, dense_fwd, mse, layernorm and rmsnorm, whose limits lie far beyond fp16's.
+/// maxabs, dot, dense_fwd, mse, layernorm, rmsnorm, gelu and gelu_tanh, whose limits lie far beyond fp16's.
 bool wide_grid_applies(const Experiment& e);
 /// The input-scale grid of one experiment.
 const Grid& s_grid_of(const Options& o, const Experiment& e);

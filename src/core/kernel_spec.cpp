@@ -18,7 +18,7 @@ struct Recipe {
 
 // r(v): v rounded to the nearest fp16 (ties to even); R(v): v rounded once to the storage type T; f32(h): h widened
 // exactly; fma: the kernel's fp16 FMA; fold: the order column.
-constexpr std::array<Recipe, 23> kRecipes = {{
+constexpr std::array<Recipe, 27> kRecipes = {{
     {"sum/f16", "acc = r(acc + x_i) per lane; lanes folded with r(a + b); the result is the fp16 accumulator"},
     {"sumsq/f16", "acc = fma(x_i, x_i, acc) per lane; lanes folded with r(a + b)"},
     {"dot/f16", "acc = fma(x_i, y_i, acc) per lane; lanes folded with r(a + b)"},
@@ -48,6 +48,12 @@ constexpr std::array<Recipe, 23> kRecipes = {{
                     "rs = r(1.0f / sqrtf(f32(r(v + r(eps))))); xh_j = r(x_j·rs); y_j = r(xh_j·γ_j); backward: "
                     "g'_j = r(dy_j·γ_j), b = r(f32(sum of fma(g'_j, xh_j, acc)) / float(n)); "
                     "dx_j = r(fma(-xh_j, b, g'_j)·rs); dγ: fma over rows in order"},
+    {"gelu/f16", "h = r(x·0.5); z = r(x·k1); a = r(1 + r(erf_f32(f32(z)))); y = r(h·a); backward: "
+                 "p = r(exp_f32(f32(r(0 - r(z·z))))); d = fma(r(x·k2), p, r(a·0.5)); dx = r(dy·d); k1 = r(1/√2), "
+                 "k2 = r(1/√(2π))"},
+    {"gelu_tanh/f16", "h = r(x·0.5); x2 = r(x·x); u = r(k0·fma(c, r(x2·x), x)); t = r(tanh_f32(f32(u))); "
+                      "a = r(1 + t); y = r(h·a); backward: d = fma(h, r(r(1 - r(t·t))·r(k0·fma(c3, x2, 1))), "
+                      "r(a·0.5)); dx = r(dy·d); k0 = r(√(2/π)), c = r(0.044715), c3 = r(0.134145)"},
     {"sum/f32acc", "x_i widened to f32; sum in f32; the result R(sum)"},
     {"sumsq/f32acc", "x_i widened to f32; sum of x_i·x_i in f32 (exact products for fp16/bf16 inputs); R(sum)"},
     {"dot/f32acc", "x_i, y_i widened to f32; sum of x_i·y_i in f32; R(sum)"},
@@ -69,6 +75,10 @@ constexpr std::array<Recipe, 23> kRecipes = {{
     {"rmsnorm/f32acc", "v = sum of x_j² / n, rs = 1/sqrtf(v + eps), xh_j = x_j·rs, in f32; y_j = R(xh_j·γ_j); "
                        "backward in f32: dx_j = R(rs·(g'_j - xh_j·mean(g'·xh))), g' = dy·γ; dγ = R(sum over "
                        "rows of dy·xh)"},
+    {"gelu/f32acc", "in f32: a = 1 + erf_f32(x·k1), y = R((x·0.5)·a); dx = R(dy·fma(x·k2, exp_f32(-(z·z)), a·0.5)), "
+                    "z = x·k1"},
+    {"gelu_tanh/f32acc", "in f32: t = tanh_f32(k0·fma(c, x²·x, x)), a = 1 + t, y = R((x·0.5)·a); "
+                         "dx = R(dy·fma(x·0.5, (1 - t²)·(k0·fma(c3, x², 1)), a·0.5))"},
 }};
 
 bool f16_family(Mode m) { return m == Mode::f16 || m == Mode::f16_model; }
@@ -144,6 +154,8 @@ KernelSpec kernel_spec(const Kernel& k) {
     s.order = "the library's own (peer: compared with this recipe)";
   } else if (k.op == Op::maxabs) {
     s.order = "any (exact)";
+  } else if (is_gelu(k.op)) {
+    s.order = "elementwise (no sum)";
   } else if (!f16_family(k.mode)) {
     s.order = f32acc_order(k);
   } else if (k.op == Op::dense_fwd || k.op == Op::dense_bwd) {
@@ -183,7 +195,7 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "(FEAT_BF16's BFDOT/BFMMLA; bit-exact to bfdot_model_reduce and bfdot_model_dense_fwd). `in f32; SVE fcvt "
       "+ fmla`: the fixed lane order with each fp16 term widened exactly first (the sve path, at any vector "
       "length); `in f32, any vector length`: that lane order on f32 lanes, the same at every SVE vector length. "
-      "fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
+      "`elementwise (no sum)`: each output from its own input alone. fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
       "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {
@@ -202,8 +214,8 @@ std::string kernel_recipe_table(std::span<const Kernel* const> ks) {
       "r(v): v rounded to the nearest fp16, ties to even; R(v): rounded once to the storage type, to nearest even "
       "(nothing to round for f32); f32(h): exact widening; fma(a, b, c): the kernel's fp16 FMA (fused: a·b + c "
       "rounded once to fp16; f32_round: fused in f32, then r); exp_f32: halfmap's exp "
-      "(include/halfmap/math.hpp), on every path; logf: the C library's; S: the loss scale; act: the dense "
-      "activation.\n\n| recipe | rounding steps, in order |\n| --- | --- |\n";
+      "(include/halfmap/math.hpp), on every path, and so are erf_f32 and tanh_f32; logf: the C library's; S: the "
+      "loss scale; act: the dense activation.\n\n| recipe | rounding steps, in order |\n| --- | --- |\n";
   for (const Recipe& r : kRecipes) {
     bool want = ks.empty();
     for (std::string_view u : used) want = want || u == r.key;

@@ -19,6 +19,8 @@ FamilyKind family_of(Op op) {
     case Op::xent: return FamilyKind::xent;
     case Op::layernorm:
     case Op::rmsnorm: return FamilyKind::norm;
+    case Op::gelu:
+    case Op::gelu_tanh: return FamilyKind::gelu;
     default: return FamilyKind::reduce;
   }
 }
@@ -31,6 +33,7 @@ std::string_view family_name(FamilyKind f) {
     case FamilyKind::softmax: return "softmax";
     case FamilyKind::xent: return "xent";
     case FamilyKind::norm: return "norm";
+    case FamilyKind::gelu: return "gelu";
   }
   return "?";
 }
@@ -99,6 +102,7 @@ std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist 
     case FamilyKind::softmax: f = make_softmax(s); break;
     case FamilyKind::xent: f = make_xent(s); break;
     case FamilyKind::norm: f = make_norm(s); break;
+    case FamilyKind::gelu: f = make_gelu(s); break;
   }
   if (f->oracle.empty()) f->oracle.resize(f->out.size());
   for (const Tensor& g : f->grads) f->unit.emplace_back(g.size());

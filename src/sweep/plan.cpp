@@ -64,7 +64,7 @@ std::size_t Grid::size() const {
 bool wide_grid_applies(const Experiment& e) {
   const Op op = e.fwd.op;
   const bool wide_op = op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot ||
-                       op == Op::dense_fwd || op == Op::mse || is_norm(op);
+                       op == Op::dense_fwd || op == Op::mse || is_norm(op) || is_gelu(op);
   return wide_op && (e.fwd.storage == DType::f32 || e.fwd.storage == DType::bf16);
 }
 
@@ -73,7 +73,7 @@ const Grid& s_grid_of(const Options& o, const Experiment& e) {
 }
 
 bool Experiment::has_gradient() const {
-  return ((fwd.op == Op::mse || fwd.op == Op::xent || is_norm(fwd.op)) && !fwd.forward_only) ||
+  return ((fwd.op == Op::mse || fwd.op == Op::xent || is_norm(fwd.op) || is_gelu(fwd.op)) && !fwd.forward_only) ||
          (fwd.op == Op::dense_fwd && bwd.has_value());
 }
 
@@ -82,9 +82,11 @@ bool Experiment::has_gradient() const {
 namespace {
 
 constexpr Op kSweepOps[] = {Op::sum,  Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::mse,
-                            Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm};
-constexpr Op kAllOps[] = {Op::sum, Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd,     Op::dense_bwd,
-                          Op::mse, Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm};
+                            Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm, Op::gelu,
+                            Op::gelu_tanh};
+constexpr Op kAllOps[] = {Op::sum, Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::dense_bwd,
+                          Op::mse, Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm,
+                          Op::gelu, Op::gelu_tanh};
 constexpr Mode kAllModes[] = {Mode::f32, Mode::f16_f32acc, Mode::f16, Mode::f16_model, Mode::bf16_f32acc};
 
 std::optional<Op> parse_op(std::string_view s) {

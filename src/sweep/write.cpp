@@ -107,7 +107,7 @@ json settings_json(const Options& o) {
   s["s_grid"] = grid_json(o.s_grid);
   if (o.wide_s_grid) {
     s["wide_s_grid"] = grid_json(*o.wide_s_grid);
-    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse, layernorm, rmsnorm";
+    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse, layernorm, rmsnorm, gelu, gelu_tanh";
   }
   s["S_grid"] = grid_json(o.S_grid);
   s["underflow_share"] = o.underflow_share;

@@ -17,7 +17,7 @@ import re
 import statistics
 
 REDUCE_OPS = ("sum", "sumsq", "maxabs", "dot")
-NN_OPS = ("mse", "softmax", "softmax_naive", "xent", "layernorm", "rmsnorm")
+NN_OPS = ("mse", "softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh")
 DENSE_OPS = ("dense_fwd", "dense_bwd")
 PEER_SUFFIX = "__peer"
 SKIP_NAME_PARTS = re.compile(r"^(min_time|min_warmup_time|repeats|iterations|threads|real_time|manual_time|"

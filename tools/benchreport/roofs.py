@@ -24,7 +24,7 @@ import re
 
 from .results import DENSE_OPS, is_peer, number
 
-COPY_OPS = ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm")
+COPY_OPS = ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh")
 STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 F16C_ISAS = ("avx2", "avx512")
 F16C_OPS = ("sum", "sumsq", "dot")  # one rounded add or FMA per element; maxabs rounds nothing

@@ -28,7 +28,8 @@
    15. target 7 on all cores too: every f32, f16_f32acc and bf16_f32acc dense forward path on the most threads
        the run timed >= 1.0x the best peer of its ISA and arithmetic at the same count (dense_fwd_threads, 1024³;
        issue 21).
-   16. layernorm and rmsnorm (forward, rows of 1024) as target 9: f32 >= 0.85x the copy roof at dram, fp16 and
+   16. layernorm, rmsnorm (forward, rows of 1024) and GELU (both forms) as target 9: f32 >= 0.85x the copy roof
+       at dram, fp16 and
        bf16 storage >= 1.5x the elements/s of the f32 kernel of the same op and ISA (issue 23).
 
 Every ratio is of the medians of the run's repetitions; met or missed judges that median ratio alone.
@@ -48,7 +49,7 @@ ROOF_TARGET = 0.85
 ROOF_TARGET_OPS = REDUCE_OPS + ("mse",)
 COPY_TARGET_OPS = ("softmax", "xent")
 HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
-NORM_TARGET_OPS = ("layernorm", "rmsnorm")
+NORM_TARGET_OPS = ("layernorm", "rmsnorm", "gelu", "gelu_tanh")
 NORM_HALF_SPEEDUP = 1.5
 F16C_TARGET = 0.9
 REDUCE_F16C_LEVEL = "l2"

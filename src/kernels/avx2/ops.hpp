@@ -57,6 +57,11 @@ struct F32 {
     return _mm256_castsi256_ps(bits);
   }
   static V nan_pass(V x, V y) { return _mm256_blendv_ps(y, _mm256_add_ps(x, x), _mm256_cmp_ps(x, x, _CMP_UNORD_Q)); }
+  /// |mag| with the sign bit of sgn.
+  static V copysign(V mag, V sgn) {
+    const V m = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(m, mag), _mm256_and_ps(m, sgn));
+  }
   /// 8 fp16 values widened exactly / rounded to fp16 (round to nearest even).
   static V load_f16(const std::uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

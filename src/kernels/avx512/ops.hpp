@@ -43,6 +43,12 @@ struct F32T {
   // scaling of the other paths, whose first product is exact.
   static V scale2n(V p, V n) { return _mm512_scalef_ps(p, n); }
   static V nan_pass(V x, V y) { return _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x); }
+  /// |mag| with the sign bit of sgn (integer logic: _mm512_and_ps would need AVX512DQ).
+  static V copysign(V mag, V sgn) {
+    const __m512i m = _mm512_set1_epi32(int(0x80000000u));
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_andnot_si512(m, _mm512_castps_si512(mag)),
+                                               _mm512_and_si512(m, _mm512_castps_si512(sgn))));
+  }
   /// 16 fp16 values widened exactly / rounded to fp16 (round to nearest even).
   static V load_f16(const std::uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

@@ -13,6 +13,7 @@
 #include "kernels/avx512bf16/pack.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
@@ -119,6 +120,8 @@ const Kernel kList[] = {
     k<Op::xent>(xent_f32acc<Bf16>),
     k<Op::layernorm>(norm_f32acc<Bf16, false>),
     k<Op::rmsnorm>(norm_f32acc<Bf16, true>),
+    k<Op::gelu>(gelu_f32acc<Bf16, false>),
+    k<Op::gelu_tanh>(gelu_f32acc<Bf16, true>),
 };
 
 }  // namespace

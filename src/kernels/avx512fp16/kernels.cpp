@@ -7,9 +7,9 @@
 // which equals the f32 quotient rounded to fp16 (NUMERICS.md). So every kernel is bit-exact to the f16 model
 // run with its lanes and FmaKind::fused.
 //
-// layernorm and rmsnorm (kernels/common/norm.hpp) are not listed here yet: their fp16 loops would be the ones
-// avx2, avx512 and neonfp16 run bit-exact to the f16 model, but a kernel lands only after its tests ran on a CPU
-// with AVX512-FP16, and none was available when they were written.
+// layernorm, rmsnorm and GELU (kernels/common/norm.hpp, gelu.hpp) are not listed here yet: their fp16 loops would
+// be the ones avx2, avx512 and neonfp16 run bit-exact to the f16 model, but a kernel lands only after its tests ran
+// on a CPU with AVX512-FP16, and none was available when they were written.
 #include "kernels/avx512fp16/ops.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"

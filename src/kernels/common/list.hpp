@@ -74,6 +74,9 @@ constexpr Kernel entry(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {
   } else if constexpr (std::is_same_v<Fn, SoftmaxFn>) {
     static_assert(kOp == Op::softmax || kOp == Op::softmax_naive);
     k.softmax = fn;
+  } else if constexpr (std::is_same_v<Fn, GeluFn>) {
+    static_assert(is_gelu(kOp));
+    k.gelu = fn;
   } else if constexpr (std::is_same_v<Fn, NormFn>) {
     static_assert(is_norm(kOp));
     k.norm = fn;

@@ -9,6 +9,7 @@
 #include "halfmap/math.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/nn.hpp"
+#include "kernels/common/gelu.hpp"
 #include "kernels/common/norm.hpp"
 
 namespace halfmap {
@@ -34,6 +35,8 @@ struct ScalarMath {
     return (p * s1) * s2;
   }
   static float nan_pass(float x, float y) { return x != x ? x + x : y; }
+  static float copysign(float mag, float sgn) { return std::copysign(mag, sgn); }
+  static float div(float a, float b) { return a / b; }
 };
 
 float widen(DType storage, const void* values, std::size_t i) {
@@ -52,6 +55,8 @@ float widen(DType storage, const void* values, std::size_t i) {
 }  // namespace
 
 float exp_f32(float x) { return detail::exp_f32_generic<ScalarMath>(x); }
+float erf_f32(float x) { return detail::erf_f32_generic<ScalarMath>(x); }
+float tanh_f32(float x) { return detail::tanh_f32_generic<ScalarMath>(x); }
 
 f16 exp_f16(f16 h) { return to_f16(exp_f32(to_f32(h))); }
 
@@ -82,6 +87,8 @@ float xent_loss(Mode mode, DType storage, const void* p_at_label, std::size_t ro
   for (std::size_t r = 0; r < rows; ++r) sum += -std::log(widen(storage, p_at_label, r));
   return f32acc_finish(mode, sum / float(rows));
 }
+
+std::uint16_t f16_const_bits(float v) { return to_f16(v).bits; }
 
 std::uint16_t f16_div_n(std::uint16_t s, std::size_t n) { return to_f16(to_f32(f16{s}) / float(n)).bits; }
 

@@ -80,6 +80,35 @@ typename M::V exp_f32_generic(typename M::V x) {
   return M::nan_pass(x, exp_f32_inrange<M>(xc));
 }
 
+/// tanh(u) = 1 - 2/(e^(2u) + 1) with halfmap's exp (include/halfmap/math.hpp, tanh_f32): every operation the
+/// same on every ISA, so SIMD and scalar agree bit for bit. 2u is exact; e^(2u) = inf gives 1 and e^(2u) = 0 gives
+/// -1, so no input overflows; NaN gives NaN.
+template <class M>
+typename M::V tanh_f32_generic(typename M::V u) {
+  const typename M::V one = M::set1(1.0f);
+  const typename M::V e = exp_f32_generic<M>(M::add(u, u));
+  return M::nan_pass(u, M::sub(one, M::div(M::set1(2.0f), M::add(e, one))));
+}
+
+/// erf(z) by Abramowitz and Stegun 7.1.26 (absolute error of the formula at most 1.5e-7): for a = |z|,
+/// t = 1/(1 + p·a), erf(a) = 1 - t·(a1 + t·(a2 + t·(a3 + t·(a4 + t·a5))))·e^(-a²), the sign of z restored; every
+/// multiply-add fused, the exp halfmap's. The same operations on every ISA (include/halfmap/math.hpp, erf_f32).
+template <class M>
+typename M::V erf_f32_generic(typename M::V z) {
+  using V = typename M::V;
+  const V zero = M::set1(0.0f), one = M::set1(1.0f);
+  const V a = M::max(z, M::sub(zero, z));  // |z| (a NaN is restored by nan_pass)
+  const V t = M::div(one, M::fma(M::set1(0.3275911f), a, one));
+  V q = M::set1(1.061405429f);
+  q = M::fma(q, t, M::set1(-1.453152027f));
+  q = M::fma(q, t, M::set1(1.421413741f));
+  q = M::fma(q, t, M::set1(-0.284496736f));
+  q = M::fma(q, t, M::set1(0.254829592f));
+  q = M::mul(q, t);
+  const V e = exp_f32_generic<M>(M::sub(zero, M::mul(a, a)));
+  return M::nan_pass(z, M::copysign(M::fma(M::sub(zero, q), e, one), z));
+}
+
 /// nn.hpp's H: an ISA's fp16 ops F16 with the register count of the fp16 sums (R, so `lanes` = F16::kW·R) and
 /// the exp on M. The register count belongs to the algorithm, not to the ISA's ops (the reductions use 8).
 template <class F16, class M, std::size_t R>

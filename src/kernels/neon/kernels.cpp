@@ -4,6 +4,7 @@
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/microkernel.hpp"
+#include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
@@ -55,6 +56,10 @@ const Kernel kList[] = {
     k<Op::rmsnorm, Mode::f32>(norm_f32acc<F32S, true>),
     k<Op::layernorm, Mode::f16_f32acc>(norm_f32acc<F16S, false>),
     k<Op::rmsnorm, Mode::f16_f32acc>(norm_f32acc<F16S, true>),
+    k<Op::gelu, Mode::f32>(gelu_f32acc<F32S, false>),
+    k<Op::gelu_tanh, Mode::f32>(gelu_f32acc<F32S, true>),
+    k<Op::gelu, Mode::f16_f32acc>(gelu_f32acc<F16S, false>),
+    k<Op::gelu_tanh, Mode::f16_f32acc>(gelu_f32acc<F16S, true>),
 };
 
 }  // namespace

@@ -46,6 +46,8 @@ struct F32T {
     return vmulq_f32(vmulq_f32(p, s1), s2);
   }
   static V nan_pass(V x, V y) { return vbslq_f32(vceqq_f32(x, x), y, vaddq_f32(x, x)); }
+  /// |mag| with the sign bit of sgn.
+  static V copysign(V mag, V sgn) { return vbslq_f32(vdupq_n_u32(0x80000000u), sgn, mag); }
   /// 4 fp16 values widened exactly / rounded to fp16.
   static V load_f16(const std::uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
   static void store_f16(std::uint16_t* p, V v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }

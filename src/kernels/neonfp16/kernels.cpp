@@ -8,6 +8,7 @@
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/microkernel.hpp"
+#include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
@@ -45,6 +46,8 @@ const Kernel kList[] = {
 
     k<Op::layernorm, Mode::f16>(norm_f16<F16Nn, false>, kNnLanes, kF),
     k<Op::rmsnorm, Mode::f16>(norm_f16<F16Nn, true>, kNnLanes, kF),
+    k<Op::gelu, Mode::f16>(gelu_f16<F16Nn, false>, 1, kF),
+    k<Op::gelu_tanh, Mode::f16>(gelu_f16<F16Nn, true>, 1, kF),
 };
 
 }  // namespace

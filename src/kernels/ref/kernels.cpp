@@ -10,6 +10,7 @@
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/reduce.hpp"
 #include "kernels/ref/ops.hpp"
@@ -251,6 +252,35 @@ void f32acc_norm(const NormArgs& a) {
   }
 }
 
+// ---- GELU
+
+/// GELU in f32 (GeluArgs), the steps of kernels/common/gelu.hpp on scalars, each output rounded once.
+template <class Elem, bool kTanh>
+void f32acc_gelu(const GeluArgs& a) {
+  namespace c = detail::gelu_consts;
+  const auto* x = static_cast<const Elem*>(a.x);
+  const auto* dy = static_cast<const Elem*>(a.dy);
+  for (std::size_t i = 0; i < a.n; ++i) {
+    const float xv = widen(x[i]), h = xv * 0.5f;
+    float fa, d = 0.0f;
+    if constexpr (kTanh) {
+      const float x2 = xv * xv;
+      const float t = tanh_f32(c::kK0 * std::fma(c::kC, x2 * xv, xv));
+      fa = 1.0f + t;
+      if (dy != nullptr) d = std::fma(h, (1.0f - t * t) * (c::kK0 * std::fma(c::kC3, x2, 1.0f)), fa * 0.5f);
+    } else {
+      const float z = xv * c::kK1;
+      fa = 1.0f + erf_f32(z);
+      if (dy != nullptr) d = std::fma(xv * c::kK2, exp_f32(0.0f - z * z), fa * 0.5f);
+    }
+    if (a.y != nullptr) static_cast<Elem*>(a.y)[i] = narrow<Elem>(h * fa);
+    if (dy != nullptr) static_cast<Elem*>(a.dx)[i] = narrow<Elem>(widen(dy[i]) * d);
+  }
+}
+
+void f16_model_gelu_ref(const GeluArgs& a) { f16_model_gelu(a, false, FmaKind::fused); }
+void f16_model_gelu_tanh_ref(const GeluArgs& a) { f16_model_gelu(a, true, FmaKind::fused); }
+
 void f16_model_layernorm_ref(const NormArgs& a) { f16_model_norm(a, false, 1, FmaKind::fused); }
 void f16_model_rmsnorm_ref(const NormArgs& a) { f16_model_norm(a, true, 1, FmaKind::fused); }
 
@@ -317,6 +347,15 @@ const Kernel kList[] = {
     k<Op::rmsnorm, Mode::f16_model>(f16_model_rmsnorm_ref, kModelFma),
     k<Op::layernorm, Mode::bf16_f32acc>(f32acc_norm<bf16, false>),
     k<Op::rmsnorm, Mode::bf16_f32acc>(f32acc_norm<bf16, true>),
+
+    k<Op::gelu, Mode::f32>(f32acc_gelu<float, false>),
+    k<Op::gelu_tanh, Mode::f32>(f32acc_gelu<float, true>),
+    k<Op::gelu, Mode::f16_f32acc>(f32acc_gelu<f16, false>),
+    k<Op::gelu_tanh, Mode::f16_f32acc>(f32acc_gelu<f16, true>),
+    k<Op::gelu, Mode::f16_model>(f16_model_gelu_ref, kModelFma),
+    k<Op::gelu_tanh, Mode::f16_model>(f16_model_gelu_tanh_ref, kModelFma),
+    k<Op::gelu, Mode::bf16_f32acc>(f32acc_gelu<bf16, false>),
+    k<Op::gelu_tanh, Mode::bf16_f32acc>(f32acc_gelu<bf16, true>),
 };
 
 }  // namespace

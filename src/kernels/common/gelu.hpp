@@ -1,0 +1,138 @@
+// Portable logic of the GELU kernels (GeluArgs in include/halfmap/registry.hpp states every step), written once
+// and instantiated per ISA with nn.hpp's traits: S (f32-accumulating modes, every step in f32) and H (fp16
+// arithmetic, every step rounded to fp16; erf, tanh and exp through f32 with one rounding back, by
+// H::exp_store_with, which applies any f32 function). Elementwise, one register at a time; the tail runs on a
+// zero-padded copy and only its own lanes are stored. erf_f32_generic and tanh_f32_generic (softmax_row.hpp) are
+// the same operations as the scalar erf_f32 and tanh_f32 the f16 model calls, so the kernels match it bit for bit.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "halfmap/registry.hpp"
+#include "kernels/common/softmax_row.hpp"  // erf_f32_generic, tanh_f32_generic, exp_f32_generic, store_lanes
+
+namespace halfmap::detail {
+
+/// GELU's constants: 1/√2, 1/√(2π), √(2/π), 0.044715 and 3·0.044715, as f32.
+namespace gelu_consts {
+inline constexpr float kK1 = 0.70710678118654752f, kK2 = 0.39894228040143268f, kK0 = 0.79788456080286536f;
+inline constexpr float kC = 0.044715f, kC3 = 0.134145f;
+}  // namespace gelu_consts
+
+/// fp16 bits of a constant rounded to nearest even (src/kernels/common/nn.cpp, without ISA flags).
+std::uint16_t f16_const_bits(float v);
+
+template <class S, bool kTanh>
+void gelu_f32acc(const GeluArgs& a) {
+  namespace c = gelu_consts;
+  using M = typename S::M;
+  using V = typename M::V;
+  using Elem = typename S::Elem;
+  constexpr std::size_t W = M::kW;
+  const auto* x = static_cast<const Elem*>(a.x);
+  const auto* dy = static_cast<const Elem*>(a.dy);
+  auto* y = static_cast<Elem*>(a.y);
+  auto* dx = static_cast<Elem*>(a.dx);
+  const V one = M::set1(1.0f), half = M::set1(0.5f), zero = M::set1(0.0f);
+  auto block = [&](const Elem* xp, const Elem* dyp, Elem* yp, Elem* dxp, std::size_t n) {
+    const V xv = S::load(xp);
+    const V h = M::mul(xv, half);
+    V fa, d = zero;
+    if constexpr (kTanh) {
+      const V x2 = M::mul(xv, xv);
+      const V u = M::mul(M::set1(c::kK0), M::fma(M::set1(c::kC), M::mul(x2, xv), xv));
+      const V t = tanh_f32_generic<M>(u);
+      fa = M::add(one, t);
+      if (dyp != nullptr) {
+        const V s = M::mul(M::sub(one, M::mul(t, t)), M::mul(M::set1(c::kK0), M::fma(M::set1(c::kC3), x2, one)));
+        d = M::fma(h, s, M::mul(fa, half));
+      }
+    } else {
+      const V z = M::mul(xv, M::set1(c::kK1));
+      fa = M::add(one, erf_f32_generic<M>(z));
+      if (dyp != nullptr) {
+        const V p = exp_f32_generic<M>(M::sub(zero, M::mul(z, z)));
+        d = M::fma(M::mul(xv, M::set1(c::kK2)), p, M::mul(fa, half));
+      }
+    }
+    if (yp != nullptr) store_lanes<S>(yp, M::mul(h, fa), n);
+    if (dyp != nullptr) store_lanes<S>(dxp, M::mul(S::load(dyp), d), n);
+  };
+  std::size_t i = 0;
+  for (; i + W <= a.n; i += W) {
+    block(x + i, dy != nullptr ? dy + i : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, W);
+  }
+  if (i < a.n) {
+    const std::size_t n = a.n - i;
+    Elem xb[W] = {}, dyb[W] = {};
+    std::memcpy(xb, x + i, n * sizeof(Elem));
+    if (dy != nullptr) std::memcpy(dyb, dy + i, n * sizeof(Elem));
+    block(xb, dy != nullptr ? dyb : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, n);
+  }
+}
+
+template <class H, bool kTanh>
+void gelu_f16(const GeluArgs& a) {
+  namespace c = gelu_consts;
+  using HV = typename H::HV;
+  using M = typename H::Math;
+  using U = std::uint16_t;
+  constexpr std::size_t W = H::kW;
+  const auto* x = static_cast<const U*>(a.x);
+  const auto* dy = static_cast<const U*>(a.dy);
+  auto* y = static_cast<U*>(a.y);
+  auto* dx = static_cast<U*>(a.dx);
+  const HV one = H::set1(0x3C00), half = H::set1(0x3800), zero = H::zero(), negz = H::set1(0x8000);
+  const HV k0 = H::set1(f16_const_bits(c::kK0)), k1 = H::set1(f16_const_bits(c::kK1)),
+           k2 = H::set1(f16_const_bits(c::kK2)), cc = H::set1(f16_const_bits(c::kC)),
+           c3 = H::set1(f16_const_bits(c::kC3));
+  auto mul = [&](HV p, HV q) { return H::fma(p, q, negz); };  // r16(p·q): the product is exact in f32
+  auto store_n = [](U* p, HV v, std::size_t n) {
+    if (n == W) {
+      H::store(p, H::canon(v));
+    } else {
+      U b[W];
+      H::store(b, H::canon(v));
+      std::memcpy(p, b, n * sizeof(U));
+    }
+  };
+  auto block = [&](const U* xp, const U* dyp, U* yp, U* dxp, std::size_t n) {
+    U scratch[W];
+    const HV xv = H::load(xp);
+    const HV h = mul(xv, half);
+    HV fa, d = zero;
+    if constexpr (kTanh) {
+      const HV x2 = mul(xv, xv);
+      const HV u = mul(k0, H::fma(cc, mul(x2, xv), xv));
+      const HV t = H::exp_store_with(scratch, u, [](typename M::V v) { return tanh_f32_generic<M>(v); });
+      fa = H::add(one, t);
+      if (dyp != nullptr) d = H::fma(h, mul(H::sub(one, mul(t, t)), mul(k0, H::fma(c3, x2, one))), mul(fa, half));
+    } else {
+      const HV z = mul(xv, k1);
+      fa = H::add(one, H::exp_store_with(scratch, z, [](typename M::V v) { return erf_f32_generic<M>(v); }));
+      if (dyp != nullptr) {
+        const HV p = H::exp_store_with(scratch, H::sub(zero, mul(z, z)),
+                                       [](typename M::V v) { return exp_f32_generic<M>(v); });
+        d = H::fma(mul(xv, k2), p, mul(fa, half));
+      }
+    }
+    if (yp != nullptr) store_n(yp, mul(h, fa), n);
+    if (dyp != nullptr) store_n(dxp, mul(H::load(dyp), d), n);
+  };
+  std::size_t i = 0;
+  for (; i + W <= a.n; i += W) {
+    block(x + i, dy != nullptr ? dy + i : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, W);
+  }
+  if (i < a.n) {
+    const std::size_t n = a.n - i;
+    U xb[W] = {}, dyb[W] = {};
+    std::memcpy(xb, x + i, n * sizeof(U));
+    if (dy != nullptr) std::memcpy(dyb, dy + i, n * sizeof(U));
+    block(xb, dy != nullptr ? dyb : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, n);
+  }
+}
+
+}  // namespace halfmap::detail
