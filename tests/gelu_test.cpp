@@ -36,12 +36,14 @@
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
 #include "halfmap/registry.hpp"
+#include "kernel_param.hpp"
 #include "test_util.hpp"
 
 namespace halfmap {
 namespace {
 
 using test::guard_bits;
+using test::within_rounded;
 using test::nan_bits;
 using test::round_to;
 using test::unwritten_bits;
@@ -92,31 +94,7 @@ Expect expect(bool tanh_form, double x, double dy) {
           1.5 * (std::fabs(dy) * ad + kU * std::fabs(dy * d)) + 0x1p-140};
 }
 
-::testing::AssertionResult within(DType t, double got, double e, double a, bool flush) {
-  if (std::isnan(e) || std::isinf(e)) {
-    if (std::isnan(e) ? std::isnan(got) : got == e) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "got " << got << ", oracle " << e;
-  }
-  const double lo = round_to(t, e - a), hi = round_to(t, e + a);
-  if (got >= lo && got <= hi) return ::testing::AssertionSuccess();
-  if (flush && got == 0 && std::min(std::fabs(e - a), std::fabs(e + a)) < 0x1p-126) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << test::hex(got) << ", oracle " << test::hex(e) << ", bound " << a;
-}
-
-struct KernelParam {
-  const Kernel* k;
-  friend void PrintTo(const KernelParam& p, std::ostream* os) { *os << p.k->name; }
-};
-
-std::vector<KernelParam> gelu_kernels() {
-  std::vector<KernelParam> v;
-  for (const Kernel& k : kernels()) {
-    if (is_gelu(k.op)) v.push_back({&k});
-  }
-  return v;
-}
-
-class GeluTest : public ::testing::TestWithParam<KernelParam> {
+class GeluTest : public ::testing::TestWithParam<test::KernelParam> {
  protected:
   void SetUp() override {
     const std::string why = test::disabled_reason(k().isa);
@@ -166,10 +144,10 @@ void run_and_check(const Kernel& k, const Arr& x, const Arr& dy, bool fwd, bool 
     for (std::size_t i = 0; i < n; ++i) {
       const Expect e = expect(k.op == Op::gelu_tanh, x.value(i), dy.value(i));
       if (fwd) {
-        if (auto r = within(t, y.value(i), e.y, e.ay, fl); !r) report("y", i, r.message());
+        if (auto r = within_rounded(t, y.value(i), e.y, e.ay, fl); !r) report("y", i, r.message());
       }
       if (bwd) {
-        if (auto r = within(t, dx.value(i), e.dx, e.adx, fl); !r) report("dx", i, r.message());
+        if (auto r = within_rounded(t, dx.value(i), e.dx, e.adx, fl); !r) report("dx", i, r.message());
       }
     }
   }
@@ -234,8 +212,8 @@ TEST_P(GeluTest, Fp16CubeAndSquareOverflowAsStated) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, GeluTest, ::testing::ValuesIn(gelu_kernels()),
-                         [](const ::testing::TestParamInfo<KernelParam>& i) { return std::string(i.param.k->name); });
+INSTANTIATE_TEST_SUITE_P(Registry, GeluTest, ::testing::ValuesIn(test::kernels_of_ops({Op::gelu, Op::gelu_tanh})),
+                         test::kernel_param_name);
 
 TEST(ErfF32, AbsoluteErrorBelowTwoToMinus20Point5OnAStridedSweep) {
   double worst = 0, at = 0;

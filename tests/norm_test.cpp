@@ -40,12 +40,14 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
 #include "halfmap/registry.hpp"
+#include "kernel_param.hpp"
 #include "test_util.hpp"
 
 namespace halfmap {
 namespace {
 
 using test::guard_bits;
+using test::within_rounded;
 using test::nan_bits;
 using test::round_to;
 using test::unwritten_bits;
@@ -174,17 +176,6 @@ Oracle oracle_of(const NormCase& c, const Want& w, float eps) {
   return o;
 }
 
-::testing::AssertionResult within(DType t, double got, double e, double a, bool flush) {
-  if (std::isnan(e) || std::isinf(e)) {
-    if (std::isnan(e) ? std::isnan(got) : got == e) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "got " << got << ", oracle " << e;
-  }
-  const double lo = round_to(t, e - a), hi = round_to(t, e + a);
-  if (got >= lo && got <= hi) return ::testing::AssertionSuccess();
-  if (flush && got == 0 && std::min(std::fabs(e - a), std::fabs(e + a)) < 0x1p-126) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << test::hex(got) << ", oracle " << test::hex(e) << ", bound " << a;
-}
-
 template <class F>
 void expect_all(const char* what, std::size_t n, F check) {
   std::size_t bad = 0;
@@ -261,16 +252,16 @@ void run_and_check(const Kernel& k, NormCase& c, const Want& w, float eps) {
   }
   const Oracle o = oracle_of(c, w, eps);
   const bool fl = k.isa == Isa::avx512bf16;
-  const DType t = k.storage;
-  if (w.fwd) expect_all("y", total, [&](std::size_t i) { return within(t, c.y.value(i), o.y[i], o.ay[i], fl); });
+  // Every element of `got` within its bound around `want` (see the top of this file).
+  auto check = [&](const char* what, const Arr& got, const std::vector<double>& want, const std::vector<double>& a) {
+    expect_all(what, got.size(),
+               [&](std::size_t i) { return within_rounded(k.storage, got.value(i), want[i], a[i], fl); });
+  };
+  if (w.fwd) check("y", c.y, o.y, o.ay);
   if (!w.bwd) return;
-  expect_all("dx", total, [&](std::size_t i) { return within(t, c.dx.value(i), o.dx[i], o.adx[i], fl); });
-  if (w.dgamma) {
-    expect_all("dgamma", c.cols, [&](std::size_t j) { return within(t, c.dgamma.value(j), o.dg[j], o.adg[j], fl); });
-  }
-  if (w.dbeta && !rms) {
-    expect_all("dbeta", c.cols, [&](std::size_t j) { return within(t, c.dbeta.value(j), o.db[j], o.adb[j], fl); });
-  }
+  check("dx", c.dx, o.dx, o.adx);
+  if (w.dgamma) check("dgamma", c.dgamma, o.dg, o.adg);
+  if (w.dbeta && !rms) check("dbeta", c.dbeta, o.db, o.adb);
 }
 
 void fill(NormCase& c, test::Rng& rng, bool specials) {
@@ -293,20 +284,7 @@ void fill(NormCase& c, test::Rng& rng, bool specials) {
   }
 }
 
-struct KernelParam {
-  const Kernel* k;
-  friend void PrintTo(const KernelParam& p, std::ostream* os) { *os << p.k->name; }
-};
-
-std::vector<KernelParam> norm_kernels() {
-  std::vector<KernelParam> v;
-  for (const Kernel& k : kernels()) {
-    if (is_norm(k.op)) v.push_back({&k});
-  }
-  return v;
-}
-
-class NormTest : public ::testing::TestWithParam<KernelParam> {
+class NormTest : public ::testing::TestWithParam<test::KernelParam> {
  protected:
   void SetUp() override {
     const std::string why = test::disabled_reason(k().isa);
@@ -381,8 +359,8 @@ TEST_P(NormTest, Fp16StatisticsOverflowAtTheSquaresStated) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, NormTest, ::testing::ValuesIn(norm_kernels()),
-                         [](const ::testing::TestParamInfo<KernelParam>& i) { return std::string(i.param.k->name); });
+INSTANTIATE_TEST_SUITE_P(Registry, NormTest, ::testing::ValuesIn(test::kernels_of_ops({Op::layernorm, Op::rmsnorm})),
+                         test::kernel_param_name);
 
 // The backward formulas of NormArgs, in f64 (the oracle above), against central differences of the forward:
 // L = Σ_ij w_ij y_ij, so dy = w, and dL/dx, dL/dγ, dL/dβ by (L(+h) - L(-h)) / 2h.
