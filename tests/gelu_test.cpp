@@ -42,30 +42,15 @@
 namespace halfmap {
 namespace {
 
-using test::guard_bits;
-using test::within_rounded;
-using test::nan_bits;
-using test::round_to;
+using test::Arr;
+using test::kF16Specials;
 using test::unwritten_bits;
+using test::within_rounded;
 
 constexpr double kU = 0x1p-24, kErfErr = 0x1.6a09e667f3bcdp-21 /* 2^-20.5 */, kTanhErr = 0x1p-22;
 constexpr double kK0 = 0.79788456080286536, kC = 0.044715;
 
 bool fp16_mode(const Kernel& k) { return k.mode == Mode::f16 || k.mode == Mode::f16_model; }
-
-class Arr : public test::GuardedArray {
- public:
-  Arr(DType t, std::size_t n, std::size_t offset, std::uint32_t outside) : GuardedArray(t, n, 40, offset, outside) {}
-  static Arr input(DType t, std::size_t n, std::size_t o) { return Arr(t, n, o, nan_bits(t)); }
-  static Arr output(DType t, std::size_t n, std::size_t o) {
-    Arr a(t, n, o, guard_bits(t));
-    for (std::size_t i = 0; i < n; ++i) a.set_bits(i, unwritten_bits(t));
-    return a;
-  }
-};
-
-constexpr std::uint16_t kF16Specials[] = {0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7D01, 0x7F3A, 0xFD55,
-                                          0x7BFF, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x8200, 0x0000, 0x8000};
 
 /// The f64 GELU, its derivative and the bounds of the policy above for one stored x (and dy).
 struct Expect {

@@ -66,6 +66,7 @@
 #include "halfmap/math.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/nn.hpp"  // quotient_by_reciprocal
+#include "kernel_param.hpp"
 #include "test_util.hpp"
 
 namespace halfmap {
@@ -79,6 +80,9 @@ using test::guard_bits;
 using test::hex_bits;
 using test::nan_bits;
 using test::unwritten_bits;
+using test::Arr;
+using test::expect_all;
+using test::kF16Specials;
 
 constexpr double kU = 0x1p-24;
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -86,22 +90,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 bool fp16_mode(const Kernel& k) { return k.mode == Mode::f16 || k.mode == Mode::f16_model; }
 
 // ---- storage ---------------------------------------------------------------------------------------------------
-
-/// An array of n storage elements with fenced surroundings (test_util.hpp); inputs are fenced with NaN, outputs
-/// with a guard pattern and start as unwritten_bits.
-class Arr : public test::GuardedArray {
- public:
-  static constexpr std::size_t kGuard = 48;
-
-  Arr(DType t, std::size_t n, std::size_t offset, std::uint32_t outside)
-      : GuardedArray(t, n, kGuard, offset, outside) {}
-  static Arr input(DType t, std::size_t n, std::size_t offset) { return Arr(t, n, offset, nan_bits(t)); }
-  static Arr output(DType t, std::size_t n, std::size_t offset) {
-    Arr a(t, n, offset, guard_bits(t));
-    for (std::size_t i = 0; i < n; ++i) a.set_bits(i, unwritten_bits(t));
-    return a;
-  }
-};
 
 /// Compares every output element with the model's fp16 bits; reports the first few differences.
 void expect_bits_equal(const char* what, const Arr& got, const std::vector<f16>& want) {
@@ -138,24 +126,7 @@ void expect_bits_equal(const char* what, const Arr& got, const std::vector<f16>&
                                        << a << ", allowed [" << test::hex(lo) << ", " << test::hex(hi) << "]";
 }
 
-/// Runs `check(i)` over n elements and reports the first few failures and the count.
-template <class F>
-void expect_all(const char* what, std::size_t n, F check) {
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const ::testing::AssertionResult r = check(i);
-    if (r) continue;
-    if (bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: " << r.message();
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements outside the bound";
-}
-
 // ---- random values ---------------------------------------------------------------------------------------------
-
-/// fp16 patterns that must flow through the fp16 paths exactly: infinities, NaNs with and without payloads (and a
-/// signalling one), the largest finite values, subnormals and signed zeros.
-constexpr std::uint16_t kF16Specials[] = {0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7D01, 0x7F3A, 0xFD55,
-                                          0x7BFF, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x8200, 0x0000, 0x8000};
 
 /// Mostly uniform in [-lim, lim]; one in eight a storage subnormal (fp16: k·2^-24; f32 and bf16: f32 subnormal
 /// range), one in 32 a signed zero.

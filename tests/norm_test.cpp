@@ -46,29 +46,15 @@
 namespace halfmap {
 namespace {
 
-using test::guard_bits;
-using test::within_rounded;
-using test::nan_bits;
-using test::round_to;
+using test::Arr;
+using test::expect_all;
+using test::kF16Specials;
 using test::unwritten_bits;
+using test::within_rounded;
 
 constexpr double kU = 0x1p-24;
 
 bool fp16_mode(const Kernel& k) { return k.mode == Mode::f16 || k.mode == Mode::f16_model; }
-
-class Arr : public test::GuardedArray {
- public:
-  Arr(DType t, std::size_t n, std::size_t offset, std::uint32_t outside) : GuardedArray(t, n, 40, offset, outside) {}
-  static Arr input(DType t, std::size_t n, std::size_t offset) { return Arr(t, n, offset, nan_bits(t)); }
-  static Arr output(DType t, std::size_t n, std::size_t offset) {
-    Arr a(t, n, offset, guard_bits(t));
-    for (std::size_t i = 0; i < n; ++i) a.set_bits(i, unwritten_bits(t));
-    return a;
-  }
-};
-
-constexpr std::uint16_t kF16Specials[] = {0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7D01, 0x7F3A, 0xFD55,
-                                          0x7BFF, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x8200, 0x0000, 0x8000};
 
 double draw_value(test::Rng& rng, DType t, double lim) {
   const double r = rng.uniform(0.0, 1.0);
@@ -174,17 +160,6 @@ Oracle oracle_of(const NormCase& c, const Want& w, float eps) {
     o.adb[j] = 1.25 * o.adb[j] + 0x1p-140;
   }
   return o;
-}
-
-template <class F>
-void expect_all(const char* what, std::size_t n, F check) {
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const ::testing::AssertionResult r = check(i);
-    if (r) continue;
-    if (bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: " << r.message();
-  }
-  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << n << " elements outside the bound";
 }
 
 void expect_bits(const char* what, const Arr& got, const std::vector<f16>& want) {

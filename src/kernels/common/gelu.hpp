@@ -25,6 +25,27 @@ inline constexpr float kC = 0.044715f, kC3 = 0.134145f;
 /// fp16 bits of a constant rounded to nearest even (src/kernels/common/nn.cpp, without ISA flags).
 std::uint16_t f16_const_bits(float v);
 
+/// Calls block(x, dy, y, dx, n) for the registers of W elements of x (Elem) in order, n = W but at the end; the
+/// tail runs on zero-padded copies of x and dy, with y and dx still the caller's (the block stores n lanes). dy,
+/// y and dx are null where GeluArgs has them null.
+template <std::size_t W, class Elem, class Block>
+void for_each_register(const GeluArgs& a, Block block) {
+  const auto* x = static_cast<const Elem*>(a.x);
+  const auto* dy = static_cast<const Elem*>(a.dy);
+  auto* y = static_cast<Elem*>(a.y);
+  auto* dx = static_cast<Elem*>(a.dx);
+  auto at = [](auto* p, std::size_t i) { return p != nullptr ? p + i : nullptr; };
+  std::size_t i = 0;
+  for (; i + W <= a.n; i += W) block(x + i, at(dy, i), at(y, i), at(dx, i), W);
+  if (i < a.n) {
+    const std::size_t n = a.n - i;
+    Elem xb[W] = {}, dyb[W] = {};
+    std::memcpy(xb, x + i, n * sizeof(Elem));
+    if (dy != nullptr) std::memcpy(dyb, dy + i, n * sizeof(Elem));
+    block(xb, dy != nullptr ? dyb : nullptr, at(y, i), at(dx, i), n);
+  }
+}
+
 template <class S, bool kTanh>
 void gelu_f32acc(const GeluArgs& a) {
   namespace c = gelu_consts;
@@ -32,10 +53,6 @@ void gelu_f32acc(const GeluArgs& a) {
   using V = typename M::V;
   using Elem = typename S::Elem;
   constexpr std::size_t W = M::kW;
-  const auto* x = static_cast<const Elem*>(a.x);
-  const auto* dy = static_cast<const Elem*>(a.dy);
-  auto* y = static_cast<Elem*>(a.y);
-  auto* dx = static_cast<Elem*>(a.dx);
   const V one = M::set1(1.0f), half = M::set1(0.5f), zero = M::set1(0.0f);
   auto block = [&](const Elem* xp, const Elem* dyp, Elem* yp, Elem* dxp, std::size_t n) {
     const V xv = S::load(xp);
@@ -61,17 +78,7 @@ void gelu_f32acc(const GeluArgs& a) {
     if (yp != nullptr) store_lanes<S>(yp, M::mul(h, fa), n);
     if (dyp != nullptr) store_lanes<S>(dxp, M::mul(S::load(dyp), d), n);
   };
-  std::size_t i = 0;
-  for (; i + W <= a.n; i += W) {
-    block(x + i, dy != nullptr ? dy + i : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, W);
-  }
-  if (i < a.n) {
-    const std::size_t n = a.n - i;
-    Elem xb[W] = {}, dyb[W] = {};
-    std::memcpy(xb, x + i, n * sizeof(Elem));
-    if (dy != nullptr) std::memcpy(dyb, dy + i, n * sizeof(Elem));
-    block(xb, dy != nullptr ? dyb : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, n);
-  }
+  for_each_register<W, Elem>(a, block);
 }
 
 template <class H, bool kTanh>
@@ -81,24 +88,12 @@ void gelu_f16(const GeluArgs& a) {
   using M = typename H::Math;
   using U = std::uint16_t;
   constexpr std::size_t W = H::kW;
-  const auto* x = static_cast<const U*>(a.x);
-  const auto* dy = static_cast<const U*>(a.dy);
-  auto* y = static_cast<U*>(a.y);
-  auto* dx = static_cast<U*>(a.dx);
   const HV one = H::set1(0x3C00), half = H::set1(0x3800), zero = H::zero(), negz = H::set1(0x8000);
   const HV k0 = H::set1(f16_const_bits(c::kK0)), k1 = H::set1(f16_const_bits(c::kK1)),
            k2 = H::set1(f16_const_bits(c::kK2)), cc = H::set1(f16_const_bits(c::kC)),
            c3 = H::set1(f16_const_bits(c::kC3));
   auto mul = [&](HV p, HV q) { return H::fma(p, q, negz); };  // r16(p·q): the product is exact in f32
-  auto store_n = [](U* p, HV v, std::size_t n) {
-    if (n == W) {
-      H::store(p, H::canon(v));
-    } else {
-      U b[W];
-      H::store(b, H::canon(v));
-      std::memcpy(p, b, n * sizeof(U));
-    }
-  };
+  auto store_n = store_canon_lanes<H>;
   auto block = [&](const U* xp, const U* dyp, U* yp, U* dxp, std::size_t n) {
     U scratch[W];
     const HV xv = H::load(xp);
@@ -122,17 +117,7 @@ void gelu_f16(const GeluArgs& a) {
     if (yp != nullptr) store_n(yp, mul(h, fa), n);
     if (dyp != nullptr) store_n(dxp, mul(H::load(dyp), d), n);
   };
-  std::size_t i = 0;
-  for (; i + W <= a.n; i += W) {
-    block(x + i, dy != nullptr ? dy + i : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, W);
-  }
-  if (i < a.n) {
-    const std::size_t n = a.n - i;
-    U xb[W] = {}, dyb[W] = {};
-    std::memcpy(xb, x + i, n * sizeof(U));
-    if (dy != nullptr) std::memcpy(dyb, dy + i, n * sizeof(U));
-    block(xb, dy != nullptr ? dyb : nullptr, y != nullptr ? y + i : nullptr, dx != nullptr ? dx + i : nullptr, n);
-  }
+  for_each_register<W, U>(a, block);
 }
 
 }  // namespace halfmap::detail

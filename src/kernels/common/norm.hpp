@@ -24,7 +24,7 @@
 
 #include "halfmap/registry.hpp"
 #include "kernels/common/reduce.hpp"  // hsum
-#include "kernels/common/softmax_row.hpp"  // fold_lanes_vec, store_lanes
+#include "kernels/common/softmax_row.hpp"  // fold_lanes_vec, store_lanes, store_canon_lanes
 
 namespace halfmap::detail {
 
@@ -174,15 +174,7 @@ void norm_f16(const NormArgs& a) {
     std::fill(b + n, b + W, U{0});
     return H::load(b);
   };
-  auto store_n = [](U* p, HV v, std::size_t n) {
-    if (n >= W) {
-      H::store(p, H::canon(v));
-    } else {
-      U b[W];
-      H::store(b, H::canon(v));
-      std::memcpy(p, b, n * sizeof(U));
-    }
-  };
+  auto store_n = store_canon_lanes<H>;
   const HV one = H::set1(0x3C00), zero = H::zero();
   auto gamma_at = [&](std::size_t j, std::size_t n) { return gm != nullptr ? load_n(gm + j, n) : one; };
   auto beta_at = [&](std::size_t j, std::size_t n) { return bt != nullptr ? load_n(bt + j, n) : zero; };

@@ -362,6 +362,19 @@ void softmax_row_f32acc(const typename S::Elem* x, typename S::Elem* y, std::siz
 
 // ---- fp16 modes --------------------------------------------------------------------------------------------
 
+/// Stores v's first n ≤ kW fp16 lanes at p with every NaN made the canonical 0x7E00 (the outputs of the fp16
+/// kernels that write elementwise: norm.hpp, gelu.hpp); nothing past p + n is written.
+template <class H>
+void store_canon_lanes(std::uint16_t* p, typename H::HV v, std::size_t n) {
+  if (n >= H::kW) {
+    H::store(p, H::canon(v));
+  } else {
+    std::uint16_t b[H::kW];
+    H::store(b, H::canon(v));
+    std::memcpy(p, b, n * sizeof(std::uint16_t));
+  }
+}
+
 /// Folds kRegs registers of kW lanes (lane r·kW + k) in f16_model::fold_lanes' order and returns lane 0's bits.
 template <class H>
 std::uint16_t fold_lanes_vec(typename H::HV* acc) {
