@@ -62,7 +62,12 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     }
     // An fp16 accumulation in lanes names them and the fold; one that fuses says which FMA.
     if (f16 && k.lanes > 1 && k.op != Op::maxabs && k.op != Op::dense_fwd && k.op != Op::dense_bwd) {
-      EXPECT_EQ(s.order.rfind("i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
+      const std::string lanes = "i mod " + std::to_string(k.lanes) + ", fold ";
+      if (is_attention(k.op)) {  // its GEMMs' order, then the rows' lanes
+        EXPECT_EQ(s.order.rfind("GEMMs: inner index in order; rows: " + lanes, 0), 0u) << s.order;
+      } else {
+        EXPECT_EQ(s.order.rfind(lanes, 0), 0u) << s.order;
+      }
     }
     // A fixed f32 order (neonfhm's FMLAL, sve's fcvt + fmla) says so, with the lane order of its entry for the
     // reductions; the sve f32 kernels' orders are fixed too, at every vector length.
@@ -72,7 +77,12 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
       EXPECT_NE(s.order.find("in f32, any vector length"), std::string::npos) << s.order;
     }
     if (k.f32_order_fixed && is_reduction(k.op)) {
-      EXPECT_EQ(s.order.rfind("i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
+      const std::string lanes = "i mod " + std::to_string(k.lanes) + ", fold ";
+      if (is_attention(k.op)) {  // its GEMMs' order, then the rows' lanes
+        EXPECT_EQ(s.order.rfind("GEMMs: inner index in order; rows: " + lanes, 0), 0u) << s.order;
+      } else {
+        EXPECT_EQ(s.order.rfind(lanes, 0), 0u) << s.order;
+      }
     }
     // neonbf16's BFDotAdd order says so, with the pair-lane order of its entry for the reductions.
     EXPECT_EQ(s.order.find("in f32; BFDotAdd") != std::string::npos, k.bfdot_order) << s.order;
@@ -81,7 +91,7 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     }
     const bool fma_rounds = f16 && (k.op == Op::sumsq || k.op == Op::dot || k.op == Op::mse ||
                                     k.op == Op::dense_fwd || k.op == Op::dense_bwd || is_norm(k.op) ||
-                                    is_gelu(k.op));
+                                    is_gelu(k.op) || is_attention(k.op));
     EXPECT_EQ(s.fma != "-", fma_rounds) << s.fma;
   }
 }

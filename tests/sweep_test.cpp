@@ -88,6 +88,7 @@ std::vector<const Kernel*> enabled(Op op, std::optional<Mode> mode = std::nullop
 
 Experiment experiment_of(const Kernel& k) {
   Experiment e{k, std::nullopt};
+  if (is_attention(k.op)) e.head_dim = 16;
   if (k.op == Op::dense_fwd) {
     for (const Kernel& b : kernels()) {
       if (b.op == Op::dense_bwd && b.mode == k.mode && b.isa == k.isa && kernel_enabled(b)) e.bwd = b;
@@ -111,6 +112,7 @@ Options small_options() {
   o.sizes.xent_cols = 8;
   o.sizes.norm_rows = 2;
   o.sizes.norm_cols = 64;
+  o.sizes.attn_len = 8;
   o.seed = 7;
   o.wide_s_grid.reset();  // s_grid for every experiment
   return o;
@@ -392,6 +394,10 @@ template <unsigned kLanes, bool kStable>
 void model_softmax(const SoftmaxArgs& a) {
   f16_model_softmax(a, kStable, kLanes);
 }
+template <unsigned kLanes, bool kPrescale, FmaKind kFma>
+void model_attention(const AttentionArgs& a) {
+  f16_model_attention(a, kPrescale, kLanes, kFma);
+}
 template <unsigned kLanes>
 float model_xent(const XentArgs& a) {
   return f16_model_xent(a, kLanes);
@@ -441,6 +447,17 @@ TEST(SweepAgreement, Fp16AccumulatingPathsEqualTheirModelTwin) {
     } else if (k.op == Op::xent) {
       twin.fwd.xent = by_lanes<XentFn>(k.lanes, []<unsigned L>() { return &model_xent<L>; }, LanePowers{});
       ASSERT_NE(twin.fwd.xent, nullptr) << k.name;
+    } else if (is_attention(k.op)) {
+      const bool pre = k.op == Op::attention_prescale;
+      auto make = [&]<bool kPre, FmaKind kF>() {
+        return by_lanes<AttentionFn>(
+            k.lanes, []<unsigned L>() { return &model_attention<L, kPre, kF>; }, LanePowers{});
+      };
+      twin.fwd.attention = pre ? (fused ? make.template operator()<true, FmaKind::fused>()
+                                        : make.template operator()<true, FmaKind::f32_round>())
+                               : (fused ? make.template operator()<false, FmaKind::fused>()
+                                        : make.template operator()<false, FmaKind::f32_round>());
+      ASSERT_NE(twin.fwd.attention, nullptr) << k.name;
     } else if (k.op == Op::dense_fwd) {
       twin.fwd.dense = k.fma == FmaKind::fused ? model_fwd<FmaKind::fused> : model_fwd<FmaKind::f32_round>;
       if (twin.bwd) {
@@ -878,9 +895,9 @@ TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) 
   o.S_grid = {0, 32, 1};
   o.dists = {Dist::normal, Dist::uniform};
   o.threads = kThreads;
-  o.experiments = plan_experiments(
-      {"sum", "sumsq", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm", "gelu", "gelu_tanh"},
-      {"ref", "f16_f32acc", "f32"});
+  o.experiments = plan_experiments({"sum", "sumsq", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm", "gelu",
+                                    "gelu_tanh", "attention_prescale", "attention_postscale"},
+                                   {"ref", "f16_f32acc", "f32"}, {16});
   Options fine = o;
   fine.s_grid.step = 0.125;
   fine.wide_s_grid->step = 0.5;
@@ -1015,8 +1032,8 @@ TEST(SweepThresholdDefinitions, EveryOnsetAndSaturationHoldsAtTheLatticePointsAr
 #else
   o.experiments =
       plan_experiments({"sum", "sumsq", "maxabs", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm", "gelu",
-                        "gelu_tanh"},
-                       {});
+                        "gelu_tanh", "attention_prescale", "attention_postscale"},
+                       {}, {16});
 #endif
   const Result r = run(o);
   const std::size_t checked = check_threshold_definitions(o, r);
@@ -1051,6 +1068,35 @@ TEST(SweepNorm, Fp16VarianceOverflowIsAForwardOverflowBeforeAnyOutput) {
       EXPECT_EQ(c.fwd_nonfinite, o.sizes.norm_rows) << e.fwd.name << ": every row's v, and no y";
     } else {
       EXPECT_EQ(c.status, Status::ok) << e.fwd.name << ": " << status_name(c.status);
+    }
+  }
+}
+
+TEST(SweepAttention, ScalePlacementMovesTheFp16ScoresOverflowByAQuarterOfLog2D) {
+  // The scores are s²·QKᵀ/√d with entries of QKᵀ about √d in size: stored before the scale (postscale) they reach
+  // 65504 at an s smaller by (log2 √d)/2 binades than the prescaled form's. The cell names the scores first.
+  Options o;
+  o.dists = {Dist::normal};
+  o.S_grid = {0, 0, 1};  // the forward's thresholds only
+  o.threads = kThreads;
+  for (std::size_t d : o.sizes.head_dims) {
+    for (const char* mode : {"f16_f32acc", "f16_model"}) {
+      std::map<Op, double> onset;
+      o.experiments = plan_experiments({"attention_prescale", "attention_postscale"}, {"ref", mode}, {d});
+      if (o.experiments.empty()) continue;
+      const Result r = run(o);
+      for (const ItemResult& it : r.items) {
+        const Experiment& e = o.experiments[it.experiment];
+        ASSERT_EQ(it.thresholds.s_overflow.onset.kind, Bound::Kind::found) << e.fwd.name;
+        onset[e.fwd.op] = it.thresholds.s_overflow.onset.log2;
+        const Cell c = evaluate_cell(o, e, Dist::normal, onset[e.fwd.op], std::nullopt);
+        EXPECT_EQ(c.status, Status::fwd_overflow) << e.fwd.name;
+        EXPECT_EQ(c.first_tensor, "scores") << e.fwd.name;
+      }
+      const double shift = onset[Op::attention_prescale] - onset[Op::attention_postscale];
+      EXPECT_NEAR(shift, std::log2(double(d)) / 4, 0.25) << mode << " d = " << d;
+      std::printf("%s d = %zu: prescale overflows from 2^%.4f, postscale from 2^%.4f\n", mode, d,
+                  onset[Op::attention_prescale], onset[Op::attention_postscale]);
     }
   }
 }

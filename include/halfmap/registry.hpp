@@ -24,9 +24,12 @@ enum class Op {
   rmsnorm,                   // RMS normalisation of rows, forward and backward (NormFn)
   gelu,                      // GELU, exact (erf) form, forward and backward (GeluFn)
   gelu_tanh,                 // GELU, tanh approximation, forward and backward (GeluFn)
+  attention_prescale,        // one attention head, 1/√d applied to Q before QKᵀ (AttentionFn)
+  attention_postscale,       // one attention head, 1/√d applied to QKᵀ after the product (AttentionFn)
 };
 constexpr bool is_norm(Op op) { return op == Op::layernorm || op == Op::rmsnorm; }
 constexpr bool is_gelu(Op op) { return op == Op::gelu || op == Op::gelu_tanh; }
+constexpr bool is_attention(Op op) { return op == Op::attention_prescale || op == Op::attention_postscale; }
 constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot; }
 /// Precision modes of NUMERICS.md.
 enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc };
@@ -48,6 +51,8 @@ constexpr std::string_view op_name(Op op) {
     case Op::rmsnorm: return "rmsnorm";
     case Op::gelu: return "gelu";
     case Op::gelu_tanh: return "gelu_tanh";
+    case Op::attention_prescale: return "attention_prescale";
+    case Op::attention_postscale: return "attention_postscale";
   }
   return "?";
 }
@@ -253,6 +258,41 @@ struct GeluArgs {
 };
 using GeluFn = void (*)(const GeluArgs&);
 
+// ---- attention ----------------------------------------------------------------------------------------------
+/// Scaled dot-product attention of one head, forward (o, when not null) and backward (when dout is not null), as
+/// the frameworks compose it from their matmul and softmax: every intermediate is a tensor of the storage type,
+/// computed by the path's own kernels of the same mode (DenseArgs, SoftmaxArgs) and elementwise steps. Q, K, V
+/// and O are len × dim, row-major; c = 1/√dim (f32 modes: 1.0f / sqrtf(float(dim)); f16 modes: that rounded to
+/// fp16). With R(v) the rounding to the storage type (f16 modes: every operation rounded to fp16):
+///   attention_prescale (PyTorch 1.13's multi_head_attention_forward, Keras's MultiHeadAttention): Q̃ = R(Q·c)
+///     elementwise, S = Q̃·Kᵀ (the dense kernel, m = len, k = dim, n = len, Kᵀ an exact copy);
+///   attention_postscale (Hugging Face BERT and GPT-2: scores / √d): T = Q·Kᵀ (the dense kernel), S = R(T·c).
+///   So T = QKᵀ overflows the storage type √dim times earlier than S of the prescaled form does.
+///   causal: S_ij = -inf for j > i. P = the stable softmax of each row of S (the softmax kernel); O = P·V (dense).
+///   backward (the dense_bwd kernel twice): dP = dO·Vᵀ and dV = Pᵀ·dO; per row, δ = Σ_j P_j·dP_j and
+///     dS_j = R(P_j·(dP_j - δ)), +0 where masked (as masked_fill's gradient); f32-acc modes compute δ (j in order)
+///     and dS_j in f32 and round once; f16 modes δ = the fp16 dot of P and dP in the kernel's lanes order with
+///     its fma (f16_model_reduce), t = r16(dP_j - δ), dS_j = r16(P_j·t). Then prescale: dQ̃ = dS·K and
+///     dKᵀ = Q̃ᵀ·dS, dQ = R(dQ̃·c); postscale: dT = R(dS·c), dQ = dT·K and dKᵀ = Qᵀ·dT.
+///   f16 modes write every NaN of o, scores, dq, dk and dv as the canonical 0x7E00, so the kernels are bit-exact to
+///   f16_model_attention. `scores` (len × len, when not null) receives S as stored, before the mask: where the
+///   product overflowed. len = 0 writes nothing; dim ≥ 1.
+struct AttentionArgs {
+  std::size_t len, dim;
+  bool causal;
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;            // len × dim, or null: no forward output
+  void* scores;       // len × len, or null
+  const void* dout;   // len × dim, or null: no backward
+  void* dq;           // len × dim (backward)
+  void* dk;
+  void* dv;
+  unsigned threads = 1;  // as DenseArgs::threads, for the dense kernels inside
+};
+using AttentionFn = void (*)(const AttentionArgs&);
+
 struct Kernel {
   std::string_view name;
   Op op;
@@ -286,6 +326,7 @@ struct Kernel {
   XentFn xent = nullptr;          // op xent
   NormFn norm = nullptr;          // ops layernorm, rmsnorm
   GeluFn gelu = nullptr;          // ops gelu, gelu_tanh
+  AttentionFn attention = nullptr;  // ops attention_prescale, attention_postscale
   /// A kernel with a gradient (mse, xent, layernorm) that computes its forward only: a peer whose library refuses
   /// the gradient for its type (PyTorch 1.13's fp16 mse). It must not be called with a gradient output; the sweep
   /// maps its forward.
@@ -370,5 +411,8 @@ float f16_model_xent(const XentArgs& args, unsigned lanes);
 void f16_model_norm(const NormArgs& args, bool rms, unsigned lanes, FmaKind fma);
 /// The f16 model of GELU (tanh = false: the erf form; see GeluArgs), run with a kernel's fma.
 void f16_model_gelu(const GeluArgs& args, bool tanh, FmaKind fma);
+/// The f16 model of attention (prescale: the 1/√d on Q; see AttentionArgs): f16_model_dense_fwd/bwd with the
+/// kernel's fma, f16_model_softmax (stable) with its lanes, and the same elementwise steps.
+void f16_model_attention(const AttentionArgs& args, bool prescale, unsigned lanes, FmaKind fma);
 
 }  // namespace halfmap

@@ -63,6 +63,9 @@ struct Sizes {
   std::size_t softmax_rows = 32, softmax_cols = 64;          // softmax, softmax_naive
   std::size_t xent_rows = 32, xent_cols = 16;                // xent
   std::size_t norm_rows = 8, norm_cols = 1024;               // layernorm, rmsnorm (rows of a hidden size)
+  std::size_t attn_len = 32;                                 // attention: queries = keys
+  /// attention: one experiment per head dimension (BERT-base and GPT-2 heads have 64, Llama's 128)
+  std::vector<std::size_t> head_dims{64, 128};
 };
 
 /// One experiment: the forward kernel and, for dense, the backward kernel of the same mode and ISA. Kernels are
@@ -70,14 +73,20 @@ struct Sizes {
 struct Experiment {
   Kernel fwd;
   std::optional<Kernel> bwd;
+  /// attention: the head dimension d of this experiment (0 for the other ops)
+  std::size_t head_dim = 0;
   bool has_gradient() const;
+  /// The op as the outputs name it: op_name, and for attention the head dimension, "attention_prescale_d64".
+  std::string op_label() const;
 };
 
 /// The experiments of every enabled forward kernel whose op is one the sweep knows, in registry order grouped by
 /// op (the order of Op), optionally filtered: `names` are kernel names or op names (dense_bwd, or a dense_bwd
 /// kernel's name, selects the dense experiment), `paths` ISA names or mode names (an ISA list and a mode list
-/// both apply when both are given). Throws std::invalid_argument with one sentence for an unknown name.
-std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, const std::vector<std::string>& paths);
+/// both apply when both are given). An attention kernel gives one experiment per head dimension of `head_dims`.
+/// Throws std::invalid_argument with one sentence for an unknown name.
+std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, const std::vector<std::string>& paths,
+                                         const std::vector<std::size_t>& head_dims = Sizes{}.head_dims);
 
 struct Options {
   std::vector<Experiment> experiments;
@@ -92,6 +101,8 @@ struct Options {
   Sizes sizes;
   /// ε of layernorm (PyTorch's default; Keras's is kLayerNormEpsKeras) and of rmsnorm.
   float layernorm_eps = kLayerNormEpsTorch, rmsnorm_eps = kRmsNormEps;
+  /// attention: mask the scores above the diagonal (a decoder's); off by default (an encoder's)
+  bool attn_causal = false;
   std::uint64_t seed = 1;
   double underflow_share = 0.001;
   unsigned threads = 1;

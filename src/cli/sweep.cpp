@@ -130,7 +130,8 @@ struct SweepArgs {
   bool s_range_given = false;  // --s-min or --s-max
   bool s_step_given = false;   // --s-step
   std::string S_min = "2^0", S_max = "2^32", S_step = "2^1";
-  std::string n, dense, rows, cols, xent, norm, layernorm_eps;
+  std::string n, dense, rows, cols, xent, norm, layernorm_eps, attn_len, head_dims;
+  bool causal = false;
   std::string seed = "1";
   std::string share = "0.001";
   std::string threads;
@@ -142,8 +143,25 @@ struct SweepArgs {
 
 /// Builds the options from the arguments; returns one sentence on bad input.
 std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) {
+  sweep::Sizes& z = o.sizes;
+  if (!a.head_dims.empty()) {
+    z.head_dims.clear();
+    for (const std::string& d : split_list(a.head_dims)) {
+      std::size_t v = 0;
+      if (!parse_uint(d, v) || v == 0 || v > 4096) {
+        return fmt::format("--head-dims '{}' is not a comma list of head dimensions between 1 and 4096.",
+                           a.head_dims);
+      }
+      z.head_dims.push_back(v);
+    }
+    if (z.head_dims.empty()) return "--head-dims needs at least one head dimension.";
+  }
+  if (!a.attn_len.empty() && !parse_uint(a.attn_len, z.attn_len)) {
+    return fmt::format("--attn-len '{}' is not a positive integer.", a.attn_len);
+  }
+  o.attn_causal = a.causal;
   try {
-    o.experiments = sweep::plan_experiments(split_list(a.kernels), split_list(a.paths));
+    o.experiments = sweep::plan_experiments(split_list(a.kernels), split_list(a.paths), z.head_dims);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -177,7 +195,6 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
   } else if (a.s_step_given && o.wide_s_grid) {
     o.wide_s_grid->step *= o.s_grid.step / sweep::Options{}.s_grid.step;
   }
-  sweep::Sizes& z = o.sizes;
   if (!a.n.empty() && !parse_uint(a.n, z.n)) return fmt::format("--n '{}' is not a positive integer.", a.n);
   if (!a.dense.empty()) {
     const auto d = parse_dims(a.dense, 3);
@@ -280,6 +297,9 @@ Command add_sweep_command(CLI::App& parent) {
   sub->add_option("--norm", a->norm, "layernorm and rmsnorm sizes RxC, rows of a hidden size C (default 8x1024)");
   sub->add_option("--layernorm-eps", a->layernorm_eps,
                   "layernorm's epsilon: torch (1e-5, the default), keras (1e-3) or a number");
+  sub->add_option("--attn-len", a->attn_len, "Attention's sequence length, queries = keys (default 32)");
+  sub->add_option("--head-dims", a->head_dims, "Attention's head dimensions, one experiment each (default 64,128)");
+  sub->add_flag("--causal", a->causal, "Mask attention's scores above the diagonal (default: not masked)");
   sub->add_option("--seed", a->seed, "Seed of the base inputs (default 1)");
   sub->add_option("--underflow-share", a->share,
                   "Share of non-zero values that may flush to zero before a boundary counts as crossed (default 0.001)");

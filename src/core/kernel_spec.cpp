@@ -18,7 +18,7 @@ struct Recipe {
 
 // r(v): v rounded to the nearest fp16 (ties to even); R(v): v rounded once to the storage type T; f32(h): h widened
 // exactly; fma: the kernel's fp16 FMA; fold: the order column.
-constexpr std::array<Recipe, 27> kRecipes = {{
+constexpr std::array<Recipe, 31> kRecipes = {{
     {"sum/f16", "acc = r(acc + x_i) per lane; lanes folded with r(a + b); the result is the fp16 accumulator"},
     {"sumsq/f16", "acc = fma(x_i, x_i, acc) per lane; lanes folded with r(a + b)"},
     {"dot/f16", "acc = fma(x_i, y_i, acc) per lane; lanes folded with r(a + b)"},
@@ -54,6 +54,13 @@ constexpr std::array<Recipe, 27> kRecipes = {{
     {"gelu_tanh/f16", "h = r(x·0.5); x2 = r(x·x); u = r(k0·fma(c, r(x2·x), x)); t = r(tanh_f32(f32(u))); "
                       "a = r(1 + t); y = r(h·a); backward: d = fma(h, r(r(1 - r(t·t))·r(k0·fma(c3, x2, 1))), "
                       "r(a·0.5)); dx = r(dy·d); k0 = r(√(2/π)), c = r(0.044715), c3 = r(0.134145)"},
+    {"attention_prescale/f16", "c = r(1/√d); Q' = r(Q·c); S = dense_fwd/f16 of Q' and Kᵀ; -inf above the diagonal "
+                               "(causal); P = softmax/f16 of S's rows; O = dense_fwd/f16 of P and V; backward: dP "
+                               "and dV = dense_bwd/f16; δ = dot/f16 of P_i and dP_i (lanes); dS = r(P·r(dP - δ)), "
+                               "+0 where masked; dQ' and dKᵀ = dense_bwd/f16 of Q', Kᵀ and dS; dQ = r(dQ'·c)"},
+    {"attention_postscale/f16", "c = r(1/√d); T = dense_fwd/f16 of Q and Kᵀ; S = r(T·c); then as "
+                                "attention_prescale/f16, with dT = r(dS·c) and dQ, dKᵀ = dense_bwd/f16 of Q, Kᵀ and "
+                                "dT"},
     {"sum/f32acc", "x_i widened to f32; sum in f32; the result R(sum)"},
     {"sumsq/f32acc", "x_i widened to f32; sum of x_i·x_i in f32 (exact products for fp16/bf16 inputs); R(sum)"},
     {"dot/f32acc", "x_i, y_i widened to f32; sum of x_i·y_i in f32; R(sum)"},
@@ -79,6 +86,13 @@ constexpr std::array<Recipe, 27> kRecipes = {{
                     "z = x·k1"},
     {"gelu_tanh/f32acc", "in f32: t = tanh_f32(k0·fma(c, x²·x, x)), a = 1 + t, y = R((x·0.5)·a); "
                          "dx = R(dy·fma(x·0.5, (1 - t²)·(k0·fma(c3, x², 1)), a·0.5))"},
+    {"attention_prescale/f32acc", "c = 1/sqrtf(d) in f32; Q' = R(Q·c); S = dense_fwd/f32acc of Q' and Kᵀ; -inf "
+                                  "above the diagonal (causal); P = softmax/f32acc of S's rows; O = dense_fwd/f32acc "
+                                  "of P and V; backward: dP and dV = dense_bwd/f32acc; δ = Σ P·dP and "
+                                  "dS = R(P·(dP - δ)) in f32, +0 where masked; dQ' and dKᵀ = dense_bwd/f32acc; "
+                                  "dQ = R(dQ'·c)"},
+    {"attention_postscale/f32acc", "c = 1/sqrtf(d) in f32; T = dense_fwd/f32acc of Q and Kᵀ, stored; S = R(T·c); "
+                                   "then as attention_prescale/f32acc, with dT = R(dS·c)"},
 }};
 
 bool f16_family(Mode m) { return m == Mode::f16 || m == Mode::f16_model; }
@@ -156,6 +170,10 @@ KernelSpec kernel_spec(const Kernel& k) {
     s.order = "any (exact)";
   } else if (is_gelu(k.op)) {
     s.order = "elementwise (no sum)";
+  } else if (is_attention(k.op)) {
+    // composed: the path's dense kernels (f16: inner index in order) and softmax (its lanes), δ in those lanes
+    s.order = f16_family(k.mode) ? "GEMMs: inner index in order; rows: " + lane_order(k.lanes)
+                                 : "GEMMs and rows: " + f32acc_order(k);
   } else if (!f16_family(k.mode)) {
     s.order = f32acc_order(k);
   } else if (k.op == Op::dense_fwd || k.op == Op::dense_bwd) {
@@ -195,7 +213,9 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "(FEAT_BF16's BFDOT/BFMMLA; bit-exact to bfdot_model_reduce and bfdot_model_dense_fwd). `in f32; SVE fcvt "
       "+ fmla`: the fixed lane order with each fp16 term widened exactly first (the sve path, at any vector "
       "length); `in f32, any vector length`: that lane order on f32 lanes, the same at every SVE vector length. "
-      "`elementwise (no sum)`: each output from its own input alone. fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
+      "`elementwise (no sum)`: each output from its own input alone. `GEMMs: ...; rows: ...`: attention, composed of "
+      "the path's dense kernels (their order) and its softmax (the rows' order, which the softmax backward's fp16 dot "
+      "shares). fma: the fp16 FMA where one rounds (`-`: none does).\n\n"
       "| kernel | storage | accumulator | lanes | order | fma | recipe |\n"
                    "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const Kernel* k : ks) {

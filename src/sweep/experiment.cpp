@@ -21,6 +21,8 @@ FamilyKind family_of(Op op) {
     case Op::rmsnorm: return FamilyKind::norm;
     case Op::gelu:
     case Op::gelu_tanh: return FamilyKind::gelu;
+    case Op::attention_prescale:
+    case Op::attention_postscale: return FamilyKind::attention;
     default: return FamilyKind::reduce;
   }
 }
@@ -34,6 +36,7 @@ std::string_view family_name(FamilyKind f) {
     case FamilyKind::xent: return "xent";
     case FamilyKind::norm: return "norm";
     case FamilyKind::gelu: return "gelu";
+    case FamilyKind::attention: return "attention";
   }
   return "?";
 }
@@ -103,6 +106,7 @@ std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist 
     case FamilyKind::xent: f = make_xent(s); break;
     case FamilyKind::norm: f = make_norm(s); break;
     case FamilyKind::gelu: f = make_gelu(s); break;
+    case FamilyKind::attention: f = make_attention(s); break;
   }
   if (f->oracle.empty()) f->oracle.resize(f->out.size());
   for (const Tensor& g : f->grads) f->unit.emplace_back(g.size());

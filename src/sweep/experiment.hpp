@@ -52,7 +52,7 @@ struct Input {
   bool scaled = true;
 };
 
-enum class FamilyKind { reduce, dense, mse, softmax, xent, norm, gelu };
+enum class FamilyKind { reduce, dense, mse, softmax, xent, norm, gelu, attention };
 FamilyKind family_of(Op op);
 std::string_view family_name(FamilyKind f);
 
@@ -135,6 +135,7 @@ std::unique_ptr<Family> make_softmax(const Setup& s);
 std::unique_ptr<Family> make_xent(const Setup& s);
 std::unique_ptr<Family> make_norm(const Setup& s);
 std::unique_ptr<Family> make_gelu(const Setup& s);
+std::unique_ptr<Family> make_attention(const Setup& s);
 
 /// The family of the experiment's forward op, with its tensors allocated and its base inputs drawn.
 std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist d);

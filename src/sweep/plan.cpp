@@ -64,7 +64,7 @@ std::size_t Grid::size() const {
 bool wide_grid_applies(const Experiment& e) {
   const Op op = e.fwd.op;
   const bool wide_op = op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot ||
-                       op == Op::dense_fwd || op == Op::mse || is_norm(op) || is_gelu(op);
+                       op == Op::dense_fwd || op == Op::mse || is_norm(op) || is_gelu(op) || is_attention(op);
   return wide_op && (e.fwd.storage == DType::f32 || e.fwd.storage == DType::bf16);
 }
 
@@ -72,8 +72,13 @@ const Grid& s_grid_of(const Options& o, const Experiment& e) {
   return o.wide_s_grid && wide_grid_applies(e) ? *o.wide_s_grid : o.s_grid;
 }
 
+std::string Experiment::op_label() const {
+  return head_dim == 0 ? std::string(op_name(fwd.op)) : fmt::format("{}_d{}", op_name(fwd.op), head_dim);
+}
+
 bool Experiment::has_gradient() const {
-  return ((fwd.op == Op::mse || fwd.op == Op::xent || is_norm(fwd.op) || is_gelu(fwd.op)) && !fwd.forward_only) ||
+  return ((fwd.op == Op::mse || fwd.op == Op::xent || is_norm(fwd.op) || is_gelu(fwd.op) || is_attention(fwd.op)) &&
+          !fwd.forward_only) ||
          (fwd.op == Op::dense_fwd && bwd.has_value());
 }
 
@@ -83,10 +88,10 @@ namespace {
 
 constexpr Op kSweepOps[] = {Op::sum,  Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::mse,
                             Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm, Op::gelu,
-                            Op::gelu_tanh};
+                            Op::gelu_tanh, Op::attention_prescale, Op::attention_postscale};
 constexpr Op kAllOps[] = {Op::sum, Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::dense_bwd,
                           Op::mse, Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm,
-                          Op::gelu, Op::gelu_tanh};
+                          Op::gelu, Op::gelu_tanh, Op::attention_prescale, Op::attention_postscale};
 constexpr Mode kAllModes[] = {Mode::f32, Mode::f16_f32acc, Mode::f16, Mode::f16_model, Mode::bf16_f32acc};
 
 std::optional<Op> parse_op(std::string_view s) {
@@ -193,18 +198,24 @@ bool selected(const PathFilter& pf, const NameFilter& nf, const Kernel& k, const
 
 }  // namespace
 
-std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, const std::vector<std::string>& paths) {
+std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, const std::vector<std::string>& paths,
+                                         const std::vector<std::size_t>& head_dims) {
   const PathFilter pf = parse_paths(paths);
   const NameFilter nf = parse_names(names);
   std::vector<Experiment> out;
+  const std::vector<std::size_t> no_dim{0};
   for (Op op : kSweepOps) {
-    for (const Kernel& k : kernels()) {
-      if (k.op != op || !kernel_enabled(k)) continue;
-      const Kernel* bwd = op == Op::dense_fwd ? find_bwd(k) : nullptr;
-      if (!selected(pf, nf, k, bwd)) continue;
-      Experiment e{k, std::nullopt};
-      if (bwd != nullptr) e.bwd = *bwd;
-      out.push_back(e);
+    // attention: the kernels of one head dimension together, so that each op label's items are contiguous
+    for (std::size_t d : is_attention(op) ? head_dims : no_dim) {
+      for (const Kernel& k : kernels()) {
+        if (k.op != op || !kernel_enabled(k)) continue;
+        const Kernel* bwd = op == Op::dense_fwd ? find_bwd(k) : nullptr;
+        if (!selected(pf, nf, k, bwd)) continue;
+        Experiment e{k, std::nullopt};
+        if (bwd != nullptr) e.bwd = *bwd;
+        e.head_dim = d;
+        out.push_back(e);
+      }
     }
   }
   if (out.empty()) {
@@ -237,8 +248,10 @@ std::string check_grid(const Grid& g, std::string_view name) {
   return {};
 }
 
-std::size_t family_first_input(Op op, const Sizes& z) {
-  switch (op) {
+std::size_t family_first_input(const Experiment& e, const Sizes& z) {
+  switch (e.fwd.op) {
+    case Op::attention_prescale:
+    case Op::attention_postscale: return z.attn_len * e.head_dim;
     case Op::dense_fwd: return z.dense_m * z.dense_k;
     case Op::softmax:
     case Op::softmax_naive: return z.softmax_rows * z.softmax_cols;
@@ -265,6 +278,14 @@ std::string validate(const Options& o) {
   }
   if (bad_dim(z.norm_rows) || bad_dim(z.norm_cols) || z.norm_rows * z.norm_cols > kMaxElements) {
     return fmt::format("--norm RxC needs both sizes at least 1 and at most {} elements in all.", kMaxElements);
+  }
+  if (z.attn_len == 0 || z.attn_len > 4096) return "--attn-len must be between 1 and 4096.";
+  if (z.head_dims.empty()) return "--head-dims needs at least one head dimension.";
+  for (std::size_t d : z.head_dims) {
+    if (d == 0 || d > 4096) return "--head-dims must list dimensions between 1 and 4096.";
+  }
+  for (const Experiment& e : o.experiments) {
+    if (is_attention(e.fwd.op) && e.head_dim == 0) return "an attention experiment has no head dimension.";
   }
   if (bad_dim(z.xent_rows) || bad_dim(z.xent_cols) || z.xent_rows * z.xent_cols > kMaxElements ||
       z.xent_cols > (std::size_t{1} << 24)) {
@@ -293,7 +314,7 @@ std::string validate(const Options& o) {
   }
   if (o.plant_nan) {
     for (const Experiment& e : o.experiments) {
-      const std::size_t size = family_first_input(e.fwd.op, z);
+      const std::size_t size = family_first_input(e, z);
       if (*o.plant_nan >= size) {
         return fmt::format("--plant-nan {} is outside the first input of {} ({} elements).", *o.plant_nan,
                            e.fwd.name, size);

@@ -32,6 +32,7 @@ double item_cost(const Options& o, const Experiment& e) {
     case FamilyKind::softmax: per = double(z.softmax_rows * z.softmax_cols) * 8; break;
     case FamilyKind::xent: per = double(z.xent_rows * z.xent_cols) * 8; break;
     case FamilyKind::norm: per = double(z.norm_rows * z.norm_cols) * 4; break;
+    case FamilyKind::attention: per = 8.0 * double(z.attn_len * z.attn_len) * double(e.head_dim); break;
     default: break;
   }
   if (e.fwd.mode == Mode::f16_model) per *= 8;  // the scalar model rounds every operation

@@ -102,12 +102,15 @@ json settings_json(const Options& o) {
                 {"dense_mkn", {z.dense_m, z.dense_k, z.dense_n}},
                 {"softmax_rows_cols", {z.softmax_rows, z.softmax_cols}},
                 {"xent_rows_cols", {z.xent_rows, z.xent_cols}},
-                {"norm_rows_cols", {z.norm_rows, z.norm_cols}}};
+                {"norm_rows_cols", {z.norm_rows, z.norm_cols}},
+                {"attention_len", z.attn_len},
+                {"attention_head_dims", z.head_dims}};
+  s["attention_causal"] = o.attn_causal;
   s["eps"] = {{"layernorm", o.layernorm_eps}, {"rmsnorm", o.rmsnorm_eps}};
   s["s_grid"] = grid_json(o.s_grid);
   if (o.wide_s_grid) {
     s["wide_s_grid"] = grid_json(*o.wide_s_grid);
-    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse, layernorm, rmsnorm, gelu, gelu_tanh";
+    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse, layernorm, rmsnorm, gelu, gelu_tanh, attention_prescale, attention_postscale";
   }
   s["S_grid"] = grid_json(o.S_grid);
   s["underflow_share"] = o.underflow_share;
@@ -178,7 +181,8 @@ json item_json(const Options& o, const ItemResult& it) {
   const Experiment& e = o.experiments[it.experiment];
   json j;
   j["kernel"] = e.fwd.name;
-  j["op"] = op_name(e.fwd.op);
+  j["op"] = e.op_label();
+  if (e.head_dim != 0) j["head_dim"] = e.head_dim;
   j["mode"] = mode_name(e.fwd.mode);
   j["isa"] = isa_name(e.fwd.isa);
   j["storage"] = dtype_name(e.fwd.storage);
@@ -269,7 +273,7 @@ std::string csv_header() {
 std::string csv_rows(const Options& opts, const ItemResult& item) {
   const Experiment& e = opts.experiments[item.experiment];
   const std::string prefix =
-      fmt::format("{},{},{},{},{},{},{},", e.fwd.name, op_name(e.fwd.op), mode_name(e.fwd.mode), isa_name(e.fwd.isa),
+      fmt::format("{},{},{},{},{},{},{},", e.fwd.name, e.op_label(), mode_name(e.fwd.mode), isa_name(e.fwd.isa),
                   dtype_name(e.fwd.storage), e.bwd ? e.bwd->name : std::string_view("none"), dist_name(item.dist));
   const bool grad = e.has_gradient();
   fmt::memory_buffer out;

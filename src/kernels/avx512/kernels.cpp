@@ -8,6 +8,7 @@
 #include "kernels/avx512/ops.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/attention.hpp"
 #include "kernels/common/microkernel.hpp"
 #include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
@@ -42,6 +43,15 @@ constexpr Kernel k(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {
   return entry<o, m, kIsa>(fn, lanes, fma);
 }
 constexpr FmaKind kF = F16::kFma;
+
+// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below, mode by mode.
+using detail::AttentionKernels;
+constexpr AttentionKernels kAttF32{Mode::f32, DType::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>,
+                                   softmax_f32acc<F32S, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc, DType::f16, dense_fwd<F16F32AccGemm>,
+                                         dense_bwd<F16F32AccGemm>, softmax_f32acc<F16S, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF16{Mode::f16, DType::f16, dense_fwd<F16Gemm>, dense_bwd<F16Gemm>,
+                                   softmax_f16<F16Nn, true>, kNnLanes, kF};
 
 const Kernel kList[] = {
     k<Op::sum, Mode::f32>(f32acc_reduce<F32S, Op::sum>),
@@ -89,6 +99,12 @@ const Kernel kList[] = {
     k<Op::gelu_tanh, Mode::f16_f32acc>(gelu_f32acc<F16S, true>),
     k<Op::gelu, Mode::f16>(gelu_f16<F16Nn, false>, 1, kF),
     k<Op::gelu_tanh, Mode::f16>(gelu_f16<F16Nn, true>, 1, kF),
+    k<Op::attention_prescale, Mode::f32>(attention<kAttF32, true>),
+    k<Op::attention_postscale, Mode::f32>(attention<kAttF32, false>),
+    k<Op::attention_prescale, Mode::f16_f32acc>(attention<kAttF16F32Acc, true>),
+    k<Op::attention_postscale, Mode::f16_f32acc>(attention<kAttF16F32Acc, false>),
+    k<Op::attention_prescale, Mode::f16>(attention<kAttF16, true>, kNnLanes, kF),
+    k<Op::attention_postscale, Mode::f16>(attention<kAttF16, false>, kNnLanes, kF),
 };
 
 }  // namespace

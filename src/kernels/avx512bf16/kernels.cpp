@@ -13,6 +13,7 @@
 #include "kernels/avx512bf16/pack.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/attention.hpp"
 #include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/norm.hpp"
@@ -105,6 +106,10 @@ constexpr Kernel k(Fn fn) {
   return entry<o, Mode::bf16_f32acc, kIsa>(fn);
 }
 
+// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
+constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, DType::bf16, dense_fwd<Bf16Gemm>, dense_bwd<Bf16Gemm>,
+                                    softmax_f32acc<Bf16, true>, 1, FmaKind::none};
+
 const Kernel kList[] = {
     k<Op::sum>(bf16_dp_reduce<Op::sum>),
     k<Op::sumsq>(bf16_dp_reduce<Op::sumsq>),
@@ -122,6 +127,8 @@ const Kernel kList[] = {
     k<Op::rmsnorm>(norm_f32acc<Bf16, true>),
     k<Op::gelu>(gelu_f32acc<Bf16, false>),
     k<Op::gelu_tanh>(gelu_f32acc<Bf16, true>),
+    k<Op::attention_prescale>(attention<kAttBf16, true>),
+    k<Op::attention_postscale>(attention<kAttBf16, false>),
 };
 
 }  // namespace

@@ -77,6 +77,9 @@ constexpr Kernel entry(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {
   } else if constexpr (std::is_same_v<Fn, GeluFn>) {
     static_assert(is_gelu(kOp));
     k.gelu = fn;
+  } else if constexpr (std::is_same_v<Fn, AttentionFn>) {
+    static_assert(is_attention(kOp));
+    k.attention = fn;
   } else if constexpr (std::is_same_v<Fn, NormFn>) {
     static_assert(is_norm(kOp));
     k.norm = fn;

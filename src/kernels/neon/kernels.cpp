@@ -3,6 +3,7 @@
 // fp16 at each output). fp16 arithmetic is the neonfp16 path.
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/attention.hpp"
 #include "kernels/common/microkernel.hpp"
 #include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
@@ -27,6 +28,12 @@ template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn) {
   return entry<o, m, kIsa>(fn);
 }
+
+// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below, mode by mode.
+constexpr AttentionKernels kAttF32{Mode::f32, DType::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>,
+                                   softmax_f32acc<F32S, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc, DType::f16, dense_fwd<F16F32AccGemm>,
+                                         dense_bwd<F16F32AccGemm>, softmax_f32acc<F16S, true>, 1, FmaKind::none};
 
 const Kernel kList[] = {
     k<Op::sum, Mode::f32>(f32acc_reduce<F32S, Op::sum>),
@@ -60,6 +67,10 @@ const Kernel kList[] = {
     k<Op::gelu_tanh, Mode::f32>(gelu_f32acc<F32S, true>),
     k<Op::gelu, Mode::f16_f32acc>(gelu_f32acc<F16S, false>),
     k<Op::gelu_tanh, Mode::f16_f32acc>(gelu_f32acc<F16S, true>),
+    k<Op::attention_prescale, Mode::f32>(attention<kAttF32, true>),
+    k<Op::attention_postscale, Mode::f32>(attention<kAttF32, false>),
+    k<Op::attention_prescale, Mode::f16_f32acc>(attention<kAttF16F32Acc, true>),
+    k<Op::attention_postscale, Mode::f16_f32acc>(attention<kAttF16F32Acc, false>),
 };
 
 }  // namespace

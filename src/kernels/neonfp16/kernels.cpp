@@ -7,6 +7,7 @@
 // (NUMERICS.md). So every kernel is bit-exact to the f16 model run with its lanes and FmaKind::fused.
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/attention.hpp"
 #include "kernels/common/microkernel.hpp"
 #include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
@@ -30,6 +31,10 @@ constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma) {
 }
 constexpr FmaKind kF = F16::kFma;
 
+// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
+constexpr AttentionKernels kAttF16{Mode::f16, DType::f16, dense_fwd<F16Gemm>, dense_bwd<F16Gemm>,
+                                   softmax_f16<F16Nn, true>, kNnLanes, kF};
+
 const Kernel kList[] = {
     k<Op::sum, Mode::f16>(f16acc_reduce<F16, kReduceRegs, Op::sum>, kReduceLanes, kF),
     k<Op::sumsq, Mode::f16>(f16acc_reduce<F16, kReduceRegs, Op::sumsq>, kReduceLanes, kF),
@@ -48,6 +53,8 @@ const Kernel kList[] = {
     k<Op::rmsnorm, Mode::f16>(norm_f16<F16Nn, true>, kNnLanes, kF),
     k<Op::gelu, Mode::f16>(gelu_f16<F16Nn, false>, 1, kF),
     k<Op::gelu_tanh, Mode::f16>(gelu_f16<F16Nn, true>, 1, kF),
+    k<Op::attention_prescale, Mode::f16>(attention<kAttF16, true>, kNnLanes, kF),
+    k<Op::attention_postscale, Mode::f16>(attention<kAttF16, false>, kNnLanes, kF),
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/attention.hpp"
 #include "kernels/common/gelu.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/reduce.hpp"
@@ -295,6 +296,18 @@ constexpr Kernel k(Fn fn, FmaKind fma = FmaKind::none) {
 }
 constexpr FmaKind kModelFma = FmaKind::fused;  // the f16 model (mode f16_model): sequential, fused
 
+// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels above, mode by mode.
+using detail::attention;
+using detail::AttentionKernels;
+constexpr AttentionKernels kAttF32{Mode::f32, DType::f32, f32acc_dense_fwd<float>, f32acc_dense_bwd<float>,
+                                   f32acc_softmax<float, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc, DType::f16, f32acc_dense_fwd<f16>, f32acc_dense_bwd<f16>,
+                                         f32acc_softmax<f16, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF16Model{Mode::f16_model, DType::f16, f16_model_fwd, f16_model_bwd,
+                                        f16_model_softmax_ref, 1, kModelFma};
+constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, DType::bf16, f32acc_dense_fwd<bf16>, f32acc_dense_bwd<bf16>,
+                                    f32acc_softmax<bf16, true>, 1, FmaKind::none};
+
 const Kernel kList[] = {
     k<Op::sum, Mode::f32>(f32_ref<Op::sum>),
     k<Op::sumsq, Mode::f32>(f32_ref<Op::sumsq>),
@@ -356,6 +369,14 @@ const Kernel kList[] = {
     k<Op::gelu_tanh, Mode::f16_model>(f16_model_gelu_tanh_ref, kModelFma),
     k<Op::gelu, Mode::bf16_f32acc>(f32acc_gelu<bf16, false>),
     k<Op::gelu_tanh, Mode::bf16_f32acc>(f32acc_gelu<bf16, true>),
+    k<Op::attention_prescale, Mode::f32>(attention<kAttF32, true>),
+    k<Op::attention_postscale, Mode::f32>(attention<kAttF32, false>),
+    k<Op::attention_prescale, Mode::f16_f32acc>(attention<kAttF16F32Acc, true>),
+    k<Op::attention_postscale, Mode::f16_f32acc>(attention<kAttF16F32Acc, false>),
+    k<Op::attention_prescale, Mode::f16_model>(attention<kAttF16Model, true>, kModelFma),
+    k<Op::attention_postscale, Mode::f16_model>(attention<kAttF16Model, false>, kModelFma),
+    k<Op::attention_prescale, Mode::bf16_f32acc>(attention<kAttBf16, true>),
+    k<Op::attention_postscale, Mode::bf16_f32acc>(attention<kAttBf16, false>),
 };
 
 }  // namespace

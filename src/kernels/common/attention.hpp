@@ -1,0 +1,34 @@
+// Attention of one head (AttentionArgs in registry.hpp) as the frameworks compose it: the path's own dense,
+// dense_bwd and softmax kernels of one mode, joined by elementwise steps (the 1/√d, the causal mask, the softmax
+// backward, the transposes) that are the same code on every path. An ISA's kernels.cpp names its three kernels of
+// a mode in an AttentionKernels and lists attention<kThem, prescale>; the composition itself
+// (kernels/common/attention_compose.hpp) is compiled once, without ISA flags, in kernels/common/attention.cpp, and
+// once more with the f16 models in src/models/attention.cpp: the model is the same composition of the models.
+#pragma once
+
+#include "halfmap/registry.hpp"
+
+namespace halfmap::detail {
+
+/// The kernels of one path and mode that an attention kernel is made of. lanes and fma: the f16 modes' softmax
+/// lanes (δ's fp16 dot runs in the same order) and the fp16 FMA of the dense kernels; 1 and none otherwise.
+struct AttentionKernels {
+  Mode mode;
+  DType storage;
+  DenseFn fwd;
+  DenseBwdFn bwd;
+  SoftmaxFn softmax;
+  unsigned lanes;
+  FmaKind fma;
+};
+
+/// Runs AttentionArgs' recipe with these kernels (kernels/common/attention.cpp).
+void attention_run(const AttentionArgs& a, const AttentionKernels& parts, bool prescale);
+
+/// The AttentionFn of a path: kParts names its kernels.
+template <const AttentionKernels& kParts, bool kPrescale>
+void attention(const AttentionArgs& a) {
+  attention_run(a, kParts, kPrescale);
+}
+
+}  // namespace halfmap::detail

@@ -1,0 +1,129 @@
+// The composition of AttentionArgs (registry.hpp), written once over "parts" that run the dense forward and
+// backward and the stable softmax: a path's kernels (kernels/common/attention.cpp) or the f16 models
+// (src/models/attention.cpp). Included only by those two files, which are compiled without ISA flags: the
+// elementwise steps are scalar code whose IEEE roundings are the same on every machine.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "halfmap/f16_model.hpp"
+#include "halfmap/half.hpp"
+#include "halfmap/registry.hpp"
+#include "kernels/ref/ops.hpp"
+
+namespace halfmap::detail {
+
+// storage <-> f32 with halfmap's scalar conversions, as the ref kernels (this file is compiled without ISA flags)
+using paths::ref::narrow;
+using paths::ref::widen;
+
+template <class T>
+inline T neg_inf() {
+  return narrow<T>(-std::numeric_limits<float>::infinity());
+}
+
+/// f16 modes: every NaN of an output becomes the canonical 0x7E00.
+inline void canon_f16(void* p, std::size_t n) {
+  auto* h = static_cast<f16*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (is_nan(h[i])) h[i] = f16{0x7E00};
+  }
+}
+
+template <class T, class Parts>
+void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
+  const std::size_t L = a.len, d = a.dim, LL = L * L, Ld = L * d;
+  if (L == 0) return;
+  const bool h16 = p.mode == Mode::f16 || p.mode == Mode::f16_model;
+  const float c32 = 1.0f / std::sqrt(float(d));
+  const float c = h16 ? to_f32(to_f16(c32)) : c32;
+  // v·c rounded once to the storage type: in the f16 modes the correctly rounded fp16 product of v and r16(c)
+  const auto scale = [c](T v) { return narrow<T>(widen(v) * c); };
+
+  const T* q = static_cast<const T*>(a.q);
+  const T* k = static_cast<const T*>(a.k);
+  std::vector<T> qs(prescale ? Ld : 0), kt(Ld), s(LL), pm(LL);
+  const T* qa = q;
+  if (prescale) {
+    for (std::size_t i = 0; i < Ld; ++i) qs[i] = scale(q[i]);
+    qa = qs.data();
+  }
+  for (std::size_t i = 0; i < L; ++i) {
+    for (std::size_t j = 0; j < d; ++j) kt[j * L + i] = k[i * d + j];
+  }
+  p.fwd(DenseArgs{L, L, d, qa, kt.data(), nullptr, s.data(), Act::identity, a.threads});
+  if (!prescale) {
+    for (T& v : s) v = scale(v);
+  }
+  if (a.scores != nullptr) {
+    std::memcpy(a.scores, s.data(), LL * sizeof(T));
+    if (h16) canon_f16(a.scores, LL);
+  }
+  if (a.causal) {
+    for (std::size_t i = 0; i < L; ++i) {
+      for (std::size_t j = i + 1; j < L; ++j) s[i * L + j] = neg_inf<T>();
+    }
+  }
+  p.softmax(SoftmaxArgs{L, L, s.data(), pm.data()});
+  if (a.o != nullptr) {
+    p.fwd(DenseArgs{L, d, L, pm.data(), a.v, nullptr, a.o, Act::identity, a.threads});
+    if (h16) canon_f16(a.o, Ld);
+  }
+  if (a.dout == nullptr) return;
+
+  std::vector<T> dp(LL), ds(LL);
+  p.bwd(DenseBwdArgs{L, d, L, pm.data(), a.v, a.dout, dp.data(), a.dv, nullptr, a.threads});
+  for (std::size_t i = 0; i < L; ++i) {
+    const T* pr = pm.data() + i * L;
+    const T* dpr = dp.data() + i * L;
+    T* dsr = ds.data() + i * L;
+    const std::size_t valid = a.causal ? i + 1 : L;
+    if constexpr (std::is_same_v<T, f16>) {
+      if (h16) {
+        const f16 delta = f16_model_reduce(Op::dot, pr, dpr, L, p.lanes, p.fma);
+        for (std::size_t j = 0; j < L; ++j) dsr[j] = f16_model::mul(pr[j], f16_model::sub(dpr[j], delta));
+        for (std::size_t j = valid; j < L; ++j) dsr[j] = f16{};
+        continue;
+      }
+    }
+    float delta = 0;
+    for (std::size_t j = 0; j < L; ++j) delta += widen(pr[j]) * widen(dpr[j]);
+    for (std::size_t j = 0; j < L; ++j) dsr[j] = narrow<T>(widen(pr[j]) * (widen(dpr[j]) - delta));
+    for (std::size_t j = valid; j < L; ++j) dsr[j] = T{};
+  }
+  if (!prescale) {
+    for (T& v : ds) v = scale(v);
+  }
+  std::vector<T> dqs(prescale ? Ld : 0), dkt(Ld);
+  void* dq_out = prescale ? static_cast<void*>(dqs.data()) : a.dq;
+  p.bwd(DenseBwdArgs{L, L, d, qa, kt.data(), ds.data(), dq_out, dkt.data(), nullptr, a.threads});
+  T* dq = static_cast<T*>(a.dq);
+  T* dk = static_cast<T*>(a.dk);
+  if (prescale) {
+    for (std::size_t i = 0; i < Ld; ++i) dq[i] = scale(dqs[i]);
+  }
+  for (std::size_t i = 0; i < L; ++i) {
+    for (std::size_t j = 0; j < d; ++j) dk[i * d + j] = dkt[j * L + i];
+  }
+  if (h16) {
+    canon_f16(a.dq, Ld);
+    canon_f16(a.dk, Ld);
+    canon_f16(a.dv, Ld);
+  }
+}
+
+template <class Parts>
+void attention_compose(const AttentionArgs& a, const Parts& p, bool prescale) {
+  switch (p.storage) {
+    case DType::f32: attention_typed<float>(a, p, prescale); break;
+    case DType::f16: attention_typed<f16>(a, p, prescale); break;
+    case DType::bf16: attention_typed<bf16>(a, p, prescale); break;
+  }
+}
+
+}  // namespace halfmap::detail

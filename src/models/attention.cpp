@@ -1,0 +1,25 @@
+// The f16 model of attention (AttentionArgs in registry.hpp): the composition every attention kernel runs
+// (kernels/common/attention_compose.hpp), over the f16 models of the dense layer and the stable softmax.
+#include "halfmap/registry.hpp"
+#include "kernels/common/attention_compose.hpp"
+
+namespace halfmap {
+namespace {
+
+struct ModelParts {
+  Mode mode = Mode::f16_model;
+  DType storage = DType::f16;
+  unsigned lanes;
+  FmaKind fma;
+  void fwd(const DenseArgs& a) const { f16_model_dense_fwd(a, fma); }
+  void bwd(const DenseBwdArgs& a) const { f16_model_dense_bwd(a, fma); }
+  void softmax(const SoftmaxArgs& a) const { f16_model_softmax(a, true, lanes); }
+};
+
+}  // namespace
+
+void f16_model_attention(const AttentionArgs& args, bool prescale, unsigned lanes, FmaKind fma) {
+  detail::attention_compose(args, ModelParts{Mode::f16_model, DType::f16, lanes, fma}, prescale);
+}
+
+}  // namespace halfmap
