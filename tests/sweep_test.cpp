@@ -428,6 +428,9 @@ TEST(SweepAgreement, Fp16AccumulatingPathsEqualTheirModelTwin) {
   for (const Kernel& k : kernels()) {
     if (k.mode != Mode::f16 || !kernel_enabled(k)) continue;
     if (k.op == Op::maxabs || k.op == Op::dense_bwd) continue;  // maxabs: exact; dense_bwd: with dense_fwd
+#if defined(HALFMAP_TEST_NO_THREADS) || defined(__SANITIZE_ADDRESS__)
+    if (is_attention(k.op)) continue;  // attention_test pins these bit for bit there; here in release only
+#endif
     Experiment real = experiment_of(k);
     Experiment twin = real;
     const bool fused = k.fma == FmaKind::fused;
@@ -895,9 +898,13 @@ TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) 
   o.S_grid = {0, 32, 1};
   o.dists = {Dist::normal, Dist::uniform};
   o.threads = kThreads;
-  o.experiments = plan_experiments({"sum", "sumsq", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm", "gelu",
-                                    "gelu_tanh", "attention_prescale", "attention_postscale"},
-                                   {"ref", "f16_f32acc", "f32"}, {16});
+  std::vector<std::string> ops = {"sum",       "sumsq",   "dot",  "mse",      "xent",
+                                  "dense_fwd", "layernorm", "rmsnorm", "gelu", "gelu_tanh"};
+#if !defined(HALFMAP_TEST_NO_THREADS) && !defined(__SANITIZE_ADDRESS__)
+  // attention in the release preset only: under the emulator and ASan it alone would take minutes
+  ops.insert(ops.end(), {"attention_prescale", "attention_postscale"});
+#endif
+  o.experiments = plan_experiments(ops, {"ref", "f16_f32acc", "f32"}, {16});
   Options fine = o;
   fine.s_grid.step = 0.125;
   fine.wide_s_grid->step = 0.5;
@@ -1079,6 +1086,9 @@ TEST(SweepAttention, ScalePlacementMovesTheFp16ScoresOverflowByAQuarterOfLog2D) 
   o.dists = {Dist::normal};
   o.S_grid = {0, 0, 1};  // the forward's thresholds only
   o.threads = kThreads;
+#if defined(HALFMAP_TEST_NO_THREADS) || defined(__SANITIZE_ADDRESS__)
+  o.sizes.head_dims = {64};  // sampled under the emulator and ASan
+#endif
   for (std::size_t d : o.sizes.head_dims) {
     for (const char* mode : {"f16_f32acc", "f16_model"}) {
       std::map<Op, double> onset;
