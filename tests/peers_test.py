@@ -193,7 +193,8 @@ FINDINGS = [
 
 TORCH_REFUSED = {"torch_f16_dot__peer", "torch_f16_dense_fwd__peer", "torch_f16_dense_bwd__peer",
                  "torch_f16_softmax__peer", "torch_f16_xent__peer", "torch_f16_mse__peer (gradient)",
-                 "torch_bf16_mse__peer", "torch_f16_layernorm__peer"}
+                 "torch_bf16_mse__peer", "torch_f16_layernorm__peer", "torch_f16_attention_prescale__peer",
+                 "torch_f16_attention_postscale__peer"}
 # Not a refusal of an op torch has, but an op it lacks (no RMS normalisation in torch 1.13).
 TORCH_LACKS = {"torch_rmsnorm__peer"}
 

@@ -24,6 +24,11 @@ What each op runs (torch.set_num_threads(1); no_grad unless a gradient is asked 
   xent       F.cross_entropy(logits, labels); probabilities torch.softmax(logits, dim=1); gradient as mse's
   layernorm  F.layer_norm(x, (cols,), gamma, beta, eps); gradient: y.backward(dy), giving dx, dgamma, dbeta
              (torch 1.13 has no RMS normalisation: halfmap names rmsnorm refused)
+  attention  one head of torch ops, the scale where torch 1.13's _scaled_dot_product_attention puts it:
+             q / math.sqrt(d) (PRESCALE 1) or
+             (q @ k.T) / math.sqrt(d) (PRESCALE 0, Hugging Face's BERT and GPT-2), masked_fill(-inf) above the
+             diagonal when CAUSAL, torch.softmax(dim=-1), @ v; the scores are returned as stored (before the mask);
+             gradient: o.backward(dout), giving dq, dk, dv
 An op torch does not implement for a dtype raises RuntimeError ("... not implemented for 'Half'"); the probe
 runs every op on small inputs per dtype and reports each refusal with torch's message, and halfmap drops that
 path and names it in meta.json and peers.md.
@@ -39,6 +44,7 @@ input buffers; the reply is "ok NBYTES\\n" and the output buffers, or "error MES
   softmax DT ROWS COLS + x                -> y
   xent DT ROWS COLS GRAD S PROBS + logits + labels (int32) -> loss (1) [+ probs] [+ dlogits]
   layernorm DT ROWS COLS GRAD EPS + x + gamma + beta [+ dy] -> y (ROWS·COLS) [+ dx (ROWS·COLS), dgamma, dbeta (COLS)]
+  attention DT LEN DIM CAUSAL PRESCALE GRAD + q + k + v [+ dout] -> o (LEN·DIM), scores (LEN·LEN) [+ dq, dk, dv]
 DT is f32, f16 or bf16 (IEEE binary32, binary16, bfloat16: the bits of halfmap's storage types); S is a decimal
 that Python's float() reads exactly (halfmap prints the shortest round-trip form).
 
@@ -49,7 +55,7 @@ import json
 import sys
 import warnings
 
-OPS = ("sum", "sumsq", "dot", "dense_fwd", "dense_bwd", "mse", "softmax", "xent", "layernorm")
+OPS = ("sum", "sumsq", "dot", "dense_fwd", "dense_bwd", "mse", "softmax", "xent", "layernorm", "attention")
 
 
 def dtypes(torch):
@@ -143,6 +149,28 @@ class Kernels:
         return y, x.grad, gamma.grad, beta.grad
 
 
+    def attention(self, q, k, v, causal, prescale, dout=None):
+        import math
+
+        torch = self.torch
+        d, n = q.shape[-1], q.shape[0]
+        grad = dout is not None
+        if grad:
+            for t in (q, k, v):
+                t.requires_grad_(True)
+        with torch.set_grad_enabled(grad):
+            scores = (q / math.sqrt(d)) @ k.t() if prescale else (q @ k.t()) / math.sqrt(d)
+            masked = scores
+            if causal:
+                above = torch.ones(n, n, dtype=torch.bool).triu(1)
+                masked = scores.masked_fill(above, float("-inf"))
+            o = torch.softmax(masked, dim=-1) @ v
+        if not grad:
+            return o, scores
+        o.backward(dout)
+        return o, scores, q.grad, k.grad, v.grad
+
+
 def dtype_bits(t):
     import torch
 
@@ -171,6 +199,8 @@ def probe(k):
             "xent_grad": lambda: k.xent(rnd(4, 8), torch.zeros(4, dtype=torch.int32), True, 1.0, False),
             "layernorm": lambda: k.layernorm(rnd(4, 8), rnd(8), rnd(8), 1e-5),
             "layernorm_grad": lambda: k.layernorm(rnd(4, 8), rnd(8), rnd(8), 1e-5, rnd(4, 8)),
+            "attention": lambda: k.attention(rnd(4, 8), rnd(4, 8), rnd(4, 8), True, True),
+            "attention_grad": lambda: k.attention(rnd(4, 8), rnd(4, 8), rnd(4, 8), True, False, rnd(4, 8)),
         }
         for name, run in cases.items():
             try:
@@ -198,7 +228,7 @@ def handle(k, fields, read):
     if dt not in k.types:
         raise ValueError(f"unknown dtype {dt}")
     es = element_size(dt)
-    n = [int(f) for f in fields[2:]] if op not in ("mse", "xent", "layernorm") else None
+    n = [int(f) for f in fields[2:]] if op not in ("mse", "xent", "layernorm", "attention") else None
 
     def get(count, shape=None, bits=None):
         buf = read(count * (4 if bits else es))
@@ -237,6 +267,11 @@ def handle(k, fields, read):
         x, gamma, beta = get(rows * cols, (rows, cols)), get(cols), get(cols)
         dy = get(rows * cols, (rows, cols)) if grad else None
         return k.out(*k.layernorm(x, gamma, beta, eps, dy))
+    if op == "attention":
+        ln, dim, causal, prescale, grad = (int(f) for f in fields[2:7])
+        q, kk, v = (get(ln * dim, (ln, dim)) for _ in range(3))
+        dout = get(ln * dim, (ln, dim)) if grad else None
+        return k.out(*k.attention(q, kk, v, causal == 1, prescale == 1, dout))
     raise ValueError(f"unknown op {op}")
 
 

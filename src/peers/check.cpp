@@ -11,6 +11,8 @@
 //               at loss scale 1 unless forward only.
 //   layernorm,  8 rows × 16 columns of 1 + 4·[-1, 1], γ in 1 + 0.5·[-1, 1], β in [-1, 1], ε = 1e-5: y, and from
 //   rmsnorm     dy in [-1, 1] dx, dγ and dβ (each gradient's error with its own scale), the largest.
+//   attention   one head of len 8 and d 16, Q and K in 2·[-1, 1], V and dO in [-1, 1], not causal, the exact 1/√d:
+//               O, and dQ, dK, dV unless forward only (each with its own scale), the largest.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -210,6 +212,52 @@ double norm_error(const Kernel& k) {
   return rms ? err : std::max(err, grad_error(db, rdb));
 }
 
+double attention_error(const Kernel& k) {
+  constexpr std::size_t L = 8, D = 16;
+  std::vector<double> q, kk, v, dout;
+  const TypedBuffer qb = values(k.storage, L * D, 20, q, 2), kb = values(k.storage, L * D, 21, kk, 2);
+  const TypedBuffer vb = values(k.storage, L * D, 22, v), db = values(k.storage, L * D, 23, dout);
+  TypedBuffer o(k.storage, L * D), dq(k.storage, L * D), dk(k.storage, L * D), dv(k.storage, L * D);
+  k.attention(AttentionArgs{L, D, false, qb.data(), kb.data(), vb.data(), o.data(), nullptr, nullptr, nullptr,
+                            nullptr, nullptr, 1});
+  if (!k.forward_only) {
+    k.attention(AttentionArgs{L, D, false, qb.data(), kb.data(), vb.data(), nullptr, nullptr, db.data(), dq.data(),
+                              dk.data(), dv.data(), 1});
+  }
+  const double c = 1 / std::sqrt(double(D));
+  std::vector<double> p(L * L), ro(L * D, 0), rdq(L * D, 0), rdk(L * D, 0), rdv(L * D, 0), dp(L);
+  for (std::size_t i = 0; i < L; ++i) {
+    double m = -INFINITY, sum = 0;
+    for (std::size_t j = 0; j < L; ++j) {
+      double s = 0;
+      for (std::size_t t = 0; t < D; ++t) s += q[i * D + t] * kk[j * D + t];
+      p[i * L + j] = s * c;
+      m = std::max(m, s * c);
+    }
+    for (std::size_t j = 0; j < L; ++j) sum += p[i * L + j] = std::exp(p[i * L + j] - m);
+    double delta = 0;
+    for (std::size_t j = 0; j < L; ++j) {
+      p[i * L + j] /= sum;
+      dp[j] = 0;
+      for (std::size_t t = 0; t < D; ++t) {
+        ro[i * D + t] += p[i * L + j] * v[j * D + t];
+        rdv[j * D + t] += p[i * L + j] * dout[i * D + t];
+        dp[j] += dout[i * D + t] * v[j * D + t];
+      }
+      delta += p[i * L + j] * dp[j];
+    }
+    for (std::size_t j = 0; j < L; ++j) {
+      const double ds = p[i * L + j] * (dp[j] - delta) * c;
+      for (std::size_t t = 0; t < D; ++t) {
+        rdq[i * D + t] += ds * kk[j * D + t];
+        rdk[j * D + t] += ds * q[i * D + t];
+      }
+    }
+  }
+  const double err = error(o, ro);
+  return k.forward_only ? err : std::max({err, grad_error(dq, rdq), grad_error(dk, rdk), grad_error(dv, rdv)});
+}
+
 }  // namespace
 
 double check_error(const Kernel& k) {
@@ -222,6 +270,8 @@ double check_error(const Kernel& k) {
     case Op::xent: return xent_error(k);
     case Op::layernorm:
     case Op::rmsnorm: return norm_error(k);
+    case Op::attention_prescale:
+    case Op::attention_postscale: return attention_error(k);
     default: return reduce_error(k);
   }
 }

@@ -86,6 +86,12 @@ inline PeerKernel norm_peer(std::string_view name, Op op, Mode mode, DType stora
   return {k, tol};
 }
 
+inline PeerKernel attention_peer(std::string_view name, Op op, Mode mode, DType storage, AttentionFn fn, double tol) {
+  Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
+  k.attention = fn;
+  return {k, tol};
+}
+
 // Each is defined in src/peers/<lib>.cpp, only when that library was found; called once, from registry.cpp.
 LibraryList onednn_list();
 LibraryList xnnpack_list();

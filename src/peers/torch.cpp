@@ -12,6 +12,11 @@
 //   torch_<dtype>_layernorm__peer  F.layer_norm(x, (cols,), γ, β, ε); its backward: y.backward(dy) for dx, dγ, dβ.
 //                                  torch's statistics are not reported (NormArgs::mean and var are left alone);
 //                                  torch 1.13 has no RMS normalisation (rmsnorm: refused)
+//   torch_<dtype>_attention_prescale__peer   one head of torch ops, the scale placed as torch 1.13's
+//                                  _scaled_dot_product_attention places it: q / √d, then q @ kᵀ, masked_fill(-inf)
+//                                  above the diagonal when causal, softmax (dim -1), @ v; its backward:
+//                                  o.backward(dO) for dq, dk, dv (torch 1.13 refuses fp16 matmul on the CPU)
+//   torch_<dtype>_attention_postscale__peer  the same with (q @ kᵀ) / √d, as Hugging Face's BERT and GPT-2
 // for dtype f16 and bf16. Each (op, dtype) is probed when the list is built: what torch refuses (RuntimeError
 // "... not implemented for 'Half'") is not mapped and is named with torch's message; a loss whose gradient is
 // refused is mapped forward only (Kernel::forward_only). Every kernel's mode is the f32-accumulating one of its
@@ -146,6 +151,23 @@ void layernorm(const NormArgs& a) {
   copy_out(r, 2 * n + a.cols, a.cols, T, a.dbeta);
 }
 
+template <DType T, bool kPrescale>
+void attention(const AttentionArgs& a) {
+  const std::size_t ld = a.len * a.dim, ll = a.len * a.len;
+  const bool grad = a.dout != nullptr;
+  const std::string line = fmt::format("attention {} {} {} {} {} {}", dtype_name(T), a.len, a.dim, a.causal ? 1 : 0,
+                                       kPrescale ? 1 : 0, grad ? 1 : 0);
+  const std::string r =
+      grad ? call(line, {of(a.q, ld, T), of(a.k, ld, T), of(a.v, ld, T), of(a.dout, ld, T)}, ld + ll + 3 * ld, T)
+           : call(line, {of(a.q, ld, T), of(a.k, ld, T), of(a.v, ld, T)}, ld + ll, T);
+  copy_out(r, 0, ld, T, a.o);
+  copy_out(r, ld, ll, T, a.scores);
+  if (!grad) return;
+  copy_out(r, ld + ll, ld, T, a.dq);
+  copy_out(r, 2 * ld + ll, ld, T, a.dk);
+  copy_out(r, 3 * ld + ll, ld, T, a.dv);
+}
+
 /// One kernel torch_peer.py is asked about: the probe's key ("<dtype>_<op>") and, for a loss, its gradient's.
 struct Candidate {
   PeerKernel peer;
@@ -213,6 +235,18 @@ LibraryList torch_list() {
   all.push_back({norm_peer("torch_bf16_layernorm__peer", Op::layernorm, Mode::bf16_f32acc, DType::bf16,
                            layernorm<DType::bf16>, 5e-2),
                  "bf16_layernorm", "bf16_layernorm_grad"});
+  all.push_back({attention_peer("torch_f16_attention_prescale__peer", Op::attention_prescale, Mode::f16_f32acc,
+                                DType::f16, attention<DType::f16, true>, 5e-3),
+                 "f16_attention", "f16_attention_grad"});
+  all.push_back({attention_peer("torch_f16_attention_postscale__peer", Op::attention_postscale, Mode::f16_f32acc,
+                                DType::f16, attention<DType::f16, false>, 5e-3),
+                 "f16_attention", "f16_attention_grad"});
+  all.push_back({attention_peer("torch_bf16_attention_prescale__peer", Op::attention_prescale, Mode::bf16_f32acc,
+                                DType::bf16, attention<DType::bf16, true>, 5e-2),
+                 "bf16_attention", "bf16_attention_grad"});
+  all.push_back({attention_peer("torch_bf16_attention_postscale__peer", Op::attention_postscale, Mode::bf16_f32acc,
+                                DType::bf16, attention<DType::bf16, false>, 5e-2),
+                 "bf16_attention", "bf16_attention_grad"});
   l.refused.push_back({"torch_rmsnorm__peer", fmt::format("PyTorch {} has no RMS normalisation (no rmsnorm peer).",
                                                           version)});
   for (Candidate& c : all) {
