@@ -8,7 +8,6 @@ namespace {
 
 struct ModelParts {
   Mode mode = Mode::f16_model;
-  DType storage = DType::f16;
   unsigned lanes;
   FmaKind fma;
   void fwd(const DenseArgs& a) const { f16_model_dense_fwd(a, fma); }
@@ -19,7 +18,7 @@ struct ModelParts {
 }  // namespace
 
 void f16_model_attention(const AttentionArgs& args, bool prescale, unsigned lanes, FmaKind fma) {
-  detail::attention_compose(args, ModelParts{Mode::f16_model, DType::f16, lanes, fma}, prescale);
+  detail::attention_compose(args, ModelParts{Mode::f16_model, lanes, fma}, prescale);
 }
 
 }  // namespace halfmap

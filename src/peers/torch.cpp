@@ -192,6 +192,18 @@ std::vector<Candidate> candidates(const char* names[8], const char* keys[10], Mo
           {xent_peer(names[7], mode, T, xent<T>, tol), keys[8], keys[9]}};
 }
 
+/// The two attention kernels of one storage type (both probed as "<dtype>_attention" and "<dtype>_attention_grad").
+template <DType T>
+std::vector<Candidate> attention_candidates(Mode mode, double tol) {
+  static const std::string pre = fmt::format("torch_{}_attention_prescale__peer", dtype_name(T)),
+                           post = fmt::format("torch_{}_attention_postscale__peer", dtype_name(T)),
+                           key = fmt::format("{}_attention", dtype_name(T)), grad_key = key + "_grad";
+  return {{attention_peer(pre, Op::attention_prescale, mode, T, attention<T, true>, tol), key.c_str(),
+           grad_key.c_str()},
+          {attention_peer(post, Op::attention_postscale, mode, T, attention<T, false>, tol), key.c_str(),
+           grad_key.c_str()}};
+}
+
 const char* f16_names[8] = {"torch_f16_sum__peer",       "torch_f16_sumsq__peer", "torch_f16_dot__peer",
                             "torch_f16_dense_fwd__peer", "torch_f16_dense_bwd__peer", "torch_f16_mse__peer",
                             "torch_f16_softmax__peer",   "torch_f16_xent__peer"};
@@ -235,18 +247,8 @@ LibraryList torch_list() {
   all.push_back({norm_peer("torch_bf16_layernorm__peer", Op::layernorm, Mode::bf16_f32acc, DType::bf16,
                            layernorm<DType::bf16>, 5e-2),
                  "bf16_layernorm", "bf16_layernorm_grad"});
-  all.push_back({attention_peer("torch_f16_attention_prescale__peer", Op::attention_prescale, Mode::f16_f32acc,
-                                DType::f16, attention<DType::f16, true>, 5e-3),
-                 "f16_attention", "f16_attention_grad"});
-  all.push_back({attention_peer("torch_f16_attention_postscale__peer", Op::attention_postscale, Mode::f16_f32acc,
-                                DType::f16, attention<DType::f16, false>, 5e-3),
-                 "f16_attention", "f16_attention_grad"});
-  all.push_back({attention_peer("torch_bf16_attention_prescale__peer", Op::attention_prescale, Mode::bf16_f32acc,
-                                DType::bf16, attention<DType::bf16, true>, 5e-2),
-                 "bf16_attention", "bf16_attention_grad"});
-  all.push_back({attention_peer("torch_bf16_attention_postscale__peer", Op::attention_postscale, Mode::bf16_f32acc,
-                                DType::bf16, attention<DType::bf16, false>, 5e-2),
-                 "bf16_attention", "bf16_attention_grad"});
+  for (Candidate& c : attention_candidates<DType::f16>(Mode::f16_f32acc, 5e-3)) all.push_back(c);
+  for (Candidate& c : attention_candidates<DType::bf16>(Mode::bf16_f32acc, 5e-2)) all.push_back(c);
   l.refused.push_back({"torch_rmsnorm__peer", fmt::format("PyTorch {} has no RMS normalisation (no rmsnorm peer).",
                                                           version)});
   for (Candidate& c : all) {

@@ -107,7 +107,7 @@ constexpr Kernel k(Fn fn) {
 }
 
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
-constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, DType::bf16, dense_fwd<Bf16Gemm>, dense_bwd<Bf16Gemm>,
+constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, dense_fwd<Bf16Gemm>, dense_bwd<Bf16Gemm>,
                                     softmax_f32acc<Bf16, true>, 1, FmaKind::none};
 
 const Kernel kList[] = {

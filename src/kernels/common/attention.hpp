@@ -10,11 +10,11 @@
 
 namespace halfmap::detail {
 
-/// The kernels of one path and mode that an attention kernel is made of. lanes and fma: the f16 modes' softmax
-/// lanes (δ's fp16 dot runs in the same order) and the fp16 FMA of the dense kernels; 1 and none otherwise.
+/// The kernels of one path and mode that an attention kernel is made of (the storage type is the mode's). lanes
+/// and fma: the f16 modes' softmax lanes (δ's fp16 dot runs in the same order) and the fp16 FMA of the dense
+/// kernels; 1 and none otherwise.
 struct AttentionKernels {
   Mode mode;
-  DType storage;
   DenseFn fwd;
   DenseBwdFn bwd;
   SoftmaxFn softmax;

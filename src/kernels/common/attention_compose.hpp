@@ -14,6 +14,7 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
 #include "halfmap/registry.hpp"
+#include "kernels/common/list.hpp"
 #include "kernels/ref/ops.hpp"
 
 namespace halfmap::detail {
@@ -119,7 +120,7 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
 
 template <class Parts>
 void attention_compose(const AttentionArgs& a, const Parts& p, bool prescale) {
-  switch (p.storage) {
+  switch (paths::storage_of(p.mode)) {
     case DType::f32: attention_typed<float>(a, p, prescale); break;
     case DType::f16: attention_typed<f16>(a, p, prescale); break;
     case DType::bf16: attention_typed<bf16>(a, p, prescale); break;

@@ -32,7 +32,7 @@ constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma) {
 constexpr FmaKind kF = F16::kFma;
 
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
-constexpr AttentionKernels kAttF16{Mode::f16, DType::f16, dense_fwd<F16Gemm>, dense_bwd<F16Gemm>,
+constexpr AttentionKernels kAttF16{Mode::f16, dense_fwd<F16Gemm>, dense_bwd<F16Gemm>,
                                    softmax_f16<F16Nn, true>, kNnLanes, kF};
 
 const Kernel kList[] = {

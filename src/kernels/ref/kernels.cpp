@@ -299,13 +299,13 @@ constexpr FmaKind kModelFma = FmaKind::fused;  // the f16 model (mode f16_model)
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels above, mode by mode.
 using detail::attention;
 using detail::AttentionKernels;
-constexpr AttentionKernels kAttF32{Mode::f32, DType::f32, f32acc_dense_fwd<float>, f32acc_dense_bwd<float>,
+constexpr AttentionKernels kAttF32{Mode::f32, f32acc_dense_fwd<float>, f32acc_dense_bwd<float>,
                                    f32acc_softmax<float, true>, 1, FmaKind::none};
-constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc, DType::f16, f32acc_dense_fwd<f16>, f32acc_dense_bwd<f16>,
+constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc, f32acc_dense_fwd<f16>, f32acc_dense_bwd<f16>,
                                          f32acc_softmax<f16, true>, 1, FmaKind::none};
-constexpr AttentionKernels kAttF16Model{Mode::f16_model, DType::f16, f16_model_fwd, f16_model_bwd,
+constexpr AttentionKernels kAttF16Model{Mode::f16_model, f16_model_fwd, f16_model_bwd,
                                         f16_model_softmax_ref, 1, kModelFma};
-constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, DType::bf16, f32acc_dense_fwd<bf16>, f32acc_dense_bwd<bf16>,
+constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, f32acc_dense_fwd<bf16>, f32acc_dense_bwd<bf16>,
                                     f32acc_softmax<bf16, true>, 1, FmaKind::none};
 
 const Kernel kList[] = {
