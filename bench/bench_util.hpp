@@ -160,6 +160,12 @@ std::string nn_description();
 /// (bench_nn.cpp).
 void register_nn_benchmarks();
 
+/// The attention benchmarks' shape and what they count, in words, for the benchmark context (bench_attention.cpp).
+std::string attention_description();
+/// Registers attention_prescale/<kernel>/<len> and attention_postscale/<kernel>/<len> for every attention kernel
+/// in the registry (bench_attention.cpp).
+void register_attention_benchmarks();
+
 /// The peer libraries built into this binary and missing from it, their versions and threading, and the result
 /// of each peer's correctness and floating-point-environment checks, for the benchmark context
 /// (bench_peers.cpp). The checks run here, once, before any benchmark.

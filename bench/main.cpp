@@ -4,8 +4,9 @@
 //                 [--halfmap_roof_time=SECONDS] [--halfmap_threads=N] [...]
 //
 // Benchmarks: reduce/<kernel>/<level> (bench_reduce.cpp), dense_fwd/<kernel>/<size> and
-// dense_bwd/<kernel>/<size> (bench_dense.cpp), mse/, softmax/, softmax_naive/ and xent/<kernel>/<level>
-// (bench_nn.cpp), the peer libraries on the same shapes and inputs, dense_fwd/<lib>_<dtype>__peer/<size> and
+// dense_bwd/<kernel>/<size> (bench_dense.cpp), mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/, gelu/
+// and gelu_tanh/<kernel>/<level> (bench_nn.cpp), attention_prescale/ and attention_postscale/<kernel>/<len>
+// (bench_attention.cpp), the peer libraries on the same shapes and inputs, dense_fwd/<lib>_<dtype>__peer/<size> and
 // softmax/<lib>_f32__peer/<level> (bench_peers.cpp), and the roofs roof/read/<level>, roof/copy/<level>,
 // roof/fma/<isa> and roof/f16c/<isa> (bench_roof.cpp). Before any of them, the roofs the kernels are compared with
 // (read and copy at each level, the FMA peak of each enabled ISA, the F16C round trip) are measured once,
@@ -101,6 +102,7 @@ void add_context(std::string_view min_time) {
                                caches.l1d >> 10, caches.l2 >> 10, caches.l3 >> 10, caches.l3_share >> 10,
                                caches.source));
   AddCustomContext("bench_nn", halfmap::bench::nn_description());
+  AddCustomContext("bench_attention", halfmap::bench::attention_description());
   halfmap::bench::add_peer_context();  // also checks every peer once, before any benchmark
   // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)
   AddCustomContext("bench_min_time", std::string(min_time.substr(min_time.find('=') + 1)));
@@ -166,6 +168,7 @@ int main(int argc, char** argv) {
   halfmap::bench::register_reduce_benchmarks();
   halfmap::bench::register_dense_benchmarks();
   halfmap::bench::register_nn_benchmarks();
+  halfmap::bench::register_attention_benchmarks();
   halfmap::bench::register_roof_benchmarks();
   halfmap::bench::register_peer_benchmarks();
   benchmark::RunSpecifiedBenchmarks();

@@ -99,6 +99,26 @@ class WithPeers(unittest.TestCase):
         self.assertIn("| `f32_dense_fwd__avx512` | fma avx512 | 0.81 | 0.78 |", self.text)
         self.assertIn("mystery", self.text)  # an unreadable name is reported, not fatal
 
+    def test_attention_against_the_roof_of_its_arithmetic(self):
+        # Target 17 at len 512: f32 0.6 of fma/avx512 (met); the per-operation f16 kernel against the F16C roof,
+        # 0.4 of it (missed by 0.10), not against the f32 FMA roof its label names; bf16 0.43 of vdpbf16ps.
+        lines = [line for line in target_lines(self.text) if line.startswith("| attention_")]
+        self.assertEqual(len(lines), 3)  # no target for isa ref
+        f32 = next(line for line in lines if "`f32_attention_prescale__avx512`" in line)
+        self.assertIn("the FMA roof (fma/avx512), len 512", f32)
+        self.assertIn("| 0.600 | ≥ 0.5 | met |", f32)
+        f16 = next(line for line in lines if "`f16_attention_prescale__avx512`" in line)
+        self.assertIn("the F16C round-trip roof (f16c avx512)", f16)
+        self.assertIn("| 0.400 | ≥ 0.5 | **missed** by 0.10 (20% short) |", f16)
+        bf16 = next(line for line in lines if "`bf16_f32acc_attention_postscale__avx512bf16`" in line)
+        self.assertIn("| 0.430 | ≥ 0.5 | **missed** by 0.07", bf16)
+        # Its own section, tables by len with the roof of each kernel, and the shape from the context.
+        section = self.text.split("## Attention", 1)[1].split("\n## ", 1)[0]
+        self.assertIn("Shape and work: one head, d = 64", section)
+        self.assertIn("| `f32_attention_prescale__avx512` | 64.4 | 70.2 |", section)
+        self.assertIn("| `f32_attention_prescale__avx512` | fma avx512 | 0.55 | 0.60 |", section)
+        self.assertIn("| `f32_attention_postscale__ref` | none (ref) | - |", section)
+
     def test_targets_name_the_machine(self):
         self.assertIn("The speeds the project tracks (measured on fixture, single core;", self.text)
         text = bench_report.render(load(), {}, "", "bench.json")

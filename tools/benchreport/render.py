@@ -10,7 +10,7 @@ from . import diagnose as diagnose_bench
 from . import threads as dense_threads
 from .markdown import LEVELS, fmt_bytes, fmt_frac, fmt_rate, fmt_unit, level_key, size_key, table
 from .peers import EXPECTED_PEERS, PEERS_HINT, Peers
-from .results import DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, number
+from .results import COMPUTE_OPS, DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, number
 from .roofs import COPY_OPS, F16C_ISAS, F16C_OPS, F16C_WHAT, FMA_WHAT, Roofs, f16c_fraction, roof_fraction, roof_name
 from .targets import target_rows
 
@@ -209,9 +209,9 @@ def roof_defects(results, roofs):
             continue
         checks = [(roof_fraction(results, roofs, suite, kernel, arg)[0],
                    f"copy/{arg}" if suite in COPY_OPS else roof_name(results, roofs, suite, kernel)
-                   if suite in DENSE_OPS else f"read/{arg}")]
+                   if suite in COMPUTE_OPS else f"read/{arg}")]
         facts = results.facts(kernel)
-        if facts.mode == "f16" and facts.isa in F16C_ISAS and (suite in DENSE_OPS or facts.op in F16C_OPS):
+        if facts.mode == "f16" and facts.isa in F16C_ISAS and (suite in COMPUTE_OPS or facts.op in F16C_OPS):
             checks.append((f16c_fraction(results, roofs, suite, kernel, arg)[0], f"f16c/{facts.isa}"))
         for frac, name in checks:
             if frac is not None and frac > 1 + margin:
@@ -324,11 +324,11 @@ def dense_peer_lines(results, suite, ran, sizes, peers):
     return out + ["", "Peers:", ""] + peers.status_lines()
 
 
-def dense_tables(results, roofs, suite, context):
+def dense_tables(results, roofs, suite, context, at="M = N = K"):
     sizes = sorted(results.args.get(suite, []), key=size_key)
     kernels = results.kernels.get(suite, [])
     ran = [k for k in kernels if any((suite, k, s) in results.cells for s in sizes)]
-    out = ["GFLOP/s at M = N = K =", ""]
+    out = [f"GFLOP/s at {at} =", ""]
     out += table(["kernel"] + sizes, [[f"`{k}`"] + [fmt_rate(results.value(suite, k, s, "flops_per_second"))
                                                      for s in sizes] for k in ran])
     out += spread_line(results, suite, ran, sizes, "flops_per_second")
@@ -371,6 +371,23 @@ def dense_section(results, roofs, context):
     if not found:
         out += ["No dense_fwd/ or dense_bwd/ benchmarks in this run.", ""]
     return out
+
+
+def attention_section(results, roofs, context):
+    out = ["## Attention", ""]
+    described = context.get("bench_attention")
+    out.append("GFLOP/s of one head's forward and backward, counting the six GEMMs (12·len²·d per call), and their "
+               "fraction of the FMA roof of the kernel's ISA and arithmetic, as the dense layers'. "
+               + (f"Shape and work: {described}." if described else ""))
+    found = False
+    for op, what in (("attention_prescale", "1/√d on Q before Q·Kᵀ"), ("attention_postscale", "1/√d on Q·Kᵀ")):
+        if not results.kernels.get(op):
+            continue
+        found = True
+        out += ["", f"### {op}: {what}", ""] + dense_tables(results, roofs, op, context, "len")
+    if not found:
+        out += ["", "No attention_prescale/ or attention_postscale/ benchmarks in this run."]
+    return out + [""]
 
 
 def nn_section(results, roofs, context):
@@ -424,7 +441,8 @@ def render(data, info, machine, source, charts=(), diagnose=None):
     out += reductions_section(results, roofs)
     out += dense_section(results, roofs, context)
     out += dense_threads.section(results, context) + [""]
-    out += nn_section(results, roofs, context)
+    out += nn_section(results, roofs, context) + [""]
+    out += attention_section(results, roofs, context)
     out += diagnose_bench.section(diagnose)
     if charts:
         out += ["", "## Charts", ""]

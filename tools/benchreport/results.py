@@ -19,6 +19,10 @@ import statistics
 REDUCE_OPS = ("sum", "sumsq", "maxabs", "dot")
 NN_OPS = ("mse", "softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh")
 DENSE_OPS = ("dense_fwd", "dense_bwd")
+ATTENTION_OPS = ("attention_prescale", "attention_postscale")
+# The suites compared with an FMA roof (GFLOP/s), by size: the dense layers, and attention, made of its ISA's
+# dense kernels.
+COMPUTE_OPS = DENSE_OPS + ATTENTION_OPS
 PEER_SUFFIX = "__peer"
 SKIP_NAME_PARTS = re.compile(r"^(min_time|min_warmup_time|repeats|iterations|threads|real_time|manual_time|"
                              r"process_time):")

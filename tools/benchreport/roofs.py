@@ -22,7 +22,7 @@ roof of their arithmetic on this machine.
 
 import re
 
-from .results import DENSE_OPS, is_peer, number
+from .results import COMPUTE_OPS, is_peer, number
 
 COPY_OPS = ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh")
 STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
@@ -127,7 +127,7 @@ def roof_fraction(results, roofs, suite, kernel, arg):
         return copy_fraction(results, roofs, suite, kernel, arg)
     if cell.get("roof_fraction") is not None:
         return cell["roof_fraction"], None
-    if suite in DENSE_OPS:
+    if suite in COMPUTE_OPS:
         isa, why = compute_roof(results, roofs, suite, kernel)
         if isa is None:
             return None, why
@@ -178,7 +178,7 @@ def f16c_fraction(results, roofs, suite, kernel, arg):
     roof = roofs.f16c.get(isa)
     if not roof:
         return None, f"F16C roof of {isa} not measured"
-    if suite in DENSE_OPS:
+    if suite in COMPUTE_OPS:
         rate = cell.get("flops_per_second")
     else:
         rate = 2 * cell["elements_per_second"] if cell.get("elements_per_second") else None

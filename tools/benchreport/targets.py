@@ -31,6 +31,9 @@
    16. layernorm, rmsnorm (forward, rows of 1024) and GELU (both forms) as target 9: f32 >= 0.85x the copy roof
        at dram, fp16 and
        bf16 storage >= 1.5x the elements/s of the f32 kernel of the same op and ISA (issue 23).
+   17. attention (one head, d = 64, forward and backward, both placements of 1/√d) at len 512 >= 0.5x the roof of
+       its arithmetic: the FMA roof of its ISA for the f32, f16_f32acc, bf16_f32acc and native f16 kernels, the
+       F16C round-trip roof for the per-operation f16 kernels of avx2 and avx512 (issue 23).
 
 Every ratio is of the medians of the run's repetitions; met or missed judges that median ratio alone.
 """
@@ -39,8 +42,8 @@ from . import diagnose as diagnose_bench
 from . import threads as dense_threads
 from .markdown import LEVELS, fmt_rate, fmt_spread, ratio_spread
 from .peers import PEER_SUFFIX, Peers
-from .results import REDUCE_OPS, is_peer, suite_of
-from .roofs import F16C_ISAS, F16C_OPS, bytes_moved, copy_fraction, f16c_fraction, roof_fraction
+from .results import ATTENTION_OPS, REDUCE_OPS, is_peer, suite_of
+from .roofs import F16C_ISAS, F16C_OPS, bytes_moved, compute_roof, copy_fraction, f16c_fraction, roof_fraction
 
 TARGET_SIZE = "1024"
 SAME_ISA_SIZES = ("256", "512", "1024")
@@ -316,6 +319,30 @@ def all_cores_targets(rows, results, context):
                      base_spread=results.spread(suite, f"{peer}{PEER_SUFFIX}", most, flops))
 
 
+ATTENTION_LEN = "512"
+ATTENTION_TARGET = 0.5
+
+
+def attention_targets(rows, results, roofs):
+    """Target 17: every attention kernel at ATTENTION_LEN against the roof of its arithmetic."""
+    for op in ATTENTION_OPS:
+        for kernel in [k for k in results.kernels.get(op, []) if not is_peer(k) and results.facts(k).isa != "ref"]:
+            facts = results.facts(kernel)
+            per_op = facts.mode == "f16" and facts.isa in F16C_ISAS
+            if per_op:
+                frac, missing = f16c_fraction(results, roofs, op, kernel, ATTENTION_LEN)
+                roof_what = f"the F16C round-trip roof (f16c {facts.isa})"
+            else:
+                frac, missing = roof_fraction(results, roofs, op, kernel, ATTENTION_LEN)
+                isa = compute_roof(results, roofs, op, kernel)[0]
+                roof_what = f"the FMA roof (fma/{isa})" if isa else "the FMA roof"
+            rate = results.value(op, kernel, ATTENTION_LEN, "flops_per_second")
+            rows.append([f"{op} ≥ {ATTENTION_TARGET:g}× {roof_what}, len {ATTENTION_LEN}, d 64: `{kernel}`",
+                         "-" if missing else f"{fmt_rate(rate)} {GFLOPS}, {frac:.3f} of the roof",
+                         "-" if missing else f"{frac:.3f}", f"≥ {ATTENTION_TARGET:g}",
+                         judge(frac, ATTENTION_TARGET, missing)])
+
+
 def target_rows(results, roofs, context, diagnose=None):
     """Rows [target, measured, ratio, needed, result] for every target the issues list, from this run (`diagnose`:
     the diagnose benchmark's JSON, or None when it did not run)."""
@@ -331,6 +358,7 @@ def target_rows(results, roofs, context, diagnose=None):
     native_dense_targets(rows, results, roofs)
     short_reduction_targets(rows, results, roofs)
     all_cores_targets(rows, results, context)
+    attention_targets(rows, results, roofs)
     rows += dense_threads.target_rows(results)
     rows += diagnose_bench.target_rows(diagnose)
     return rows

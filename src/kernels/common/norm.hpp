@@ -79,12 +79,24 @@ void norm_f32acc(const NormArgs& a) {
     acc->resize(padded);
     for (std::size_t j = 0; j < padded; j += W) M::store(acc->data() + j, M::set1(0.0f));
   }
+  // f(j, n) for the registers of a row in order: n = W (a constant once f is inlined) but for a partial last one.
+  auto blocks = [cols](auto f) {
+    std::size_t j = 0;
+    for (; j + W <= cols; j += W) f(j, W);
+    if (j < cols) f(j, cols - j);
+  };
   for (std::size_t i = 0; i < a.rows; ++i) {
     const Elem* xi = x + i * cols;
+    // R accumulators over whole blocks of R registers, the rest into the first: every index is a constant once
+    // the block is unrolled, so the accumulators stay in registers (a register chosen at run time puts them in
+    // memory, a store-to-load chain per register: 2.3× slower rows).
     auto sum = [&](auto term) {
       V acc[R] = {M::set1(0.0f), M::set1(0.0f), M::set1(0.0f), M::set1(0.0f)};
-      std::size_t r = 0;
-      for (std::size_t j = 0; j < cols; j += W, r = (r + 1) % R) term(acc[r], j, std::min(W, cols - j));
+      std::size_t j = 0;
+      for (; j + R * W <= cols; j += R * W) {
+        for (std::size_t r = 0; r < R; ++r) term(acc[r], j + r * W, W);
+      }
+      for (; j < cols; j += W) term(acc[0], j, std::min(W, cols - j));
       return hsum<M>(acc);
     };
     float mu = 0.0f;
@@ -107,12 +119,11 @@ void norm_f32acc(const NormArgs& a) {
     auto xhat = [&](std::size_t j, std::size_t n) { return M::mul(dev(j, n), rv); };
     if (y != nullptr) {
       Elem* yi = y + i * cols;
-      for (std::size_t j = 0; j < cols; j += W) {
-        const std::size_t n = std::min(W, cols - j);
+      blocks([&](std::size_t j, std::size_t n) {
         const V xh = xhat(j, n);
         const V out = kRms ? M::mul(xh, gamma_at(j, n)) : M::fma(xh, gamma_at(j, n), beta_at(j, n));
         store_lanes<S>(yi + j, out, n);
-      }
+      });
     }
     if (dy == nullptr) continue;
     const Elem* dyi = dy + i * cols;
@@ -126,15 +137,14 @@ void norm_f32acc(const NormArgs& a) {
                      }) / float(cols);
     const V gav = M::set1(ga), ngbv = M::set1(-gb);
     Elem* dxi = dx + i * cols;
-    for (std::size_t j = 0; j < cols; j += W) {
-      const std::size_t n = std::min(W, cols - j);
+    blocks([&](std::size_t j, std::size_t n) {
       const V xh = xhat(j, n);
       const V u = kRms ? g_at(j, n) : M::sub(g_at(j, n), gav);
       store_lanes<S>(dxi + j, M::mul(M::fma(xh, ngbv, u), rv), n);
       const V dyv = load_n(dyi + j, n);
       if (want_dg) M::store(dgacc.data() + j, M::fma(dyv, xh, M::load(dgacc.data() + j)));
       if (want_db) M::store(dbacc.data() + j, M::add(M::load(dbacc.data() + j), dyv));
-    }
+    });
   }
   for (std::size_t j = 0; j < cols && (want_dg || want_db); j += W) {
     const std::size_t n = std::min(W, cols - j);
