@@ -3,8 +3,9 @@
 //   dense_fwd/<lib>_<dtype>__peer/<size>  Y = X·W + b at the sizes of dense_fwd (kDenseFwdSizes), on the same
 //                                         operands as halfmap's dense kernels of that storage type (operands());
 //   softmax/<lib>_<dtype>__peer/<level>   rows × kNnCols values of the dtype (f32, bf16, f16) at each level, from
-//                                         the same input buffer into output_buffer(), as halfmap's softmax
-//                                         benchmark of that storage type.
+//   layernorm/<lib>_<dtype>__peer/<level> the same input buffer into output_buffer(), as halfmap's softmax and
+//                                         layernorm benchmarks of that storage type (layernorm: γ and β the
+//                                         buffer's first two rows, ε = 1e-5, forward only).
 //   dense_fwd_threads/<lib>_<dtype>__peer/<threads>  the peers that run on several threads (DensePeer::threaded:
 //                                         oneDNN, OpenBLAS) at kThreadsSize on each of halfmap's thread counts,
 //                                         timed by wall clock like halfmap's dense_fwd_threads/ (bench_dense.cpp).
@@ -20,9 +21,10 @@
 // Before any benchmark, every peer is checked once (add_peer_context):
 //   * its result: a dense peer's at size 64 against halfmap's f32_dense_fwd__ref on the f32 operands, max|y -
 //     y_ref| / max(1, max|y_ref|) within the peer's tolerance (1e-3 for f32, 1e-1 for fp16 and bf16, whose inputs
-//     are rounded); a softmax peer's at l1 against the ref softmax of its storage type (f32_softmax__ref,
-//     f16_f32acc_softmax__ref, bf16_f32acc_softmax__ref), max|y - y_ref| / y_ref within 1e-3 for f32 and 1e-2 for
-//     fp16 and bf16 (one rounding step of the output either way). Otherwise every benchmark of that peer skips
+//     are rounded); a softmax or layernorm peer's at l1 against the ref kernel of its op and storage type
+//     (f32_softmax__ref, f16_f32acc_softmax__ref, bf16_f32acc_layernorm__ref, ...), max|y - y_ref| / y_ref
+//     (layernorm: / max(1, |y_ref|)) within 1e-3 for f32 and 1e-2 for fp16 and bf16 (one rounding step of the
+//     output either way). Otherwise every benchmark of that peer skips
 //     with the error, so a misused API never gets a speed published;
 //   * the floating-point modes (MXCSR / FPCR, not MXCSR's sticky exception flags) before and after creating and
 //     running it. A peer that left flushing on would silently change every later benchmark: they would be
@@ -184,8 +186,15 @@ float widen_at(DType t, const void* values, std::size_t i) {
   return static_cast<const float*>(values)[i];
 }
 
-void check_softmax(PeerState& st, const peers::SoftmaxPeer& p) {
-  const std::string key = "softmax/" + p.name;
+/// The reference a row peer is checked against: halfmap's ref kernel of its op and storage type (f32 arithmetic,
+/// each output rounded once to the storage type).
+std::string row_ref_name(const peers::RowPeer& p) {
+  const std::string_view mode = p.storage == DType::f32 ? "f32" : p.storage == DType::f16 ? "f16_f32acc" : "bf16_f32acc";
+  return fmt::format("{}_{}__ref", mode, op_name(p.op));
+}
+
+void check_row(PeerState& st, const peers::RowPeer& p) {
+  const std::string key = fmt::format("{}/{}", op_name(p.op), p.name);
   const Level& level = kLevels.front();
   const std::size_t esize = dtype_size(p.storage), rows = level.bytes / (kNnCols * esize);
   const void* x = input_buffer(p.storage, level);
@@ -202,14 +211,22 @@ void check_softmax(PeerState& st, const peers::SoftmaxPeer& p) {
     st.checks.emplace_back("peer_check/" + key, fmt::format("skipped: {}", e.what()));
     return;
   }
-  // The reference of the same storage: f32 arithmetic, each output rounded once to the storage type.
-  const std::string ref_name = p.storage == DType::f32 ? "f32_softmax__ref"
-                               : p.storage == DType::f16 ? "f16_f32acc_softmax__ref" : "bf16_f32acc_softmax__ref";
-  find_kernel(ref_name)->softmax({rows, kNnCols, x, ref.data()});
-  double rel = 0;  // every ref value is positive: inputs in [-1, 1) give probabilities near 1/kNnCols
+  const std::string ref_name = row_ref_name(p);
+  const Kernel* ref_kernel = find_kernel(ref_name);
+  const auto* in = static_cast<const unsigned char*>(x);
+  if (p.op == Op::layernorm) {  // γ, β: the buffer's first two rows, as the peer and bench_nn.cpp read them
+    ref_kernel->norm({rows, kNnCols, x, x, in + kNnCols * esize, kLayerNormEpsTorch, ref.data(), nullptr, nullptr,
+                      nullptr, nullptr, nullptr, nullptr});
+  } else {
+    ref_kernel->softmax({rows, kNnCols, x, ref.data()});
+  }
+  // softmax: every ref value is positive (inputs in [-1, 1) give probabilities near 1/kNnCols), the error
+  // relative to each; layernorm: y is of order 1 and crosses 0, the error relative to max(1, |y_ref|).
+  double rel = 0;
   for (std::size_t i = 0; i < rows * kNnCols; ++i) {
     const double r = widen_at(p.storage, ref.data(), i);
-    const double e = std::fabs(double{widen_at(p.storage, y.data(), i)} - r) / r;
+    const double scale = p.op == Op::softmax ? r : std::max(1.0, std::fabs(r));
+    const double e = std::fabs(double{widen_at(p.storage, y.data(), i)} - r) / scale;
     rel = std::isnan(e) ? e : std::max(rel, e);
   }
   // f32: 1e-3; fp16, bf16: 1e-2, above the 2^-7 of one bf16 rounding step either way.
@@ -262,7 +279,7 @@ PeerState make_state() {
 #endif
   for (const peers::Library& lib : st.libs) {
     for (const peers::DensePeer& p : lib.dense) check_dense(st, p);
-    for (const peers::SoftmaxPeer& p : lib.softmax) check_softmax(st, p);
+    for (const peers::RowPeer& p : lib.rows) check_row(st, p);
   }
   return st;
 }
@@ -310,13 +327,14 @@ void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s
   if (p.threaded) state.counters["threads"] = benchmark::Counter(threads);
 }
 
-void run_softmax(benchmark::State& state, const peers::SoftmaxPeer& p, const Level& level) {
-  if (const auto it = peer_state().skip.find("softmax/" + p.name); it != peer_state().skip.end()) {
+void run_row(benchmark::State& state, const peers::RowPeer& p, const Level& level) {
+  const std::string key = fmt::format("{}/{}", op_name(p.op), p.name);
+  if (const auto it = peer_state().skip.find(key); it != peer_state().skip.end()) {
     state.SkipWithError(it->second.c_str());
     return;
   }
   const std::size_t esize = dtype_size(p.storage), rows = level.bytes / (kNnCols * esize);
-  std::unique_ptr<peers::SoftmaxRun> run;
+  std::unique_ptr<peers::RowRun> run;
   try {
     run = p.make(rows, kNnCols, input_buffer(p.storage, level), output_buffer());
   } catch (const peers::Unsupported& e) {
@@ -370,11 +388,10 @@ void register_peer_benchmarks() {
         benchmark::RegisterBenchmark(name.c_str(), [&p, s](benchmark::State& state) { run_dense(state, p, s); });
       }
     }
-    for (const peers::SoftmaxPeer& p : lib.softmax) {
+    for (const peers::RowPeer& p : lib.rows) {
       for (const Level& level : kLevels) {
-        const std::string name = fmt::format("softmax/{}/{}", p.name, level.name);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [&p, &level](benchmark::State& state) { run_softmax(state, p, level); });
+        const std::string name = fmt::format("{}/{}/{}", op_name(p.op), p.name, level.name);
+        benchmark::RegisterBenchmark(name.c_str(), [&p, &level](benchmark::State& state) { run_row(state, p, level); });
       }
     }
   }

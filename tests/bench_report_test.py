@@ -119,6 +119,15 @@ class WithPeers(unittest.TestCase):
         self.assertIn("| `f32_attention_prescale__avx512` | fma avx512 | 0.55 | 0.60 |", section)
         self.assertIn("| `f32_attention_postscale__ref` | none (ref) | - |", section)
 
+    def test_layernorm_against_onednn(self):
+        # Target 18: f32 2.1 / 2.0 Gelem/s = 1.05, met; bf16 3.2 / 4.0 = 0.8, missed by 0.20; no f16 row (oneDNN
+        # 2.6 has no f16 layer normalisation).
+        lines = [line for line in target_lines(self.text) if "oneDNN" in line and "layer normalisation" in line]
+        self.assertEqual(len(lines), 2)
+        self.assertIn("| 1.050 | ≥ 1 | met |", lines[0])
+        self.assertIn("`f32_layernorm__avx512`", lines[0])
+        self.assertIn("| 0.800 | ≥ 1 | **missed** by 0.20 (20% short) |", lines[1])
+
     def test_targets_name_the_machine(self):
         self.assertIn("The speeds the project tracks (measured on fixture, single core;", self.text)
         text = bench_report.render(load(), {}, "", "bench.json")

@@ -1,4 +1,4 @@
-// oneDNN peers of dense_fwd and softmax. dense_fwd: one matmul primitive with bias, Y = X·W + b, every tensor plain row-major
+// oneDNN peers of dense_fwd, softmax and layernorm. dense_fwd: one matmul primitive with bias, Y = X·W + b, every tensor plain row-major
 // (format tag ab, as halfmap stores them, so any packing oneDNN does is inside the timed execute, as halfmap's
 // is), on halfmap's operands used in place (same bits: IEEE f32, bf16, fp16). Timed per call: execute() and
 // stream.wait(); the primitive is created once, untimed.
@@ -18,6 +18,12 @@
 //   onednn_f32__peer, onednn_bf16__peer, onednn_f16__peer  f32 / bf16 / fp16 in and out (f32 arithmetic inside,
 //                      each output rounded to the dtype), like halfmap's f32, bf16_f32acc and f16_f32acc softmax.
 //
+// Layer-normalisation peers (layernorm/<name>/<level>): layer_normalization forward inference over each row,
+// ε = 1e-5, use_scale | use_shift with γ and β in f32 (oneDNN takes them in f32 only: widened once, untimed, from
+// the first and second rows of the input buffer, as halfmap's benchmark reads them), src and dst of the dtype,
+// statistics computed in f32 and not kept: what halfmap's layernorm benchmark times. oneDNN 2.6 has no f16 layer
+// normalisation on CPUs: that peer skips with the library's "unimplemented".
+//
 // ISA: oneDNN picks its kernels at run time, up to the CPU's best ISA or the cap that ONEDNN_MAX_CPU_ISA (or
 // DNNL_MAX_CPU_ISA) sets for the whole process before first use. tools/main.sh runs halfmap_bench a second time
 // with ONEDNN_MAX_CPU_ISA=AVX2 (and a third with AVX512_CORE_BF16), which renames the peers onednn_avx2_f32__peer
@@ -35,6 +41,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -114,7 +121,7 @@ std::unique_ptr<DenseRun> make_f16(const DenseProblem& p) {
 
 /// softmax_v2 forward inference (softmax_accurate: max subtracted) over axis 1 of a rows × cols plain tensor,
 /// src and dst of one dtype, on halfmap's buffers in place. Timed per call: execute() and stream.wait().
-class SoftmaxPrimRun final : public SoftmaxRun {
+class SoftmaxPrimRun final : public RowRun {
  public:
   SoftmaxPrimRun(std::size_t rows, std::size_t cols, const void* x, void* y, dt type, std::string_view unsupported)
       : stream_(engine()) {
@@ -146,11 +153,67 @@ class SoftmaxPrimRun final : public SoftmaxRun {
 };
 
 template <dt kType>
-std::unique_ptr<SoftmaxRun> make_softmax(std::size_t rows, std::size_t cols, const void* x, void* y) {
+std::unique_ptr<RowRun> make_softmax(std::size_t rows, std::size_t cols, const void* x, void* y) {
   constexpr std::string_view kWhat = kType == dt::f32    ? "unsupported: oneDNN 2.6 has no f32 softmax on this CPU"
                                      : kType == dt::bf16 ? "unsupported: oneDNN 2.6 has no bf16 softmax on this CPU"
                                                          : "unsupported: oneDNN 2.6 has no f16 softmax on this CPU";
   return std::make_unique<SoftmaxPrimRun>(rows, cols, x, y, kType, kWhat);
+}
+
+/// layer_normalization forward inference over axis 1 of a rows × cols plain tensor (see the top of this file).
+class LayerNormRun final : public RowRun {
+ public:
+  LayerNormRun(std::size_t rows, std::size_t cols, const void* x, void* y, dt type, std::string_view unsupported)
+      : stream_(engine()), gamma_(cols), beta_(cols) {
+    using dim = dnnl::memory::dim;
+    const dnnl::memory::desc md({dim(rows), dim(cols)}, type, tag::ab), ss_md({dim(cols)}, dt::f32, tag::a);
+    for (std::size_t j = 0; j < cols; ++j) {
+      gamma_[j] = widen(x, type, j);
+      beta_[j] = widen(x, type, cols + j);
+    }
+    const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    try {
+      pd_ = dnnl::layer_normalization_forward::primitive_desc(
+          dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, md, kLayerNormEpsTorch, flags),
+          engine());
+    } catch (const dnnl::error& e) {
+      if (e.status == dnnl_unimplemented) throw Unsupported(std::string(unsupported));
+      throw Unsupported(fmt::format("oneDNN: {}", e.what()));
+    }
+    prim_ = dnnl::layer_normalization_forward(pd_);
+    x_ = dnnl::memory(md, engine(), const_cast<void*>(x));  // only read
+    y_ = dnnl::memory(md, engine(), y);
+    gamma_m_ = dnnl::memory(ss_md, engine(), gamma_.data());
+    beta_m_ = dnnl::memory(ss_md, engine(), beta_.data());
+  }
+  void run() override {
+    prim_.execute(stream_,
+                  {{DNNL_ARG_SRC, x_}, {DNNL_ARG_DST, y_}, {DNNL_ARG_SCALE, gamma_m_}, {DNNL_ARG_SHIFT, beta_m_}});
+    stream_.wait();
+  }
+
+ private:
+  static float widen(const void* p, dt type, std::size_t i) {
+    switch (type) {
+      case dt::bf16: return to_f32(static_cast<const bf16*>(p)[i]);
+      case dt::f16: return to_f32(static_cast<const f16*>(p)[i]);
+      default: return static_cast<const float*>(p)[i];
+    }
+  }
+  dnnl::stream stream_;
+  std::vector<float> gamma_, beta_;
+  dnnl::layer_normalization_forward::primitive_desc pd_;
+  dnnl::layer_normalization_forward prim_;
+  dnnl::memory x_, y_, gamma_m_, beta_m_;
+};
+
+template <dt kType>
+std::unique_ptr<RowRun> make_layernorm(std::size_t rows, std::size_t cols, const void* x, void* y) {
+  constexpr std::string_view kWhat =
+      kType == dt::f32    ? "unsupported: oneDNN 2.6 has no f32 layer normalisation on this CPU"
+      : kType == dt::bf16 ? "unsupported: oneDNN 2.6 has no bf16 layer normalisation on this CPU"
+                          : "unsupported: oneDNN 2.6 has no f16 layer normalisation on this CPU";
+  return std::make_unique<LayerNormRun>(rows, cols, x, y, kType, kWhat);
 }
 
 std::string_view runtime_name(unsigned r) {
@@ -215,14 +278,20 @@ Library onednn_library() {
       fmt::format("oneDNN {}.{}.{} (git {}), CPU runtime {}; 1 thread: omp_set_num_threads(1) before first use "
                   "(omp_get_max_threads() = {}), dense_fwd_threads/: omp_set_num_threads(threads); max ISA {}; "
                   "matmul with bias, plain row-major tensors, "
-                  "bf16 peer writes bf16; softmax_v2 (softmax_accurate) over rows{}",
+                  "bf16 peer writes bf16; softmax_v2 (softmax_accurate) over rows; layer_normalization forward "
+                  "inference over rows, eps 1e-5, f32 scale and shift{}",
                   v->major, v->minor, v->patch, v->hash, runtime_name(v->cpu_runtime), omp_get_max_threads(),
                   dnnl_isa_name(isa), cap ? " (capped by the environment: ONEDNN_MAX_CPU_ISA)" : ""),
       {peer(dt::f32, "f32", 1e-3, make_f32), peer(dt::bf16, "bf16", 1e-1, make_bf16),
        peer(dt::f16, "f16", 1e-1, make_f16)},
-      {{peer_name("onednn", cap, isa_for(isa, dt::f32), "f32"), DType::f32, make_softmax<dt::f32>},
-       {peer_name("onednn", cap, isa_for(isa, dt::bf16), "bf16"), DType::bf16, make_softmax<dt::bf16>},
-       {peer_name("onednn", cap, isa_for(isa, dt::f16), "f16"), DType::f16, make_softmax<dt::f16>}},
+      {{peer_name("onednn", cap, isa_for(isa, dt::f32), "f32"), Op::softmax, DType::f32, make_softmax<dt::f32>},
+       {peer_name("onednn", cap, isa_for(isa, dt::bf16), "bf16"), Op::softmax, DType::bf16, make_softmax<dt::bf16>},
+       {peer_name("onednn", cap, isa_for(isa, dt::f16), "f16"), Op::softmax, DType::f16, make_softmax<dt::f16>},
+       {peer_name("onednn", cap, isa_for(isa, dt::f32), "f32"), Op::layernorm, DType::f32, make_layernorm<dt::f32>},
+       {peer_name("onednn", cap, isa_for(isa, dt::bf16), "bf16"), Op::layernorm, DType::bf16,
+        make_layernorm<dt::bf16>},
+       {peer_name("onednn", cap, isa_for(isa, dt::f16), "f16"), Op::layernorm, DType::f16,
+        make_layernorm<dt::f16>}},
   };
 }
 

@@ -56,18 +56,22 @@ struct DensePeer {
   bool threaded = false;
 };
 
-/// A prepared row-wise softmax of rows × cols values of the peer's storage type from x into y.
-class SoftmaxRun {
+/// A prepared row-wise operation on rows × cols values of the peer's storage type, from x into y.
+class RowRun {
  public:
-  virtual ~SoftmaxRun() = default;
+  virtual ~RowRun() = default;
   virtual void run() = 0;
 };
 
-struct SoftmaxPeer {
+/// A row-wise peer: softmax (forward inference over each row), or layernorm (forward inference over each row,
+/// ε = 1e-5 as PyTorch's, γ and β the first and second `cols` values of x's own buffer, as halfmap's layernorm
+/// benchmark reads them: bench_nn.cpp).
+struct RowPeer {
   std::string name;  // <lib>_<dtype>__peer
+  Op op;             // Op::softmax or Op::layernorm
   DType storage;     // of x and y: f32, or fp16 / bf16 bit patterns
-  std::unique_ptr<SoftmaxRun> (*make)(std::size_t rows, std::size_t cols, const void* x, void* y);  // throws
-                                                                                                    // Unsupported
+  std::unique_ptr<RowRun> (*make)(std::size_t rows, std::size_t cols, const void* x, void* y);  // throws
+                                                                                                // Unsupported
 };
 
 /// The name of a dense peer: <lib>_<dtype>__peer, or <lib>_<isa>_<dtype>__peer when the environment capped the
@@ -84,7 +88,7 @@ struct Library {
   std::string name;     // openblas, onednn, xnnpack, eigen
   std::string context;  // version and threading, in words
   std::vector<DensePeer> dense;
-  std::vector<SoftmaxPeer> softmax;
+  std::vector<RowPeer> rows;  // softmax and layernorm
 };
 
 // Each is defined in bench/peers/<lib>.cpp, only when that library was found; called once, before any benchmark

@@ -113,7 +113,7 @@ class FullyConnectedRun final : public DenseRun {
 std::unique_ptr<DenseRun> make_f32(const DenseProblem& p) { return std::make_unique<FullyConnectedRun<float>>(p); }
 std::unique_ptr<DenseRun> make_f16(const DenseProblem& p) { return std::make_unique<FullyConnectedRun<f16>>(p); }
 
-class SoftmaxOpRun final : public SoftmaxRun {
+class SoftmaxOpRun final : public RowRun {
  public:
   SoftmaxOpRun(std::size_t rows, std::size_t cols, const float* x, float* y) {
     xnn_operator_t op = nullptr;
@@ -127,7 +127,7 @@ class SoftmaxOpRun final : public SoftmaxRun {
   Operator op_;
 };
 
-std::unique_ptr<SoftmaxRun> make_softmax(std::size_t rows, std::size_t cols, const void* x, void* y) {
+std::unique_ptr<RowRun> make_softmax(std::size_t rows, std::size_t cols, const void* x, void* y) {
   return std::make_unique<SoftmaxOpRun>(rows, cols, static_cast<const float*>(x), static_cast<float*>(y));
 }
 
@@ -149,7 +149,7 @@ Library xnnpack_library() {
   // isa left empty: XNNPACK picks its micro-kernels at run time and does not say which.
   lib.dense = {{"xnnpack_f32__peer", DType::f32, 1e-3, make_f32, ""},
                {"xnnpack_f16__peer", DType::f16, 1e-1, make_f16, ""}};
-  lib.softmax = {{"xnnpack_f32__peer", DType::f32, make_softmax}};
+  lib.rows = {{"xnnpack_f32__peer", Op::softmax, DType::f32, make_softmax}};
   return lib;
 }
 

@@ -9,6 +9,7 @@ EXPECTED_PEERS = {
     "dense_fwd": ("openblas_f32", "onednn_f32", "xnnpack_f32", "eigen_f32", "openblas_bf16", "onednn_bf16",
                   "xnnpack_f16", "eigen_f16", "onednn_f16"),
     "softmax": ("xnnpack_f32", "onednn_f32", "onednn_bf16", "onednn_f16"),
+    "layernorm": ("onednn_f32", "onednn_bf16", "onednn_f16"),
 }
 
 

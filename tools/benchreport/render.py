@@ -394,10 +394,9 @@ def nn_section(results, roofs, context):
     out = ["## Losses, softmax and cross-entropy", ""]
     out.append("GB/s of input read (mse: p and y; softmax: x; xent: logits and labels), and the roof fraction: "
                "mse's of the read roof of the level; softmax's, softmax_naive's and xent's, whose bytes read + "
-               "written (y, dlogits) are counted, of the copy roof of the level. softmax also compares elements "
-               "per second with the fastest peer of the "
-               "same storage type (XNNPACK's f32 softmax, oneDNN's f32, bf16 and fp16 softmax); the other operations have "
-               "no peer.")
+               "written (y, dlogits) are counted, of the copy roof of the level. softmax and layernorm also compare "
+               "elements per second with the fastest peer of the same storage type (XNNPACK's f32 softmax, oneDNN's "
+               "f32, bf16 and fp16 softmax and layer normalisation); the other operations have no peer.")
     found = False
     for op in NN_OPS:
         kernels = results.kernels.get(op, [])

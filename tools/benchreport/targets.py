@@ -34,6 +34,8 @@
    17. attention (one head, d = 64, forward and backward, both placements of 1/√d) at len 512 >= 0.5x the roof of
        its arithmetic: the FMA roof of its ISA for the f32, f16_f32acc, bf16_f32acc and native f16 kernels, the
        F16C round-trip roof for the per-operation f16 kernels of avx2 and avx512 (issue 23).
+   18. the fastest halfmap layernorm of each storage type oneDNN has (f32, bf16) >= 1.0x oneDNN's layer
+       normalisation of that type at dram, elements/s, forward, rows of 1024 (issue 23).
 
 Every ratio is of the medians of the run's repetitions; met or missed judges that median ratio alone.
 """
@@ -59,6 +61,7 @@ REDUCE_F16C_LEVEL = "l2"
 XNNPACK_SOFTMAX = 1.5
 ONEDNN_SOFTMAX = 1.0
 ONEDNN_SOFTMAX_STORAGE = ("f32", "bf16", "f16")
+ONEDNN_LAYERNORM_STORAGE = ("f32", "bf16")  # oneDNN 2.6 has no f16 layer normalisation on CPUs
 # The ISA whose f32 kernel a half-storage kernel is compared with: its own, or the one it extends (avx512bf16 and
 # avx512fp16 have no f32 kernels of their own).
 F32_ISA = {"avx512bf16": "avx512", "avx512fp16": "avx512", "neonfp16": "neon"}
@@ -236,24 +239,25 @@ def softmax_targets(rows, results, peers):
                      (None if value else results.why_missing("softmax", kernel, level)) or why, "Gelem/s")
 
 
-def onednn_softmax_targets(rows, results, peers):
-    """Target 11: the fastest halfmap softmax of each storage type against oneDNN's softmax of that type, at dram."""
+def onednn_softmax_targets(rows, results, peers, op="softmax", what="softmax", storages=ONEDNN_SOFTMAX_STORAGE):
+    """Targets 11 and 18: the fastest halfmap kernel of `op` of each storage type against oneDNN's of that type, at
+    dram."""
     eps = "elements_per_second"
-    for storage in ONEDNN_SOFTMAX_STORAGE:
+    for storage in storages:
         peer = f"onednn_{storage}" + PEER_SUFFIX
-        base = results.value("softmax", peer, "dram", eps)
-        kernels = [k for k in results.kernels.get("softmax", []) if not is_peer(k)
+        base = results.value(op, peer, "dram", eps)
+        kernels = [k for k in results.kernels.get(op, []) if not is_peer(k)
                    and results.storage(k) == storage and results.facts(k).isa != "ref"]
-        found = [(v, k) for v, k in ((results.value("softmax", k, "dram", eps), k) for k in kernels) if v]
+        found = [(v, k) for v, k in ((results.value(op, k, "dram", eps), k) for k in kernels) if v]
         value, kernel = max(found) if found else (None, None)
-        missing = (None if value else (f"`{kernels[0]}`: {results.why_missing('softmax', kernels[0], 'dram')}"
-                                       if kernels else f"no {storage} softmax kernel in this run")) or \
+        missing = (None if value else (f"`{kernels[0]}`: {results.why_missing(op, kernels[0], 'dram')}"
+                                       if kernels else f"no {storage} {op} kernel in this run")) or \
             (None if base else peers.why_missing(peer, "dram"))
-        rows.add(f"{storage} softmax ≥ {ONEDNN_SOFTMAX:g}× oneDNN {storage} softmax at dram: "
-                 + (f"`{kernel}`" if kernel else f"fastest {storage} softmax kernel"),
+        rows.add(f"{storage} {op} ≥ {ONEDNN_SOFTMAX:g}× oneDNN {storage} {what} at dram: "
+                 + (f"`{kernel}`" if kernel else f"fastest {storage} {op} kernel"),
                  value, base, f"onednn_{storage}", ONEDNN_SOFTMAX, missing, "Gelem/s",
-                 spread=results.spread("softmax", kernel, "dram", eps) if kernel else None,
-                 base_spread=results.spread("softmax", peer, "dram", eps))
+                 spread=results.spread(op, kernel, "dram", eps) if kernel else None,
+                 base_spread=results.spread(op, peer, "dram", eps))
 
 
 NATIVE_F16_ISAS = ("avx512fp16", "neonfp16")
@@ -354,6 +358,8 @@ def target_rows(results, roofs, context, diagnose=None):
     copy_targets(rows, results, roofs, NORM_TARGET_OPS, NORM_HALF_SPEEDUP)
     softmax_targets(rows, results, Peers(results, context, "softmax"))
     onednn_softmax_targets(rows, results, Peers(results, context, "softmax"))
+    onednn_softmax_targets(rows, results, Peers(results, context, "layernorm"), "layernorm",
+                           "layer normalisation", ONEDNN_LAYERNORM_STORAGE)
     f16c_targets(rows, results, roofs)
     native_dense_targets(rows, results, roofs)
     short_reduction_targets(rows, results, roofs)
