@@ -233,8 +233,12 @@ void check_case(const Kernel& k, AttCase& c, bool fwd, bool bwd, const std::stri
               c.dout.unchanged_since(d0))
       << "an input changed";
   for (const Arr* a : {&c.o, &c.scores, &c.dq, &c.dk, &c.dv}) EXPECT_EQ(a->guard_damage(), "");
-  if (!fwd) EXPECT_EQ(c.o.bits(0), test::unwritten_bits(t)) << "o written without being asked";
-  if (!bwd) EXPECT_EQ(c.dq.bits(0), test::unwritten_bits(t)) << "dq written without being asked";
+  if (!fwd) {
+    EXPECT_EQ(c.o.bits(0), test::unwritten_bits(t)) << "o written without being asked";
+  }
+  if (!bwd) {
+    EXPECT_EQ(c.dq.bits(0), test::unwritten_bits(t)) << "dq written without being asked";
+  }
   if (fp16_mode(k)) {
     AttCase m(t, c.len, c.dim, c.causal, 0);
     copy_inputs(c, m);

@@ -27,6 +27,10 @@ Measured on x86-64 with AVX512-BF16/FP16 (Debian 12: oneDNN 2.6.3, XNNPACK 0.0~g
      (2^-127.85 vs 2^-135.84, normal), the sum 4.4 binades above the ref (2^-131.10 vs 2^-135.46) yet 8 below the
      avx512bf16 path, which flushes subnormal inputs too; its f32 sumsq (reference implementation, powf) gives
      the cells of f32_sumsq__ref.
+  5c. oneDNN's attention head (matmul, eltwise_linear and softmax_v2 composed as a framework composes them; oneDNN
+     2.6 has no attention primitive) overflows where halfmap's does: f32 at the f32 reference's onsets in both
+     placements of 1/√d (2^63.25 prescaled, 2^61.75 postscaled, normal, d 64, len 16), bf16 at the avx512bf16
+     path's.
 
 PyTorch 1.13.0a0 (Debian python3-torch 1.13.1, ATen CPU capability AVX2), run with HALFMAP_TORCH=1 (skipped,
 with the reason, where torch was not found at build time):
@@ -80,6 +84,7 @@ def texts(r):
 
 DISTS = ("normal", "uniform", "lognormal")
 LOW = ("--s-min", "2^-150", "--s-max", "2^-100")
+ATTENTION = ("--head-dims", "64", "--attn-len", "16", "--s-min", "2^58", "--s-max", "2^66")
 
 
 def finding_onednn_bf16(th, out):
@@ -162,6 +167,27 @@ def finding_onednn_reductions(th, out):
     assert forward(out, "onednn_f32_sumsq__peer") == forward(out, "f32_sumsq__ref")
 
 
+def finding_onednn_attention(th, out):
+    # oneDNN's f32 attention head, composed of its matmul, eltwise_linear and softmax_v2, overflows where
+    # halfmap's f32 reference does, in both placements of 1/√d, which differ by log2(√64)/2 = 1.5 binades of s.
+    for d in DISTS:
+        for op in ("prescale", "postscale"):
+            peer, ref = th[(f"onednn_f32_attention_{op}__peer", d)], th[(f"f32_attention_{op}__ref", d)]
+            assert peer["s_overflow"] == ref["s_overflow"], (op, d)
+        shift = onset(th[("onednn_f32_attention_prescale__peer", d)], "s_overflow") - \
+            onset(th[("onednn_f32_attention_postscale__peer", d)], "s_overflow")
+        assert abs(shift - 1.5) < 0.01, (d, shift)
+
+
+def finding_onednn_bf16_attention(th, out):
+    # Its bf16 head overflows exactly where halfmap's avx512bf16 path does (both multiply with vdpbf16ps).
+    for d in DISTS:
+        for op in ("prescale", "postscale"):
+            peer = th[(f"onednn_bf16_attention_{op}__peer", d)]
+            ours = th[(f"bf16_f32acc_attention_{op}__avx512bf16", d)]
+            assert peer["s_overflow"] == ours["s_overflow"], (op, d)
+
+
 def rows(out, kernel):
     with open(os.path.join(out, "cells.csv")) as f:
         return [r[6:] for r in csv.reader(f) if r[0] == kernel]
@@ -188,6 +214,12 @@ FINDINGS = [
     ("onednn_reductions", finding_onednn_reductions,
      ["onednn_bf16_maxabs__peer", "bf16_f32acc_maxabs__ref", "onednn_bf16_sum__peer", "bf16_f32acc_sum__ref",
       "bf16_f32acc_sum__avx512bf16", "onednn_f32_sumsq__peer", "f32_sumsq__ref"], ()),
+    ("onednn_attention", finding_onednn_attention,
+     ["onednn_f32_attention_prescale__peer", "f32_attention_prescale__ref", "onednn_f32_attention_postscale__peer",
+      "f32_attention_postscale__ref"], ATTENTION),
+    ("onednn_bf16_attention", finding_onednn_bf16_attention,
+     ["onednn_bf16_attention_prescale__peer", "bf16_f32acc_attention_prescale__avx512bf16",
+      "onednn_bf16_attention_postscale__peer", "bf16_f32acc_attention_postscale__avx512bf16"], ATTENTION),
 ]
 
 
