@@ -3,7 +3,8 @@
 # writes this machine's results into results/<machine>/:
 #   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
 #   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, dense_fwd_threads/, dense_bwd_threads/,
-#                    mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/, gelu/, gelu_tanh/ and roof/
+#                    mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/, gelu/, gelu_tanh/,
+#                    attention_prescale/, attention_postscale/ and roof/
 #                    benchmarks and the peers' <op>/<lib>_<dtype>__peer/ where built, one run of 5 repetitions of
 #                    each (Google Benchmark JSON with every repetition and its aggregates, the roofs measured at
 #                    its start in the context)
