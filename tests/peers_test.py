@@ -177,6 +177,13 @@ def finding_onednn_attention(th, out):
         shift = onset(th[("onednn_f32_attention_prescale__peer", d)], "s_overflow") - \
             onset(th[("onednn_f32_attention_postscale__peer", d)], "s_overflow")
         assert abs(shift - 1.5) < 0.01, (d, shift)
+    # One kernel in two experiments (two head dimensions): peers.md has a row for each, each compared with
+    # halfmap's kernels of its own experiment.
+    _, two = sweep("onednn_attention_two_dims", ["onednn_f32_attention_postscale__peer", "f32_attention_postscale__ref"],
+                   ("--head-dims", "8,16", "--attn-len", "4", "--dists", "normal", "--s-min", "2^60", "--s-max", "2^64"))
+    with open(os.path.join(two, "peers.md")) as f:
+        table = [line for line in f if line.startswith("| onednn |")]
+    assert [line.split(" | ")[1] for line in table] == ["attention_postscale_d16", "attention_postscale_d8"], table
 
 
 def finding_onednn_bf16_attention(th, out):

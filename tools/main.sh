@@ -124,7 +124,7 @@ step_bench() {
   # The kernels' names (reduce/<kernel>/<level>, ...) and the peers' (<op>/<lib>_<dtype>__peer/<size>) share these
   # prefixes, so the peers need no pattern of their own.
   local json=$OUT/bench.json tmp
-  local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|layernorm|rmsnorm|gelu|gelu_tanh|roof)/'
+  local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|layernorm|rmsnorm|gelu|gelu_tanh|attention_prescale|attention_postscale|roof)/'
   tmp=$(temp_for "$json")
   say "running the benchmarks: kernels, peers and roofs ($BENCH --benchmark_filter=$filter)"
   "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 --benchmark_min_time=0.05 \

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -54,11 +55,15 @@ double number(std::string_view s) {
   return v;
 }
 
+/// A kernel in one experiment: (kernel name, the experiment's op label). One kernel can be in several
+/// experiments (attention at each head dimension: attention_prescale_d64, attention_prescale_d128).
+using Key = std::pair<std::string, std::string>;
+
 /// The kernels of the document, with their threshold texts.
-std::map<std::string, Seen> from_doc(const json& doc) {
-  std::map<std::string, Seen> seen;
+std::map<Key, Seen> from_doc(const json& doc) {
+  std::map<Key, Seen> seen;
   for (const json& r : doc.at("results")) {
-    Seen& s = seen[r.at("kernel").get<std::string>()];
+    Seen& s = seen[{r.at("kernel").get<std::string>(), r.at("op").get<std::string>()}];
     s.op = r.at("op").get<std::string>();
     s.mode = r.at("mode").get<std::string>();
     s.isa = r.at("isa").get<std::string>();
@@ -79,7 +84,7 @@ std::map<std::string, Seen> from_doc(const json& doc) {
 
 /// Fills the forward cells of the kernels that matter (the peers, and halfmap's of a peer's op and storage) from
 /// cells.csv's text, which `seen` then points into.
-void add_cells(const std::string& csv, std::map<std::string, Seen>& seen) {
+void add_cells(const std::string& csv, std::map<Key, Seen>& seen) {
   std::set<std::pair<std::string, std::string>> peer_kinds;
   for (const auto& [name, s] : seen) {
     if (s.peer()) peer_kinds.insert({s.op, s.storage});
@@ -89,8 +94,9 @@ void add_cells(const std::string& csv, std::map<std::string, Seen>& seen) {
     const std::size_t start = pos + 1, end = csv.find('\n', start);
     const std::string_view line(csv.data() + start, (end == std::string::npos ? csv.size() : end) - start);
     pos = end;
-    const std::string_view name = line.substr(0, line.find(','));
-    auto it = seen.find(std::string(name));
+    const std::size_t comma = line.find(','), comma2 = line.find(',', comma + 1);
+    if (comma == std::string_view::npos || comma2 == std::string_view::npos) continue;
+    auto it = seen.find({std::string(line.substr(0, comma)), std::string(line.substr(comma + 1, comma2 - comma - 1))});
     if (it == seen.end() || !peer_kinds.count({it->second.op, it->second.storage})) continue;
     std::vector<std::string_view> f;  // the columns up to fwd_value (csv_header: 24 of them)
     for (std::size_t a = 0; f.size() < 24;) {
@@ -133,11 +139,12 @@ std::string differs(const Seen& p, const Seen& h) {
   return out.empty() ? "none" : out;
 }
 
-std::string row(const std::string& name, const Seen& p, const std::map<std::string, Seen>& seen) {
+std::string row(const std::string& name, const Seen& p, const std::map<Key, Seen>& seen) {
   std::vector<std::string> identical, same, peers;
-  const std::pair<const std::string, Seen>* mode_ref = nullptr;
+  const std::pair<const Key, Seen>* mode_ref = nullptr;
   for (const auto& entry : seen) {
-    const auto& [other, h] = entry;
+    const std::string& other = entry.first.first;
+    const Seen& h = entry.second;
     if (h.op != p.op || h.storage != p.storage || other == name) continue;
     if (h.peer()) {
       if (h.fwd == p.fwd) peers.push_back(other);
@@ -156,7 +163,7 @@ std::string row(const std::string& name, const Seen& p, const std::map<std::stri
   if (like.empty()) like = "none";
   if (!peers.empty()) like += fmt::format("; identical forward cells (peers): {}", fmt::join(peers, ", "));
   return fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", name.substr(0, name.find('_')), p.op, p.storage, name,
-                     like, mode_ref ? mode_ref->first : "-",
+                     like, mode_ref ? mode_ref->first.first : "-",
                      mode_ref ? differs(p, mode_ref->second) : "no halfmap kernel of its mode ran");
 }
 
@@ -175,11 +182,11 @@ std::string not_mapped(const json& peers) {
 }  // namespace
 
 std::optional<std::string> peers_markdown(const std::string& csv, const json& doc, const json& peers) {
-  std::map<std::string, Seen> seen = from_doc(doc);
+  std::map<Key, Seen> seen = from_doc(doc);
   add_cells(csv, seen);
   std::string rows;
-  for (const auto& [name, p] : seen) {
-    if (p.peer()) rows += row(name, p, seen);
+  for (const auto& [key, p] : seen) {
+    if (p.peer()) rows += row(key.first, p, seen);
   }
   if (rows.empty()) return std::nullopt;
   return "# Peer libraries against halfmap's paths\n\n"
