@@ -222,6 +222,7 @@ void check_row(PeerState& st, const peers::RowPeer& p) {
   }
   // softmax: every ref value is positive (inputs in [-1, 1) give probabilities near 1/kNnCols), the error
   // relative to each; layernorm: y is of order 1 and crosses 0, the error relative to max(1, |y_ref|).
+  const std::string_view relative_to = p.op == Op::softmax ? "y_ref" : "max(1, |y_ref|)";
   double rel = 0;
   for (std::size_t i = 0; i < rows * kNnCols; ++i) {
     const double r = widen_at(p.storage, ref.data(), i);
@@ -233,12 +234,12 @@ void check_row(PeerState& st, const peers::RowPeer& p) {
   const double tolerance = p.storage == DType::f32 ? 1e-3 : 1e-2;
   std::string result;
   if (!(rel <= tolerance)) {
-    st.skip[key] = fmt::format("wrong result: max|y - y_ref| / y_ref = {:.3g} > {:.0e} against {} at {}", rel,
-                               tolerance, ref_name, level.name);
+    st.skip[key] = fmt::format("wrong result: max|y - y_ref| / {} = {:.3g} > {:.0e} against {} at {}", relative_to,
+                               rel, tolerance, ref_name, level.name);
     result = st.skip[key];
   } else {
-    result = fmt::format("ok: max|y - y_ref| / y_ref = {:.2g} against {} at {} (tolerance {:.0e})", rel, ref_name,
-                         level.name, tolerance);
+    result = fmt::format("ok: max|y - y_ref| / {} = {:.2g} against {} at {} (tolerance {:.0e})", relative_to, rel,
+                         ref_name, level.name, tolerance);
   }
   if (!fp_note.empty()) st.fp_env_changed.push_back(key);
   st.checks.emplace_back("peer_check/" + key,
