@@ -15,6 +15,7 @@ native_packages=(
   cmake g++ ninja-build pkg-config git python3 python3-matplotlib python3-numpy time binutils
   libxsimd-dev libxtensor-dev xtl-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libonnx-dev libprotobuf-dev python3-onnx
 )
 # The one-node Slurm cluster that tests/slurm_test.sh starts under the build folder to run tools/sweep_slurm.sh:
 # slurm-wlm (slurmctld, slurmd and the client commands sbatch, squeue, scontrol) and munge, Slurm's usual
@@ -24,9 +25,12 @@ slurm_packages=(slurm-wlm munge)
 peer_packages=(libopenblas-dev libdnnl-dev libxnnpack-dev libpthreadpool-dev libeigen3-dev python3-torch)
 # The cross build (on a host that is not arm64): Debian's cross compiler, qemu to run its tests, and the arm64
 # libraries it links (multiarch, /usr/lib/aarch64-linux-gnu). libgmock-dev is listed because GTest's CMake
-# config references the gmock libraries.
+# config references the gmock libraries. ONNX: libonnx-dev:arm64 cannot be installed beside the native one (its
+# dependency libonnxifi ships /usr/lib/libonnxifi.so in both), so the cross build takes ONNX's generated protobuf
+# classes from the native libonnx-dev's headers (they are the same for every architecture) and links the arm64
+# runtime library libonnx1:arm64 (CMakeLists.txt, "ONNX").
 cross_packages=(g++-aarch64-linux-gnu qemu-user libgtest-dev:arm64 libgmock-dev:arm64 libfmt-dev:arm64
-                libbenchmark-dev:arm64)
+                libbenchmark-dev:arm64 libonnx1:arm64 libprotobuf-dev:arm64)
 
 fuzz_packages=(clang libclang-rt-14-dev)
 

@@ -22,18 +22,18 @@ int main(int argc, char** argv) {
     }
   }
   if (files.empty()) {
-    std::fprintf(stderr, "npy_fuzz_replay: no input files\n");
+    std::fprintf(stderr, "fuzz_replay: no input files\n");
     return 2;
   }
   for (const fs::path& f : files) {
     std::ifstream in(f, std::ios::binary);
     if (!in) {
-      std::fprintf(stderr, "npy_fuzz_replay: cannot read %s\n", f.c_str());
+      std::fprintf(stderr, "fuzz_replay: cannot read %s\n", f.c_str());
       return 2;
     }
     const std::vector<unsigned char> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
   }
-  std::printf("npy_fuzz_replay: %zu inputs, no failure\n", files.size());
+  std::printf("fuzz_replay: %zu inputs, no failure\n", files.size());
   return 0;
 }

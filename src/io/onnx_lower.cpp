@@ -1,0 +1,506 @@
+// The ONNX reader's second step (include/halfmap/onnx.hpp): a validated Graph -> halfmap's chain of layers.
+//
+// The nodes are cut into regions: a region starts at the chain's current value and ends at the first value
+// through which everything computed since flows (when that value is the only one still to be read). One node is
+// one layer (Gemm, MatMul, Relu, ...); several nodes must be one of the patterns the exporters write (GELU's Erf
+// and Tanh forms, layer normalisation before opset 17, RMS normalisation), recognised by their ops, their
+// constants taken from their nodes, and then checked by evaluating the region in float64 on probe rows against the
+// layer it is read as. A node that reads a value from before its region (a residual connection, a branch) ends the
+// reading with a sentence: chains only, for now.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <map>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "onnx_detail.hpp"
+
+namespace halfmap::onnx {
+
+namespace {
+
+using detail::fail;
+using detail::Graph;
+using detail::Node;
+using detail::Tensor;
+
+bool is_onnx_domain(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+
+Param param_of(const Tensor& t) { return Param{t.name, t.stored, t.f}; }
+
+const Tensor* constant(const Graph& g, const std::string& v) {
+  const auto it = g.constants.find(v);
+  return it == g.constants.end() ? nullptr : &it->second;
+}
+
+/// A float constant of n elements laid out as (n) or (1, n): a per-feature vector.
+const Tensor* feature_vector(const Graph& g, const std::string& v, std::size_t n) {
+  const Tensor* t = constant(g, v);
+  if (t == nullptr || t->integer || t->f.size() != n) return nullptr;
+  if (t->dims.size() == 1 || (t->dims.size() == 2 && t->dims[0] == 1)) return t;
+  return nullptr;
+}
+
+// ---- float64 evaluation of a region on probe rows (the pattern check) -----------------------------------------
+
+struct Mat {
+  std::size_t rows = 0, cols = 0;
+  std::vector<double> v;
+  double at(std::size_t r, std::size_t c) const { return v[(rows == 1 ? 0 : r) * cols + (cols == 1 ? 0 : c)]; }
+};
+
+Mat of_tensor(const Tensor& t) {
+  Mat m;
+  m.rows = t.dims.size() == 2 ? std::size_t(t.dims[0]) : 1;
+  m.cols = t.f.size() / std::max<std::size_t>(m.rows, 1);
+  m.v.assign(t.f.begin(), t.f.end());
+  return m;
+}
+
+/// Evaluates the region's nodes on x; returns nullopt-like empty Mat when an op or shape is not evaluable.
+bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std::string& in, const Mat& x,
+              std::map<std::string, Mat>& vals) {
+  vals[in] = x;
+  auto get = [&](const std::string& name, Mat& out) {
+    if (const auto it = vals.find(name); it != vals.end()) return out = it->second, true;
+    if (const Tensor* t = constant(g, name); t != nullptr && !t->integer && t->dims.size() <= 2) {
+      out = of_tensor(*t);
+      return true;
+    }
+    return false;
+  };
+  for (const Node* n : region) {
+    if (n->outputs.empty() || !is_onnx_domain(*n)) return false;
+    const std::string& op = n->op;
+    Mat a, b, y;
+    if (n->inputs.empty() || !get(n->inputs[0], a)) return false;
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
+      if (n->inputs.size() != 2 || !get(n->inputs[1], b)) return false;
+      if ((a.rows != b.rows && a.rows != 1 && b.rows != 1) || (a.cols != b.cols && a.cols != 1 && b.cols != 1))
+        return false;
+      y.rows = std::max(a.rows, b.rows);
+      y.cols = std::max(a.cols, b.cols);
+      y.v.resize(y.rows * y.cols);
+      for (std::size_t r = 0; r < y.rows; ++r)
+        for (std::size_t c = 0; c < y.cols; ++c) {
+          const double p = a.at(r, c), q = b.at(r, c);
+          y.v[r * y.cols + c] = op == "Add" ? p + q : op == "Sub" ? p - q : op == "Mul" ? p * q : op == "Div" ? p / q
+                                                                                                : std::pow(p, q);
+        }
+    } else if (op == "Sqrt" || op == "Reciprocal" || op == "Erf" || op == "Tanh") {
+      y = a;
+      for (double& e : y.v) e = op == "Sqrt" ? std::sqrt(e) : op == "Reciprocal" ? 1 / e : op == "Erf" ? std::erf(e)
+                                                                                             : std::tanh(e);
+    } else if (op == "ReduceMean") {
+      // The last axis, kept: axes = [-1] or [1] (an attribute before opset 18, an input from it).
+      std::vector<std::int64_t> axes;
+      if (n->inputs.size() > 1 && !n->inputs[1].empty()) {
+        const Tensor* t = constant(g, n->inputs[1]);
+        if (t == nullptr || !t->integer) return false;
+        axes = t->i;
+      } else if (auto a = detail::attr_ints(g, *n, "axes")) {
+        axes = std::move(*a);
+      }
+      if (axes.size() != 1 || (axes[0] != -1 && axes[0] != 1)) return false;
+      if (detail::attr_int(g, *n, "keepdims", 1) != 1) return false;
+      y.rows = a.rows;
+      y.cols = 1;
+      y.v.assign(a.rows, 0.0);
+      for (std::size_t r = 0; r < a.rows; ++r) {
+        double s = 0;
+        for (std::size_t c = 0; c < a.cols; ++c) s += a.at(r, c);
+        y.v[r] = s / double(a.cols);
+      }
+    } else {
+      return false;
+    }
+    vals[n->outputs[0]] = std::move(y);
+  }
+  return true;
+}
+
+/// Probe rows: 4 rows of n values in about [-3, 3], each row with its own scale and offset, none zero.
+Mat probe(std::size_t n) {
+  Mat x{4, n, {}};
+  x.v.resize(4 * n);
+  for (std::size_t r = 0; r < 4; ++r)
+    for (std::size_t c = 0; c < n; ++c)
+      x.v[r * n + c] = (double(r) - 1.5) * 0.25 + std::ldexp(1.0, int(r) - 2) * (std::fmod(double(c) * 0.618034 + 0.1 * double(r), 1.0) * 6 - 3);
+  return x;
+}
+
+double gelu_erf(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / 3.141592653589793) * (x + 0.044715 * x * x * x)));
+}
+
+// ---- regions -> layers -----------------------------------------------------------------------------------------
+
+/// Nodes from the chain's value `in` to the next value `out` through which everything flows.
+struct Region {
+  std::vector<const Node*> nodes;
+  std::string in, out;
+};
+
+class Lowering {
+ public:
+  explicit Lowering(const Graph& g) : g_(g) {}
+
+  Network run() {
+    Network net;
+    net.input = g_.input;
+    net.output = g_.output;
+    net.ir_version = g_.ir_version;
+    net.opset = g_.opset;
+    net.producer = g_.producer;
+    features_ = g_.features;
+    count_readers();
+    std::string cur = g_.input;
+    std::vector<const Node*> region;
+    std::vector<Region> regions;
+    std::set<std::string> derived{cur};  // values computed from `cur` within the region
+    std::map<std::string, std::size_t> pending;  // derived values' reads still to come
+    pending[cur] = readers_[cur];
+    for (const Node& n : g_.nodes) {
+      bool reads_chain = false;
+      for (const std::string& v : n.inputs) {
+        if (v.empty() || constant(g_, v) != nullptr) continue;
+        if (!derived.contains(v))
+          fail(g_.file, fmt::format("{} reads '{}', computed before the layer it belongs to: halfmap reads chains of "
+                                    "layers, and branches and residual connections are not supported yet.",
+                                    n.label(), v));
+        reads_chain = true;
+        if (--pending[v] == 0) pending.erase(v);
+      }
+      if (!reads_chain)
+        fail(g_.file, fmt::format("{} computes from constants only; halfmap reads layers applied to the input.",
+                                  n.label()));
+      region.push_back(&n);
+      for (const std::string& v : n.outputs) {
+        if (v.empty()) continue;
+        derived.insert(v);
+        if (readers_[v] > 0) pending[v] = readers_[v];
+      }
+      if (pending.size() == 1 && pending.begin()->first != cur && derived.contains(pending.begin()->first)) {
+        const std::string next = pending.begin()->first;
+        regions.push_back(Region{region, cur, next});
+        region.clear();
+        cur = next;
+        derived = {cur};
+        pending = {{cur, readers_[cur]}};
+      } else if (pending.empty()) {
+        break;  // nothing left to read: the output was computed (checked below)
+      }
+    }
+    if (!region.empty() || cur != g_.output)
+      fail(g_.file, fmt::format("its graph output '{}' is not the end of one chain of layers from input '{}'.",
+                                g_.output, g_.input));
+    lower_regions(regions, net);
+    if (net.layers.empty()) fail(g_.file, "has no layer between its input and its output.");
+    net.features = net.layers.front().in;
+    return net;
+  }
+
+ private:
+  void count_readers() {
+    for (const Node& n : g_.nodes)
+      for (const std::string& v : n.inputs)
+        if (!v.empty() && constant(g_, v) == nullptr) ++readers_[v];
+    ++readers_[g_.output];  // the output is read by the user
+  }
+
+  [[noreturn]] void unsupported(const Node& n) {
+    fail(g_.file, fmt::format("{} is not supported{}; halfmap reads {}.", n.label(),
+                              is_onnx_domain(n) ? std::string() : fmt::format(" (domain '{}')", n.domain),
+                              supported_ops()));
+  }
+
+  std::size_t need_features(const Node& n) {
+    if (features_ == 0)
+      fail(g_.file, fmt::format("{}: the input's feature count is symbolic and no dense layer before it fixes it.",
+                                n.label()));
+    return features_;
+  }
+
+  Layer start(LayerKind k, const Node& n) {
+    Layer l;
+    l.kind = k;
+    l.name = n.name.empty() ? n.outputs[0] : n.name;
+    l.ops = n.op;
+    l.in = l.out = features_;
+    return l;
+  }
+
+  /// True if the region is one node that is a layer by itself (a MatMul's bias Add included).
+  bool standalone(const Region& r, const Network& net) const {
+    if (r.nodes.size() != 1) return false;
+    const Node& n = *r.nodes[0];
+    static const std::set<std::string, std::less<>> layer_ops = {
+        "Gemm", "MatMul", "Relu", "Sigmoid", "Tanh", "Gelu", "Softmax", "LayerNormalization", "Identity",
+        "Flatten", "Reshape"};
+    if (layer_ops.contains(n.op) || !is_onnx_domain(n)) return true;
+    if (n.op != "Add" || net.layers.empty() || n.inputs.size() != 2) return false;
+    const Layer& prev = net.layers.back();
+    return prev.kind == LayerKind::dense && prev.ops == "MatMul" && prev.bias.empty() &&
+           (feature_vector(g_, n.inputs[0], prev.out) != nullptr || feature_vector(g_, n.inputs[1], prev.out) != nullptr);
+  }
+
+  /// Standalone regions become one layer each; a run of the others is read as patterns, longest first.
+  void lower_regions(const std::vector<Region>& regions, Network& net) {
+    static const std::set<std::string, std::less<>> pattern_ops = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
+                                                                   "Reciprocal", "Erf", "Tanh", "ReduceMean"};
+    for (std::size_t i = 0; i < regions.size();) {
+      if (standalone(regions[i], net)) {
+        lower_node(*regions[i].nodes[0], net);
+        ++i;
+        continue;
+      }
+      for (const Node* n : regions[i].nodes)
+        if (!pattern_ops.contains(n->op) || !is_onnx_domain(*n)) {
+          if (regions[i].nodes.size() > 1)
+            fail(g_.file, fmt::format("nodes {} .. {} branch from '{}' and join again (a residual connection or a "
+                                      "branch): halfmap reads chains of layers; branches and residual connections "
+                                      "are not supported yet.",
+                                      regions[i].nodes.front()->label(), regions[i].nodes.back()->label(),
+                                      regions[i].in));
+          unsupported(*n);
+        }
+      std::size_t end = i + 1;
+      while (end < regions.size() && !standalone(regions[end], net)) ++end;
+      bool read = false;
+      for (std::size_t last = end; last > i && !read; --last) {
+        std::vector<const Node*> nodes;
+        for (std::size_t k = i; k < last; ++k) nodes.insert(nodes.end(), regions[k].nodes.begin(), regions[k].nodes.end());
+        if (std::optional<Layer> l = read_pattern(nodes, regions[i].in, regions[last - 1].out)) {
+          net.layers.push_back(std::move(*l));
+          i = last;
+          read = true;
+        }
+      }
+      if (!read) {
+        std::string joined;
+        for (const Node* n : regions[i].nodes) joined += (joined.empty() ? "" : "+") + n->op;
+        fail(g_.file, fmt::format("nodes {} .. {} ({}, and what follows them) form no layer halfmap knows; it reads "
+                                  "{}.",
+                                  regions[i].nodes.front()->label(), regions[i].nodes.back()->label(), joined,
+                                  supported_ops()));
+      }
+    }
+  }
+
+  void lower_dense(const Node& n, const Tensor& w, bool trans_b, const std::string& bias, Network& net) {
+    if (w.integer || w.dims.size() != 2)
+      fail(g_.file, fmt::format("{}: its weight '{}' is not a float matrix.", n.label(), w.name));
+    const std::size_t rows = std::size_t(w.dims[0]), cols = std::size_t(w.dims[1]);
+    const std::size_t k = trans_b ? cols : rows, m = trans_b ? rows : cols;
+    if (features_ != 0 && k != features_)
+      fail(g_.file, fmt::format("{}: its weight '{}' has {} inputs, but the layer before it gives {} features.",
+                                n.label(), w.name, k, features_));
+    if (k == 0 || m == 0) fail(g_.file, fmt::format("{}: its weight '{}' is empty.", n.label(), w.name));
+    features_ = k;
+    Layer l = start(LayerKind::dense, n);
+    l.in = k;
+    l.out = m;
+    l.weight = param_of(w);
+    if (trans_b) {
+      for (std::size_t i = 0; i < k; ++i)
+        for (std::size_t j = 0; j < m; ++j) l.weight.values[i * m + j] = w.f[j * k + i];
+    }
+    if (!bias.empty()) {
+      const Tensor* b = feature_vector(g_, bias, m);
+      if (b == nullptr)
+        fail(g_.file, fmt::format("{}: its bias '{}' is not a constant vector of {} values.", n.label(), bias, m));
+      l.bias = param_of(*b);
+    }
+    features_ = m;
+    net.layers.push_back(std::move(l));
+  }
+
+  void lower_node(const Node& n, Network& net) {
+    const std::string& op = n.op;
+    const bool std_domain = is_onnx_domain(n);
+    auto input = [&](std::size_t i) -> const Tensor* {
+      return i < n.inputs.size() && !n.inputs[i].empty() ? constant(g_, n.inputs[i]) : nullptr;
+    };
+    if (std_domain && op == "Gemm") {
+      if (n.inputs.size() < 2 || input(1) == nullptr)
+        fail(g_.file, fmt::format("{}: its B is not a constant; halfmap reads Gemm(x, W, b).", n.label()));
+      if (detail::attr_int(g_, n, "transA", 0) != 0 || detail::attr_float(g_, n, "alpha", 1) != 1 ||
+          detail::attr_float(g_, n, "beta", 1) != 1)
+        fail(g_.file, fmt::format("{}: transA, alpha or beta is not the default; halfmap reads Gemm with transA = 0, "
+                                  "alpha = beta = 1.",
+                                  n.label()));
+      return lower_dense(n, *input(1), detail::attr_int(g_, n, "transB", 0) != 0,
+                         n.inputs.size() > 2 ? n.inputs[2] : std::string(), net);
+    }
+    if (std_domain && op == "MatMul") {
+      if (n.inputs.size() != 2 || input(1) == nullptr)
+        fail(g_.file, fmt::format("{}: its second operand is not a constant; halfmap reads MatMul(x, W).", n.label()));
+      return lower_dense(n, *input(1), false, {}, net);
+    }
+    if (std_domain && op == "Add") {
+      // A bias after a MatMul: b + x or x + b.
+      Layer* prev = net.layers.empty() ? nullptr : &net.layers.back();
+      const std::string& bias = input(0) != nullptr ? n.inputs[0] : n.inputs.size() > 1 ? n.inputs[1] : std::string();
+      if (prev != nullptr && prev->kind == LayerKind::dense && prev->ops == "MatMul" && prev->bias.empty() &&
+          feature_vector(g_, bias, prev->out) != nullptr) {
+        prev->bias = param_of(*feature_vector(g_, bias, prev->out));
+        prev->ops = "MatMul+Add";
+        return;
+      }
+      fail(g_.file, fmt::format("{} adds something other than a bias of {} values to a MatMul's output; halfmap reads "
+                                "Add only as a MatMul's bias.",
+                                n.label(), features_));
+    }
+    if (std_domain && (op == "Relu" || op == "Sigmoid" || op == "Tanh")) {
+      need_features(n);
+      net.layers.push_back(start(op == "Relu" ? LayerKind::relu : op == "Sigmoid" ? LayerKind::sigmoid : LayerKind::tanh, n));
+      return;
+    }
+    if (op == "Gelu" && (std_domain || n.domain == "com.microsoft")) {
+      need_features(n);
+      const std::string approx = detail::attr_string(g_, n, "approximate", "none");
+      if (approx != "none" && approx != "tanh")
+        fail(g_.file, fmt::format("{}: approximate = '{}'; GELU's are 'none' and 'tanh'.", n.label(), approx));
+      net.layers.push_back(start(approx == "tanh" ? LayerKind::gelu_tanh : LayerKind::gelu, n));
+      return;
+    }
+    if (std_domain && op == "Softmax") {
+      need_features(n);
+      const std::int64_t axis = detail::attr_int(g_, n, "axis", g_.opset >= 13 ? -1 : 1);
+      if (axis != -1 && axis != 1)
+        fail(g_.file, fmt::format("{}: axis {}; halfmap reads softmax over the features (axis -1 or 1).", n.label(), axis));
+      net.layers.push_back(start(LayerKind::softmax, n));
+      return;
+    }
+    if (std_domain && op == "LayerNormalization") {
+      const std::size_t f = need_features(n);
+      const std::int64_t axis = detail::attr_int(g_, n, "axis", -1);
+      if (axis != -1 && axis != 1)
+        fail(g_.file, fmt::format("{}: axis {}; halfmap normalises over the features (axis -1 or 1).", n.label(), axis));
+      const Tensor* gamma = n.inputs.size() > 1 ? feature_vector(g_, n.inputs[1], f) : nullptr;
+      if (gamma == nullptr)
+        fail(g_.file, fmt::format("{}: its scale is not a constant vector of {} values.", n.label(), f));
+      Layer l = start(LayerKind::layernorm, n);
+      l.weight = param_of(*gamma);
+      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+        const Tensor* beta = feature_vector(g_, n.inputs[2], f);
+        if (beta == nullptr)
+          fail(g_.file, fmt::format("{}: its bias is not a constant vector of {} values.", n.label(), f));
+        l.bias = param_of(*beta);
+      }
+      l.epsilon = detail::attr_float(g_, n, "epsilon", 1e-5f);
+      if (!(l.epsilon > 0)) fail(g_.file, fmt::format("{}: epsilon {} is not positive.", n.label(), l.epsilon));
+      net.layers.push_back(std::move(l));
+      return;
+    }
+    if (std_domain && (op == "Identity" || op == "Flatten")) {
+      if (op == "Flatten" && detail::attr_int(g_, n, "axis", 1) != 1)
+        fail(g_.file, fmt::format("{}: axis {}; halfmap keeps rows × features (axis 1).", n.label(),
+                                  detail::attr_int(g_, n, "axis", 1)));
+      return;
+    }
+    if (std_domain && op == "Reshape") {
+      const std::size_t f = need_features(n);
+      const Tensor* shape = input(1);
+      const bool keeps = shape != nullptr && shape->integer && shape->i.size() == 2 &&
+                         (shape->i[0] == -1 || (shape->i[0] == 0 && detail::attr_int(g_, n, "allowzero", 0) == 0)) &&
+                         (shape->i[1] == std::int64_t(f) || (shape->i[1] == -1 && shape->i[0] == 0));
+      if (!keeps)
+        fail(g_.file, fmt::format("{} changes the shape; halfmap reads Reshape only to (-1, {}).", n.label(), f));
+      return;
+    }
+    unsupported(n);
+  }
+
+  /// The layer the nodes compute, if they are one of the patterns and compute it (checked in float64).
+  std::optional<Layer> read_pattern(const std::vector<const Node*>& region, const std::string& in,
+                                    const std::string& out) {
+    std::multiset<std::string> ops;
+    std::string joined;
+    for (const Node* n : region) {
+      ops.insert(n->op);
+      joined += (joined.empty() ? "" : "+") + n->op;
+    }
+    const Node& first = *region.front();
+    const std::size_t f = need_features(first);
+    auto vector_operand = [&](std::string_view op) -> const Tensor* {
+      for (const Node* n : region)
+        if (n->op == op)
+          for (const std::string& v : n->inputs)
+            if (const Tensor* t = feature_vector(g_, v, f); t != nullptr) return t;
+      return nullptr;
+    };
+    // ε: the scalar added to a mean (the Add whose other operand is a ReduceMean's output).
+    auto epsilon = [&]() -> std::optional<double> {
+      std::set<std::string> means;
+      for (const Node* n : region)
+        if (n->op == "ReduceMean") means.insert(n->outputs[0]);
+      for (const Node* n : region)
+        if (n->op == "Add" && n->inputs.size() == 2)
+          for (int k = 0; k < 2; ++k)
+            if (means.contains(n->inputs[std::size_t(k)]))
+              if (const Tensor* t = constant(g_, n->inputs[std::size_t(1 - k)]); t && !t->integer && t->f.size() == 1)
+                return double(t->f[0]);
+      return std::nullopt;
+    };
+    Layer l = start(LayerKind::gelu, first);
+    l.ops = joined;
+    std::function<double(const Mat&, std::size_t, std::size_t)> ref;
+    const std::size_t means = ops.count("ReduceMean");
+    if (ops.contains("Erf") && means == 0) {
+      l.kind = LayerKind::gelu;
+      ref = [](const Mat& x, std::size_t r, std::size_t c) { return gelu_erf(x.at(r, c)); };
+    } else if (ops.contains("Tanh") && means == 0) {
+      l.kind = LayerKind::gelu_tanh;
+      ref = [](const Mat& x, std::size_t r, std::size_t c) { return gelu_tanh(x.at(r, c)); };
+    } else if (means == 2 || means == 1) {
+      l.kind = means == 2 ? LayerKind::layernorm : LayerKind::rmsnorm;
+      const std::optional<double> eps = epsilon();
+      if (!eps || !(*eps > 0)) return std::nullopt;
+      l.epsilon = *eps;
+      if (const Tensor* gamma = vector_operand("Mul")) l.weight = param_of(*gamma);
+      if (l.kind == LayerKind::layernorm)
+        if (const Tensor* beta = vector_operand("Add")) l.bias = param_of(*beta);
+      const bool layer = l.kind == LayerKind::layernorm;
+      const std::vector<float> gamma = l.weight.values, beta = l.bias.values;
+      const double e = l.epsilon;
+      ref = [layer, gamma, beta, e](const Mat& x, std::size_t r, std::size_t c) {
+        double mean = 0, ss = 0;
+        for (std::size_t j = 0; j < x.cols; ++j) mean += x.at(r, j);
+        mean = layer ? mean / double(x.cols) : 0.0;
+        for (std::size_t j = 0; j < x.cols; ++j) ss += (x.at(r, j) - mean) * (x.at(r, j) - mean);
+        const double y = (x.at(r, c) - mean) / std::sqrt(ss / double(x.cols) + e);
+        return y * (gamma.empty() ? 1.0 : double(gamma[c])) + (beta.empty() ? 0.0 : double(beta[c]));
+      };
+    } else {
+      return std::nullopt;
+    }
+    // The check: the region, evaluated in f64, is the layer it is read as.
+    const Mat x = probe(f);
+    std::map<std::string, Mat> vals;
+    bool same = evaluate(g_, region, in, x, vals) && vals.contains(out) && vals[out].rows == x.rows &&
+                vals[out].cols == x.cols;
+    for (std::size_t r = 0; same && r < x.rows; ++r)
+      for (std::size_t c = 0; same && c < x.cols; ++c) {
+        const double want = ref(x, r, c), got = vals[out].at(r, c);
+        same = std::abs(got - want) <= 1e-5 * std::max(1.0, std::abs(want));
+      }
+    if (!same) return std::nullopt;
+    return l;
+  }
+
+  const Graph& g_;
+  std::size_t features_ = 0;
+  std::map<std::string, std::size_t> readers_;
+};
+
+}  // namespace
+
+Network lower(const detail::Graph& g) { return Lowering(g).run(); }
+
+}  // namespace halfmap::onnx

@@ -1,0 +1,199 @@
+// The ONNX reader (include/halfmap/onnx.hpp) on files it did not write: networks PyTorch 1.13 exported and models
+// onnx.helper built (tests/fuzz/make_onnx_corpus.py). A network is checked layer by layer and then as a whole: a
+// float64 forward of what halfmap read must give PyTorch's float32 output on the same rows. Every bad file must be
+// refused with one sentence that names the file and what is wrong.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "halfmap/half.hpp"
+#include "halfmap/npy.hpp"
+#include "halfmap/onnx.hpp"
+
+namespace halfmap::onnx {
+namespace {
+
+const std::string kCorpus = HALFMAP_ONNX_CORPUS;
+const std::string kData = HALFMAP_ONNX_DATA;
+
+std::vector<LayerKind> kinds(const Network& n) {
+  std::vector<LayerKind> k;
+  for (const Layer& l : n.layers) k.push_back(l.kind);
+  return k;
+}
+
+/// The network in float64, row by row: the layers' definitions, independent of halfmap's kernels.
+std::vector<double> forward(const Network& net, std::vector<double> x, std::size_t rows) {
+  std::size_t width = net.features;
+  for (const Layer& l : net.layers) {
+    std::vector<double> y(rows * l.out);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double* a = x.data() + r * width;
+      double* b = y.data() + r * l.out;
+      double mean = 0, ss = 0, mx = -INFINITY, se = 0;
+      switch (l.kind) {
+        case LayerKind::dense:
+          for (std::size_t j = 0; j < l.out; ++j) {
+            double s = l.bias.empty() ? 0.0 : double(l.bias.values[j]);
+            for (std::size_t i = 0; i < l.in; ++i) s += a[i] * double(l.weight.values[i * l.out + j]);
+            b[j] = s;
+          }
+          break;
+        case LayerKind::layernorm:
+        case LayerKind::rmsnorm:
+          if (l.kind == LayerKind::layernorm) {
+            for (std::size_t j = 0; j < width; ++j) mean += a[j];
+            mean /= double(width);
+          }
+          for (std::size_t j = 0; j < width; ++j) ss += (a[j] - mean) * (a[j] - mean);
+          for (std::size_t j = 0; j < width; ++j)
+            b[j] = (a[j] - mean) / std::sqrt(ss / double(width) + l.epsilon) *
+                       (l.weight.empty() ? 1.0 : double(l.weight.values[j])) +
+                   (l.bias.empty() ? 0.0 : double(l.bias.values[j]));
+          break;
+        case LayerKind::softmax:
+          for (std::size_t j = 0; j < width; ++j) mx = std::max(mx, a[j]);
+          for (std::size_t j = 0; j < width; ++j) se += std::exp(a[j] - mx);
+          for (std::size_t j = 0; j < width; ++j) b[j] = std::exp(a[j] - mx) / se;
+          break;
+        default:
+          for (std::size_t j = 0; j < width; ++j) {
+            const double v = a[j];
+            switch (l.kind) {
+              case LayerKind::relu: b[j] = v < 0 ? 0 : v; break;
+              case LayerKind::sigmoid: b[j] = 1 / (1 + std::exp(-v)); break;
+              case LayerKind::tanh: b[j] = std::tanh(v); break;
+              case LayerKind::gelu: b[j] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); break;
+              case LayerKind::gelu_tanh:
+                b[j] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+                break;
+              default: ADD_FAILURE() << "unhandled layer";
+            }
+          }
+      }
+    }
+    x = std::move(y);
+    width = l.out;
+  }
+  return x;
+}
+
+class TorchMlp : public ::testing::TestWithParam<int> {};
+
+TEST_P(TorchMlp, ReadsEveryLayerAndComputesWhatPyTorchComputes) {
+  const std::string file = kCorpus + "/good_torch_mlp_opset" + std::to_string(GetParam()) + ".onnx";
+  const Network net = load(file);
+  EXPECT_EQ(net.input, "x");
+  EXPECT_EQ(net.output, "y");
+  EXPECT_EQ(net.features, 8u);
+  EXPECT_EQ(net.opset, GetParam());
+  EXPECT_EQ(net.producer, "pytorch 1.13.0");  // what torch 1.13.1 writes
+  using K = LayerKind;
+  ASSERT_EQ(kinds(net), (std::vector<K>{K::dense, K::layernorm, K::gelu, K::dense, K::gelu_tanh, K::relu, K::dense,
+                                        K::rmsnorm, K::sigmoid, K::dense, K::tanh, K::softmax}));
+  EXPECT_EQ(net.layers[0].name, "/0/Gemm");
+  EXPECT_EQ(net.layers[0].ops, "Gemm");
+  EXPECT_EQ(net.layers[0].weight.name, "0.weight");
+  EXPECT_EQ(net.layers[0].bias.name, "0.bias");
+  EXPECT_EQ(net.layers[0].in, 8u);
+  EXPECT_EQ(net.layers[0].out, 16u);
+  EXPECT_EQ(net.layers[1].ops, GetParam() == 17 ? "LayerNormalization" : "ReduceMean+Sub+Pow+ReduceMean+Add+Sqrt+Div+Mul+Add");
+  EXPECT_EQ(net.layers[1].weight.name, "1.weight");
+  EXPECT_EQ(net.layers[1].bias.name, "1.bias");
+  EXPECT_FLOAT_EQ(float(net.layers[1].epsilon), 1e-5f);
+  EXPECT_EQ(net.layers[2].ops, "Div+Erf+Add+Mul+Mul");
+  EXPECT_FLOAT_EQ(float(net.layers[7].epsilon), 1e-6f);
+  EXPECT_EQ(net.layers[7].weight.name, "7.weight");
+  EXPECT_TRUE(net.layers[7].bias.empty());
+  EXPECT_EQ(net.layers[9].out, 4u);
+
+  const npy::Array x = npy::load(kData + "/torch_mlp_x.npy"), y = npy::load(kData + "/torch_mlp_y.npy");
+  ASSERT_EQ(x.cols, 8u);
+  const std::vector<double> got = forward(net, x.values, x.rows);
+  ASSERT_EQ(got.size(), y.values.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], y.values[i], 1e-5) << "element " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Opsets, TorchMlp, ::testing::Values(13, 17));
+
+TEST(OnnxRead, KeepsTheStoredTypeOfEachWeightAndReadsItExactly) {
+  const Network half = load(kCorpus + "/good_matmul_add_f16_bf16.onnx");
+  const Network full = load(kCorpus + "/good_gemm_reshape.onnx");
+  using K = LayerKind;
+  ASSERT_EQ(kinds(half), (std::vector<K>{K::dense, K::gelu_tanh, K::softmax}));
+  ASSERT_EQ(kinds(full), (std::vector<K>{K::dense}));  // Identity, Flatten and Reshape keep the shape
+  EXPECT_EQ(half.layers[0].ops, "MatMul+Add");
+  EXPECT_EQ(half.layers[0].name, "fc");
+  EXPECT_EQ(half.layers[0].weight.stored, Stored::f16);
+  EXPECT_EQ(half.layers[0].bias.stored, Stored::bf16);
+  EXPECT_EQ(full.layers[0].weight.stored, Stored::f32);
+  ASSERT_EQ(half.layers[0].weight.values.size(), 12u);
+  // The same weights, stored as float16 and bfloat16 by NumPy and as float32: the reader's values are exactly
+  // the roundings of the float32 ones (so neither is transposed or misread).
+  for (std::size_t i = 0; i < 12; ++i) {
+    const float w = full.layers[0].weight.values[i];
+    const float h = half.layers[0].weight.values[i];
+    EXPECT_LE(std::abs(h - w), std::abs(w) * 0x1p-11f) << i;
+    EXPECT_EQ(to_f32(to_f16(w)), h) << i;
+  }
+  for (std::size_t j = 0; j < 3; ++j) {
+    const float b = full.layers[0].bias.values[j], h = half.layers[0].bias.values[j];
+    EXPECT_LE(std::abs(h - b), std::abs(b) * 0x1p-7f) << j;
+  }
+}
+
+struct Bad {
+  const char* file;
+  const char* says;  // a fragment of the one sentence
+};
+
+class OnnxRefuses : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(OnnxRefuses, WithOneSentenceNamingTheFile) {
+  const std::string path = kCorpus + "/" + GetParam().file;
+  try {
+    (void)load(path);
+    FAIL() << path << " was read";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find(GetParam().says), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_EQ(what.back(), '.') << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, OnnxRefuses,
+    ::testing::Values(
+        Bad{"bad_not_protobuf.onnx", "does not parse as an ONNX ModelProto"},
+        Bad{"bad_empty.onnx", "does not parse"},
+        Bad{"bad_unsupported_op.onnx", "node 'conv1' (Conv) is not supported; halfmap reads Gemm"},
+        Bad{"bad_cycle.onnx", "node 'a' (Relu) reads 'z', which no initializer, input or earlier node writes"},
+        Bad{"bad_raw_data_short.onnx", "initializer 'W' declares 12 elements (48 bytes) but holds 44 bytes"},
+        Bad{"bad_dims_overflow.onnx", "initializer 'W' declares more than 2^40 elements"},
+        Bad{"bad_external_data.onnx", "initializer 'W' keeps its data in an external file ('weights.bin')"},
+        Bad{"bad_input_rank3.onnx", "input 'x' has rank 3"},
+        Bad{"bad_input_double.onnx", "input 'x' is not a float32 tensor"},
+        Bad{"bad_weight_shape.onnx", "its weight 'W' has 5 inputs, but the layer before it gives 4 features"},
+        Bad{"bad_gemm_alpha.onnx", "node 'gemm' (Gemm): transA, alpha or beta is not the default"},
+        Bad{"bad_double_weight.onnx", "initializer 'W' has element type DOUBLE (11)"},
+        Bad{"bad_f16_int32_data.onnx", "holds 70000 in its int32_data"},
+        Bad{"bad_written_twice.onnx", "node 'again' (Relu) writes 'y', which is already defined"},
+        Bad{"bad_fake_gelu.onnx", "form no layer halfmap knows"},
+        Bad{"bad_residual.onnx", "branches and residual connections are not supported yet"}),
+    [](const auto& info) {
+      std::string n = info.param.file;
+      n = n.substr(4, n.size() - 9);  // bad_<name>.onnx
+      return n;
+    });
+
+TEST(OnnxLoad, RefusesAMissingFileAndAFolder) {
+  EXPECT_THROW((void)load(kCorpus + "/no_such_model.onnx"), Error);
+  EXPECT_THROW((void)load(kCorpus), Error);
+}
+
+}  // namespace
+}  // namespace halfmap::onnx
