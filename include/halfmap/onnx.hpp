@@ -65,7 +65,8 @@ struct Param {
 
 struct Layer {
   LayerKind kind = LayerKind::dense;
-  std::string name;  // the ONNX node's name (a pattern's: its first node's), else its output's name
+  std::string name;  // the ONNX node's name (a pattern's: its nodes' common scope, "/encoder/mlp/act" for
+                     // "/encoder/mlp/act/Div" .. "/encoder/mlp/act/Mul_1", else its first node's), else its output's
   std::string ops;   // the ONNX ops it was read from, e.g. "Gemm", "MatMul+Add", "Div+Erf+Add+Mul+Mul"
   std::size_t in = 0, out = 0;  // features in and out (equal except for dense)
   Param weight;   // dense: in × out, row-major (x·W); layernorm and rmsnorm: γ (out)

@@ -12,12 +12,15 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
 #include "halfmap/parallel.hpp"
 #include "halfmap/diagnose.hpp"
+#include "halfmap/diagnose_model.hpp"
+#include "halfmap/onnx.hpp"
 #include "halfmap/npy.hpp"
 #include "halfmap/atomic_file.hpp"
 #include "halfmap/loss_scale.hpp"
@@ -26,13 +29,14 @@ namespace halfmap::cli {
 namespace {
 
 struct DiagnoseArgs {
-  std::string features, labels, out;
+  std::string features, labels, out, model;
   bool json = false;
   diagnose::Options o;
   std::size_t growth_interval = 0, steps = 0, epochs = 0;
   std::uint64_t shuffle = 0;
   // Given: override the defaults (the frameworks' growth interval; kDefaultSteps; rows in order).
   CLI::Option *growth_option = nullptr, *steps_option = nullptr, *epochs_option = nullptr, *shuffle_option = nullptr;
+  std::vector<CLI::Option*> seed_model_options;  // meaningless with --model
 };
 
 int refuse(std::string_view sentence) {
@@ -51,7 +55,44 @@ std::string check_out(const std::string& out) {
   return {};
 }
 
+/// `--model`: the network's forward, layer by layer, on every path (include/halfmap/diagnose_model.hpp).
+int run_model(DiagnoseArgs& a) {
+  for (const CLI::Option* opt : a.seed_model_options)
+    if (opt->count() > 0)
+      return refuse(fmt::format("{} applies to the seed model; with --model the network is the file's.", opt->get_name()));
+  if (!a.labels.empty())
+    return refuse("--labels is not read with --model: the network's own output is diagnosed, layer by layer.");
+  if (a.o.threads == 0) a.o.threads = threads_env().value_or(0);
+  if (std::string e = diagnose::validate(a.o); !e.empty()) return refuse(e);
+  if (std::string e = check_out(a.out); !e.empty()) return refuse(e);
+  onnx::Network net;
+  diagnose::Table x;
+  try {
+    net = onnx::load(a.model);
+    x = diagnose::Table::load(a.features);
+  } catch (const onnx::Error& e) {
+    return refuse(e.what());
+  } catch (const npy::Error& e) {
+    return refuse(e.what());
+  }
+  if (std::string e = diagnose::check_model_inputs(net, x); !e.empty())
+    return refuse(fmt::format("{} and {}: {}", a.model, a.features, e));
+  a.o.progress = ::isatty(2) != 0;
+  diagnose::ModelReport r;
+  try {
+    r = diagnose::run_model(net, a.model, x, a.o);
+  } catch (const std::invalid_argument& e) {  // a --path this CPU does not run for this network
+    return refuse(e.what());
+  }
+  const std::string text = a.json ? diagnose::render_model_json(r) : diagnose::render_model_text(r);
+  if (a.out.empty()) return write_stdout(text);
+  write_file_atomic(a.out, text);
+  return kExitOk;
+}
+
 int run_diagnose(DiagnoseArgs& a) {
+  if (!a.model.empty()) return run_model(a);
+  if (a.labels.empty()) return refuse("--labels is required (the labels of the seed model's squared loss), unless --model is given.");
   if (a.growth_option->count() > 0) a.o.growth_interval = a.growth_interval;
   if (a.steps_option->count() > 0) a.o.steps = a.steps;
   if (a.epochs_option->count() > 0) a.o.epochs = a.epochs;
@@ -114,11 +155,15 @@ Command add_diagnose_command(CLI::App& parent) {
       "says so). A note also says what happens without loss scaling (S = 1).");
   auto a = std::make_shared<DiagnoseArgs>();
   sub->add_option("--features", a->features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
-  sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1))")->required();
+  sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1)); required without --model");
+  sub->add_option("--model", a->model,
+                  fmt::format("Diagnose this ONNX network (torch.onnx.export, tf2onnx) instead of the seed model: its "
+                              "forward on the features, layer by layer, on every path. It reads {}.",
+                              onnx::supported_ops()));
   sub->add_flag("--json", a->json, "Print the report as JSON (keys: include/halfmap/diagnose.hpp)");
-  sub->add_option("--hidden", a->o.hidden,
-                  fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden));
-  sub->add_option("--seed", a->o.seed, "Seed of the Glorot-uniform initial weights (default 1)");
+  a->seed_model_options.push_back(sub->add_option("--hidden", a->o.hidden,
+                  fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden)));
+  a->seed_model_options.push_back(sub->add_option("--seed", a->o.seed, "Seed of the Glorot-uniform initial weights (default 1)"));
   sub->add_option("--batch", a->o.batch, "Rows per mini-batch (default 32, Keras fit's default; 0: all rows)");
   a->steps_option = sub->add_option(
       "--steps", a->steps,
@@ -131,7 +176,8 @@ Command add_diagnose_command(CLI::App& parent) {
                                   diagnose::kMaxSteps));
   a->shuffle_option = sub->add_option(
       "--shuffle", a->shuffle, "Shuffle the rows anew each epoch of the simulation, with this seed (default: in order)");
-  sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01, above 0 and at most 1e6)");
+  a->seed_model_options.push_back(
+      sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01, above 0 and at most 1e6)"));
   a->growth_option = sub->add_option("--growth-interval", a->growth_interval,
                   fmt::format("Good steps before the loss scale doubles (default: the frameworks' {}, 1 to {})",
                               loss_scale::kGrowthInterval, diagnose::kMaxSteps));
@@ -144,6 +190,8 @@ Command add_diagnose_command(CLI::App& parent) {
                   "Put this path (<mode>/<isa>, e.g. f16/avx512fp16) first, adding it if it is not a default one");
   sub->add_option("--threads", a->o.threads, "Threads (default: HALFMAP_THREADS, else 0: one per hardware thread; at most 1024)");
   sub->add_option("--out", a->out, "Write the report to this file (through a temporary file) instead of stdout");
+  for (CLI::Option* opt : {a->steps_option, a->epochs_option, a->shuffle_option, a->growth_option})
+    a->seed_model_options.push_back(opt);
   return {sub, [a] { return run_diagnose(*a); }};
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ void measure_batches(const Table& x, const Table& y, const Path& base, const std
 void simulate_all(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
                   const Weights& w0, const Options& o, Report& r);
 
+/// verdict.cpp: whether storing a column in fp16 or bf16 overflows, or flushes more than `share` of its non-zero
+/// values; a path's name, marked when it is Keras mixed_float16's.
+bool storage_crossed(const ColumnStats& c, double share);
+std::string path_label(const PathInfo& p);
 /// verdict.cpp: what happens without loss scaling (S = 1) on the Keras-like path (see the header).
 NoLossScaling no_loss_scaling(const Report& r);
 
@@ -45,6 +50,12 @@ void progress(const Options& o, const std::string& what, std::size_t done, std::
 std::string scale_text(double s);
 /// A number in at most 9 characters, e.g. "1.23e+05", "-0.5", "nan".
 std::string num(double v);
+/// `text` after `label`, wrapped to 100 columns, continuation lines indented under the text, ending in '\n'.
+std::string wrap(std::string_view label, std::string_view text);
+/// `head`, then each section after a blank line, then the verdict's block (boundary, reason, fix, notes).
+std::string sections_and_verdict(std::string head, std::initializer_list<std::string> sections, Boundary boundary,
+                                 const std::string& reason, const std::string& fix,
+                                 const std::vector<std::string>& notes);
 /// "f16_f32acc/avx512 *" for the Keras-like path, else the name.
 std::string path_cell(const PathInfo& p);
 /// numpy.percentile's default (linear interpolation between the closest ranks) of sorted values.

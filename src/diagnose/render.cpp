@@ -24,13 +24,8 @@ std::string scale_text(double s) {
 
 std::string path_cell(const PathInfo& p) { return p.keras_like ? p.name + " *" : p.name; }
 
-namespace {
-
 constexpr std::size_t kWidth = 100;
-constexpr std::size_t kMaxColumnsShown = 24;
-constexpr int kPathWidth = 24;
 
-/// Wraps `text` after `label` to kWidth columns, continuation lines indented under the text.
 std::string wrap(std::string_view label, std::string_view text) {
   std::string out(label), line;
   const std::string indent(label.size(), ' ');
@@ -54,6 +49,10 @@ std::string wrap(std::string_view label, std::string_view text) {
   return out + "\n";
 }
 
+namespace {
+
+constexpr std::size_t kMaxColumnsShown = 24;
+constexpr int kPathWidth = 24;
 
 std::string percent(double share) { return fmt::format("{:.1f} %", 100.0 * share); }
 
@@ -254,17 +253,24 @@ std::string render_text(const Report& r) {
                                        "-> Dense(1), squared loss, seed {}. * marks f16_f32acc (fp16 storage, "
                                        "f32 accumulation: an f32-accumulating GEMM, Keras mixed_float16 on a GPU).",
                                        r.data.rows, r.data.features.size(), o.hidden, o.seed));
+  return sections_and_verdict(s, {data_text(r), compute_text(r), optimization_text(r)}, r.verdict.boundary,
+                              r.verdict.reason, r.verdict.fix, r.verdict.notes);
+}
+
+std::string sections_and_verdict(std::string head, std::initializer_list<std::string> sections, Boundary boundary,
+                                 const std::string& reason, const std::string& fix,
+                                 const std::vector<std::string>& notes) {
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about "\n" + std::string&&.
-  for (const std::string& section : {data_text(r), compute_text(r), optimization_text(r)}) {
-    s += '\n';
-    s += section;
+  for (const std::string& section : sections) {
+    head += '\n';
+    head += section;
   }
-  s += '\n';
-  s += fmt::format("== verdict: {} ==\n", boundary_name(r.verdict.boundary));
-  s += wrap("reason: ", r.verdict.reason);
-  s += wrap("fix:    ", r.verdict.fix);
-  for (const std::string& n : r.verdict.notes) s += wrap("note:   ", n);
-  return s;
+  head += '\n';
+  head += fmt::format("== verdict: {} ==\n", boundary_name(boundary));
+  head += wrap("reason: ", reason);
+  head += wrap("fix:    ", fix);
+  for (const std::string& n : notes) head += wrap("note:   ", n);
+  return head;
 }
 
 }  // namespace halfmap::diagnose

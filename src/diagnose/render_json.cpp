@@ -5,21 +5,22 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnose/internal.hpp"
+#include "diagnose/json.hpp"
 
 namespace halfmap::diagnose {
-
-namespace {
-
-using Json = nlohmann::ordered_json;
 
 Json jnum(double v) {
   if (std::isfinite(v)) return v;
   return num(v);
 }
 
+namespace {
+
 Json jstorage(const StorageEffect& e) {
   return Json{{"overflow", e.overflow}, {"flushed", e.flushed}, {"subnormal", e.subnormal}};
 }
+
+}  // namespace
 
 Json jcolumn(const ColumnStats& c) {
   Json j;
@@ -48,6 +49,8 @@ Json jpath(const PathInfo& p) {
               {"storage", dtype_name(p.storage)},
               {"keras_like", p.keras_like}};
 }
+
+namespace {
 
 Json jforward(const ForwardReport& f) {
   Json j = jpath(f.path);

@@ -8,6 +8,15 @@
 
 namespace halfmap::diagnose {
 
+bool storage_crossed(const ColumnStats& c, double share) {
+  const double allowed = share * double(c.nonzero);
+  return c.f16.overflow + c.bf16.overflow > 0 || double(c.f16.flushed) > allowed || double(c.bf16.flushed) > allowed;
+}
+
+std::string path_label(const PathInfo& p) {
+  return p.keras_like ? fmt::format("{} (Keras mixed_float16)", p.name) : p.name;
+}
+
 std::string_view boundary_name(Boundary b) {
   switch (b) {
     case Boundary::ok: return "ok";
@@ -59,11 +68,6 @@ std::string nonfinite_text(const ForwardReport& f) {
   return fmt::format("{} at row {}, column {} ({})", n.stage, n.row, n.column, num(n.value));
 }
 
-bool storage_crossed(const ColumnStats& c, double share) {
-  const double allowed = share * double(c.nonzero);
-  return c.f16.overflow + c.bf16.overflow > 0 || double(c.f16.flushed) > allowed || double(c.bf16.flushed) > allowed;
-}
-
 std::optional<Verdict> storage_data(const Report& r) {
   const double share = r.options.underflow_share;
   std::string reason, stats;
@@ -112,10 +116,6 @@ const T* pick(const std::vector<T>& items, Crossed crossed, std::string& others,
     keras_clear = fmt::format(" Keras mixed_float16's path ({}) does not cross it.", keras->path.name);
   }
   return chosen;
-}
-
-std::string path_label(const PathInfo& p) {
-  return p.keras_like ? fmt::format("{} (Keras mixed_float16)", p.name) : p.name;
 }
 
 std::optional<Verdict> compute(const Report& r) {

@@ -428,6 +428,15 @@ class Lowering {
     }
     const Node& first = *region.front();
     const std::size_t f = need_features(first);
+    // The pattern's name: its nodes' common scope ("/encoder/mlp/act/Div", "/encoder/mlp/act/Mul" ->
+    // "/encoder/mlp/act"), the module the exporter wrote it for; else its first node's name.
+    std::string scope = first.name;
+    for (const Node* n : region) {
+      std::size_t k = 0;
+      while (k < scope.size() && k < n->name.size() && scope[k] == n->name[k]) ++k;
+      scope.resize(k);
+    }
+    scope.resize(scope.rfind('/') == std::string::npos ? 0 : scope.rfind('/'));
     auto vector_operand = [&](std::string_view op) -> const Tensor* {
       for (const Node* n : region)
         if (n->op == op)
@@ -449,6 +458,7 @@ class Lowering {
       return std::nullopt;
     };
     Layer l = start(LayerKind::gelu, first);
+    if (!scope.empty()) l.name = scope;
     l.ops = joined;
     std::function<double(const Mat&, std::size_t, std::size_t)> ref;
     const std::size_t means = ops.count("ReduceMean");

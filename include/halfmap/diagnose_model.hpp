@@ -1,0 +1,127 @@
+// `halfmap diagnose --model net.onnx`: the user's own network (include/halfmap/onnx.hpp) run layer by layer on the
+// user's rows in f32 and in each precision mode, and which layer crosses which boundary first.
+//
+// Batches are those of include/halfmap/diagnose.hpp (Options::batch rows, in order). Each batch is stored once in
+// each path's storage type (that rounding is the data boundary) and run through the layers with halfmap's kernels
+// of the path's mode:
+//   dense      dense_fwd (identity), the weights and bias rounded once from the file's values to the storage type
+//              (what a mixed-precision framework does with its float32 master weights);
+//   gelu, gelu_tanh, layernorm (ε from the file), rmsnorm, softmax   the kernels of those ops;
+//   relu, sigmoid, tanh   elementwise: widened exactly, computed in f32 (relu: x < 0 ? 0 : x, NaN passing;
+//              sigmoid: 1 / (1 + exp_f32(-x)); tanh: tanhf) and rounded once to the storage type.
+// A path is a precision mode on an ISA (as the seed model's, diagnose.hpp "Paths"): the f32 baseline on its best
+// ISA, then f16_f32acc, f16 and bf16_f32acc, each on its best ISA (Options::all_paths: every ISA). A layer runs the
+// mode's kernel of its op on the path's ISA, or, where that ISA has none, on the highest ISA below it that has one
+// (the report names every kernel used).
+//
+// Per path and layer, over every batch: the largest finite |y| and the headroom to the storage type's largest
+// finite value in binades, log2(max_finite / max|y|); how many outputs are not finite and the first (batch, row,
+// column); and the flush share: among the f32 baseline's outputs of the same layer and batch that matter at the
+// path's precision (|y| above half an ulp of its row's largest |y| in the storage type, and non-zero when stored
+// in it), how many are zero here. So it counts what the path's arithmetic lost (a row zeroed by an overflowed
+// variance), not the storage type's range or the tails below the row's precision (GELU's 1 + erf(x) cancelling
+// to zero in fp16 for x < -4, where f32 gives 1e-4 beside a row maximum of 10).
+//
+// The verdict, the first that holds:
+//   1. data: a feature is NaN or inf (its column and first row);
+//   2. data: an initializer holds NaN or inf (named, with the first index): the weights are bad;
+//   3. baseline: the f32 forward is not finite at some layer with finite data and weights;
+//   4. data: a finite feature or weight overflows the storage type of a low-precision path run (fp16: |v| ≥
+//      65520), or more than Options::underflow_share of a column's non-zero values flush to zero when stored;
+//   5. compute: a low-precision path's layer output is not finite while the baseline's is finite, or collapses:
+//      more than Options::underflow_share of its outputs non-zero in f32 are zero (an fp16 variance that
+//      overflowed makes 1/√var zero and the whole row zero, without an inf); the earliest such layer in the
+//      network (over the paths, in report order), with the baseline's max|y| there and each other path's
+//      headroom at that layer; fix: keep that layer in float32, or normalise its input;
+//   6. ok, with the tightest layer of each low-precision path (its smallest headroom).
+//
+// JSON (render_model_json), keys in this order:
+//   {"halfmap_diagnose_model": 1, "options": {batch, all_paths, path_first (null), underflow_share},
+//    "model": {file, producer, ir_version, opset, input, output, features,
+//              layers: [{name, kind, ops, in, out, weight (null | {name, stored}), bias (same), epsilon (null)}]},
+//    "data": {rows, batches, features: [column...]}      (column as in diagnose.hpp's JSON)
+//    "weights": [{name, stored, count, nan, inf, abs_max, f16_overflow, bf16_overflow}],
+//    "paths": [{path, mode, isa, storage, keras_like, baseline, finite,
+//               layers: [{name, kernel, count, max_abs, max_abs_log2 (null), headroom_log2 (null), nonfinite,
+//                         first_nonfinite: null | {batch, row, column, value}, reference_nonzero, flushed,
+//                         flush_share}]}],
+//    "verdict": {boundary, layer (null), path (null), reason, fix, notes: [...]}}
+// Numbers that are not finite are written as the strings "nan", "inf", "-inf".
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "halfmap/diagnose.hpp"
+#include "halfmap/onnx.hpp"
+
+namespace halfmap::diagnose {
+
+struct WeightCheck {
+  std::string name;  // the initializer
+  onnx::Stored stored = onnx::Stored::f32;
+  std::size_t count = 0, nan = 0, inf = 0;
+  std::optional<std::size_t> first_nonfinite;  // index in the layer's layout (dense: in × out, row-major)
+  double abs_max = 0;                          // over the finite values
+  std::size_t f16_overflow = 0, bf16_overflow = 0;  // finite values that become inf when stored
+};
+
+struct Where {
+  std::size_t batch = 0, row = 0, column = 0;  // row: of the whole array
+  double value = 0;
+};
+
+struct LayerForward {
+  std::string name;
+  std::string kernel;  // the registry kernel that ran it, or "elementwise <storage>"
+  std::size_t count = 0, nonfinite = 0, reference_nonzero = 0, flushed = 0;
+  double max_abs = 0;  // the largest finite |y|
+  std::optional<Where> first_nonfinite;
+  double flush_share() const { return reference_nonzero ? double(flushed) / double(reference_nonzero) : 0.0; }
+};
+
+struct PathForward {
+  PathInfo path;
+  bool baseline = false;
+  std::vector<LayerForward> layers;
+  /// The first layer (network order) with a non-finite output, if any.
+  std::optional<std::size_t> first_nonfinite_layer() const;
+  /// log2(largest finite of the storage type / max_abs); +inf when max_abs is 0.
+  double headroom_log2(std::size_t layer) const;
+};
+
+struct ModelVerdict {
+  Boundary boundary = Boundary::ok;
+  std::string layer, path;  // the layer and path it names, or empty
+  std::string reason, fix;
+  std::vector<std::string> notes;
+};
+
+struct ModelReport {
+  Options options;
+  std::string file;
+  onnx::Network net;
+  DataReport data;  // features only (labels unused)
+  std::vector<WeightCheck> weights;
+  PathForward baseline;
+  std::vector<PathForward> paths;
+  ModelVerdict verdict;
+};
+
+/// One sentence why the rows cannot be run through the network (columns ≠ the network's features, empty), or
+/// empty.
+std::string check_model_inputs(const onnx::Network& net, const Table& features);
+
+/// Runs the diagnosis. Preconditions: validate(o) and check_model_inputs(...) are empty (else throws
+/// std::invalid_argument with their sentence; also for a --path that names no enabled path).
+ModelReport run_model(const onnx::Network& net, const std::string& file, const Table& features, const Options& o);
+
+/// The verdict from the other sections (run_model calls it; exposed for tests).
+ModelVerdict decide_model(const ModelReport& r);
+
+std::string render_model_text(const ModelReport& r);
+std::string render_model_json(const ModelReport& r);
+
+}  // namespace halfmap::diagnose

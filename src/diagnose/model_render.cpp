@@ -1,0 +1,179 @@
+// The report of `halfmap diagnose --model` as text (sections model, data, layers, verdict; within 100 columns) and
+// as JSON (the keys of include/halfmap/diagnose_model.hpp).
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "diagnose/internal.hpp"
+#include "diagnose/json.hpp"
+#include "halfmap/diagnose_model.hpp"
+
+namespace halfmap::diagnose {
+
+namespace {
+
+std::string log2_cell(double v) { return v > 0 && std::isfinite(v) ? fmt::format("2^{:.1f}", std::log2(v)) : num(v); }
+
+std::string model_text(const ModelReport& r) {
+  std::string s = "== model ==\n";
+  s += wrap("", fmt::format("{}: {} layers from input '{}' ({} features) to output '{}'; written by {}, IR {}, opset "
+                            "{}.",
+                            r.file, r.net.layers.size(), r.net.input, r.net.features, r.net.output,
+                            r.net.producer.empty() ? "an unnamed producer" : r.net.producer, r.net.ir_version,
+                            r.net.opset));
+  s += fmt::format("  {:<3} {:<28} {:<10} {:>6} {:>6}  {}\n", "#", "layer", "kind", "in", "out", "from");
+  for (std::size_t l = 0; l < r.net.layers.size(); ++l) {
+    const onnx::Layer& x = r.net.layers[l];
+    const std::string ops = x.ops.size() <= 39 ? x.ops : x.ops.substr(0, 36) + "...";
+    s += fmt::format("  {:<3} {:<28} {:<10} {:>6} {:>6}  {}\n", l, x.name.substr(0, 28), onnx::kind_name(x.kind),
+                     x.in, x.out, ops);
+    std::string params;
+    if (!x.weight.empty()) params += fmt::format("{} {}", x.weight.name, onnx::stored_name(x.weight.stored));
+    if (!x.bias.empty()) params += fmt::format(", {} {}", x.bias.name, onnx::stored_name(x.bias.stored));
+    if (x.epsilon > 0) params += fmt::format(", eps {:g}", x.epsilon);
+    if (!params.empty()) s += wrap("      ", params);
+  }
+  return s;
+}
+
+std::string data_text(const ModelReport& r) {
+  std::string s = "== data ==\n";
+  std::size_t nonfinite = 0, f16_over = 0, flushed = 0;
+  double abs_max = 0;
+  for (const ColumnStats& c : r.data.features) {
+    nonfinite += c.nan + c.inf;
+    f16_over += c.f16.overflow;
+    flushed += c.f16.flushed;
+    if (std::isfinite(c.abs_max)) abs_max = std::max(abs_max, c.abs_max);
+  }
+  s += wrap("", fmt::format("{} rows in {} batches of {}; {} feature columns: {} values not finite, abs max {}, {} "
+                            "overflow fp16 storage, {} non-zero values flush to zero in it.",
+                            r.data.rows, r.data.batches, r.options.batch == 0 ? r.data.rows : r.options.batch,
+                            r.data.features.size(), nonfinite, num(abs_max), f16_over, flushed));
+  for (const WeightCheck& w : r.weights)
+    if (w.nan + w.inf + w.f16_overflow > 0)
+      s += wrap("  ", fmt::format("initializer '{}' ({}, {} values): {} NaN, {} inf, {} overflow fp16 storage.",
+                                  w.name, onnx::stored_name(w.stored), w.count, w.nan, w.inf, w.f16_overflow));
+  return s;
+}
+
+std::string layers_text(const ModelReport& r) {
+  std::string s = "== layers ==\n";
+  s += wrap("", "Per path and layer, over all batches: the largest finite |y|; its headroom to the storage type's "
+                "largest finite value, in binades; the outputs that are not finite, and the first; the share of the "
+                "outputs non-zero in f32 that are zero here.");
+  auto one = [&](const PathForward& p) {
+    s += fmt::format("{}{}\n", path_cell(p.path), p.baseline ? " (baseline)" : "");
+    s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>10} {:>22} {:>8}\n", "#", "layer", "max |y|", "headroom",
+                     "not finite", "first (batch,row,col)", "flushed");
+    for (std::size_t l = 0; l < p.layers.size(); ++l) {
+      const LayerForward& x = p.layers[l];
+      const std::string first =
+          x.first_nonfinite ? fmt::format("{},{},{}", x.first_nonfinite->batch, x.first_nonfinite->row,
+                                          x.first_nonfinite->column)
+                            : "-";
+      s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>10} {:>22} {:>8}\n", l, x.name.substr(0, 28),
+                       log2_cell(x.max_abs), fmt::format("{:.1f}", p.headroom_log2(l)), x.nonfinite, first,
+                       fmt::format("{:.2f} %", 100 * x.flush_share()));
+    }
+  };
+  one(r.baseline);
+  for (const PathForward& p : r.paths) one(p);
+  return s;
+}
+
+Json jparam(const onnx::Param& p) {
+  if (p.empty()) return nullptr;
+  return Json{{"name", p.name}, {"stored", onnx::stored_name(p.stored)}};
+}
+
+Json jlayers(const PathForward& p) {
+  Json layers = Json::array();
+  for (std::size_t l = 0; l < p.layers.size(); ++l) {
+    const LayerForward& x = p.layers[l];
+    Json j;
+    j["name"] = x.name;
+    j["kernel"] = x.kernel;
+    j["count"] = x.count;
+    j["max_abs"] = jnum(x.max_abs);
+    j["max_abs_log2"] = x.max_abs > 0 ? Json(std::log2(x.max_abs)) : Json(nullptr);
+    const double h = p.headroom_log2(l);
+    j["headroom_log2"] = std::isfinite(h) ? Json(h) : Json(nullptr);
+    j["nonfinite"] = x.nonfinite;
+    j["first_nonfinite"] = x.first_nonfinite ? Json{{"batch", x.first_nonfinite->batch},
+                                                    {"row", x.first_nonfinite->row},
+                                                    {"column", x.first_nonfinite->column},
+                                                    {"value", jnum(x.first_nonfinite->value)}}
+                                             : Json(nullptr);
+    j["reference_nonzero"] = x.reference_nonzero;
+    j["flushed"] = x.flushed;
+    j["flush_share"] = x.flush_share();
+    layers.push_back(std::move(j));
+  }
+  return layers;
+}
+
+}  // namespace
+
+std::string render_model_text(const ModelReport& r) {
+  std::string s = wrap("", fmt::format("halfmap diagnose --model: the network's forward on {} rows, in f32 and in "
+                                       "each precision mode. * marks f16_f32acc (fp16 storage, f32 accumulation: "
+                                       "Keras mixed_float16's GEMMs).",
+                                       r.data.rows));
+  return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r)}, r.verdict.boundary, r.verdict.reason,
+                              r.verdict.fix, r.verdict.notes);
+}
+
+std::string render_model_json(const ModelReport& r) {
+  Json j;
+  j["halfmap_diagnose_model"] = 1;
+  j["options"] = Json{{"batch", r.options.batch},
+                      {"all_paths", r.options.all_paths},
+                      {"path_first", r.options.path_first.empty() ? Json(nullptr) : Json(r.options.path_first)},
+                      {"underflow_share", r.options.underflow_share}};
+  Json layers = Json::array();
+  for (const onnx::Layer& l : r.net.layers)
+    layers.push_back(Json{{"name", l.name},
+                          {"kind", onnx::kind_name(l.kind)},
+                          {"ops", l.ops},
+                          {"in", l.in},
+                          {"out", l.out},
+                          {"weight", jparam(l.weight)},
+                          {"bias", jparam(l.bias)},
+                          {"epsilon", l.epsilon > 0 ? Json(l.epsilon) : Json(nullptr)}});
+  j["model"] = Json{{"file", r.file},         {"producer", r.net.producer}, {"ir_version", r.net.ir_version},
+                    {"opset", r.net.opset},   {"input", r.net.input},       {"output", r.net.output},
+                    {"features", r.net.features}, {"layers", layers}};
+  Json cols = Json::array();
+  for (const ColumnStats& c : r.data.features) cols.push_back(jcolumn(c));
+  j["data"] = Json{{"rows", r.data.rows}, {"batches", r.data.batches}, {"features", cols}};
+  Json weights = Json::array();
+  for (const WeightCheck& w : r.weights)
+    weights.push_back(Json{{"name", w.name},       {"stored", onnx::stored_name(w.stored)},
+                           {"count", w.count},     {"nan", w.nan},
+                           {"inf", w.inf},         {"abs_max", jnum(w.abs_max)},
+                           {"f16_overflow", w.f16_overflow}, {"bf16_overflow", w.bf16_overflow}});
+  j["weights"] = weights;
+  Json paths = Json::array();
+  auto add = [&](const PathForward& p) {
+    Json x = jpath(p.path);
+    x["baseline"] = p.baseline;
+    x["finite"] = !p.first_nonfinite_layer();
+    x["layers"] = jlayers(p);
+    paths.push_back(std::move(x));
+  };
+  add(r.baseline);
+  for (const PathForward& p : r.paths) add(p);
+  j["paths"] = paths;
+  const ModelVerdict& v = r.verdict;
+  j["verdict"] = Json{{"boundary", boundary_name(v.boundary)},
+                      {"layer", v.layer.empty() ? Json(nullptr) : Json(v.layer)},
+                      {"path", v.path.empty() ? Json(nullptr) : Json(v.path)},
+                      {"reason", v.reason},
+                      {"fix", v.fix},
+                      {"notes", v.notes}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace halfmap::diagnose

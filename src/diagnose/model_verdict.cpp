@@ -1,0 +1,201 @@
+// The verdict of `halfmap diagnose --model`: the first boundary crossed, in the order of
+// include/halfmap/diagnose_model.hpp, named by layer, and the smallest fix the evidence supports.
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "diagnose/internal.hpp"
+#include "halfmap/diagnose_model.hpp"
+#include "halfmap/storage.hpp"
+
+namespace halfmap::diagnose {
+
+namespace {
+
+const onnx::Layer& layer_of(const ModelReport& r, std::size_t l) { return r.net.layers[l]; }
+
+std::string layer_text(const ModelReport& r, std::size_t l) {
+  const onnx::Layer& layer = layer_of(r, l);
+  return fmt::format("layer '{}' ({}, {})", layer.name, onnx::kind_name(layer.kind), layer.ops);
+}
+
+std::string binades(double log2v) { return fmt::format("2^{:.1f}", log2v); }
+
+std::optional<ModelVerdict> nonfinite_features(const ModelReport& r) {
+  for (const ColumnStats& c : r.data.features) {
+    if (c.nan + c.inf == 0) continue;
+    ModelVerdict v;
+    v.boundary = Boundary::data;
+    v.reason = fmt::format("column {} of the features holds {} NaN and {} inf; the first is at row {}.", c.name, c.nan,
+                           c.inf, *c.first_nonfinite_row);
+    v.fix = fmt::format("fix the data: remove or impute the non-finite values (the first at row {} of column {}); no "
+                        "precision setting can fix them.",
+                        *c.first_nonfinite_row, c.name);
+    return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<ModelVerdict> nonfinite_weights(const ModelReport& r) {
+  for (const WeightCheck& w : r.weights) {
+    if (w.nan + w.inf == 0) continue;
+    ModelVerdict v;
+    v.boundary = Boundary::data;
+    v.reason = fmt::format("initializer '{}' holds {} NaN and {} inf (the first at index {}): the network's weights "
+                           "are not finite before any precision is involved.",
+                           w.name, w.nan, w.inf, *w.first_nonfinite);
+    v.fix = fmt::format("restore '{}' from a checkpoint taken before the NaN, and find the training step that wrote "
+                        "it (a loss scale that overflowed without skipping the step, or a learning rate too large).",
+                        w.name);
+    return v;
+  }
+  return std::nullopt;
+}
+
+std::optional<ModelVerdict> baseline(const ModelReport& r) {
+  const auto l = r.baseline.first_nonfinite_layer();
+  if (!l) return std::nullopt;
+  const Where& w = *r.baseline.layers[*l].first_nonfinite;
+  ModelVerdict v;
+  v.boundary = Boundary::baseline;
+  v.layer = layer_of(r, *l).name;
+  v.path = r.baseline.path.name;
+  v.reason = fmt::format("the f32 forward is not finite: {} gives {} at batch {}, row {}, column {}, with finite "
+                         "data and weights.",
+                         layer_text(r, *l), num(w.value), w.batch, w.row, w.column);
+  v.fix = "no half-precision setting can help while float32 itself fails: look at this layer's weights and inputs "
+          "(their scale, or a division by a near-zero variance).";
+  return v;
+}
+
+/// The storage types the low-precision paths that ran store in.
+bool ran_storage(const ModelReport& r, DType t) {
+  for (const PathForward& p : r.paths)
+    if (p.path.storage == t) return true;
+  return false;
+}
+
+std::optional<ModelVerdict> storage(const ModelReport& r) {
+  const bool f16 = ran_storage(r, DType::f16), bf16 = ran_storage(r, DType::bf16);
+  std::string reason;
+  for (const ColumnStats& c : r.data.features) {
+    if (!storage_crossed(c, r.options.underflow_share)) continue;
+    if ((f16 && c.f16.overflow > 0) || (bf16 && c.bf16.overflow > 0)) {
+      reason += fmt::format("feature column {}: {} of {} values overflow fp16 storage (abs max {}). ", c.name,
+                            c.f16.overflow, c.count, num(c.abs_max));
+    } else if ((f16 && double(c.f16.flushed) > r.options.underflow_share * double(c.nonzero)) ||
+               (bf16 && double(c.bf16.flushed) > r.options.underflow_share * double(c.nonzero))) {
+      reason += fmt::format("feature column {}: {} of {} non-zero values flush to zero in fp16 storage ({} in "
+                            "bf16). ",
+                            c.name, c.f16.flushed, c.nonzero, c.bf16.flushed);
+    }
+  }
+  std::string weights;
+  for (const WeightCheck& w : r.weights) {
+    if ((f16 && w.f16_overflow > 0) || (bf16 && w.bf16_overflow > 0)) {
+      reason += fmt::format("initializer '{}': {} of {} values overflow fp16 storage (abs max {}). ", w.name,
+                            w.f16_overflow, w.count, num(w.abs_max));
+      weights += fmt::format("{}'{}'", weights.empty() ? "" : ", ", w.name);
+    }
+  }
+  if (reason.empty()) return std::nullopt;
+  reason.pop_back();
+  ModelVerdict v;
+  v.boundary = Boundary::data;
+  v.reason = reason;
+  v.fix = weights.empty()
+              ? "normalise the inputs before the network, x' = (x - mean) / std per column (the data section gives "
+                "both)."
+              : fmt::format("keep the layers of {} in float32, or rescale those weights (and the layer after them) "
+                            "so that they fit fp16.",
+                            weights);
+  return v;
+}
+
+/// A low-precision path's layer crosses the compute boundary when an output is not finite, or when more than the
+/// underflow share of the outputs non-zero in f32 are zero (they collapsed: an fp16 variance that overflowed makes
+/// 1/√var zero, softmax probabilities below fp16's smallest subnormal vanish).
+bool crossed(const ModelReport& r, const PathForward& p, std::size_t l) {
+  return p.layers[l].nonfinite > 0 || p.layers[l].flush_share() > r.options.underflow_share;
+}
+
+std::optional<ModelVerdict> compute(const ModelReport& r) {
+  const PathForward* first = nullptr;
+  std::size_t layer = 0;
+  for (const PathForward& p : r.paths)
+    for (std::size_t l = 0; l < p.layers.size() && (first == nullptr || l < layer); ++l)
+      if (crossed(r, p, l)) {
+        first = &p;
+        layer = l;
+        break;
+      }
+  if (first == nullptr) return std::nullopt;
+  const LayerForward& at = first->layers[layer];
+  const double base_max = r.baseline.layers[layer].max_abs;
+  ModelVerdict v;
+  v.boundary = Boundary::compute;
+  v.layer = layer_of(r, layer).name;
+  v.path = first->path.name;
+  std::string clears, also;
+  for (const PathForward& p : r.paths) {
+    if (&p == first) continue;
+    if (crossed(r, p, layer)) {
+      also += fmt::format("{}{}", also.empty() ? "" : ", ", p.path.name);
+    } else {
+      clears += fmt::format("{}on {} it does not cross (its largest |y| {:.1f} binades below the largest finite)",
+                            clears.empty() ? "" : "; ", path_label(p.path), p.headroom_log2(layer));
+    }
+  }
+  const std::string tail = fmt::format("{}{}", clears.empty() ? std::string() : fmt::format("; {}", clears),
+                                       also.empty() ? std::string() : fmt::format("; it crosses on {} too", also));
+  const std::string storage = std::string(dtype_name(first->path.storage));
+  if (at.nonfinite > 0) {
+    const Where& w = *at.first_nonfinite;
+    v.reason = fmt::format("{} output is not finite on {} from batch {}, row {}, column {} ({}); in f32 its largest "
+                           "|y| is {} against {}'s largest finite {}{}.",
+                           layer_text(r, layer), path_label(first->path), w.batch, w.row, w.column, num(w.value),
+                           base_max > 0 ? binades(std::log2(base_max)) : std::string("0"), storage,
+                           num(max_finite(first->path.storage)), tail);
+    v.fix = fmt::format("keep layer '{}' in float32 (Keras: dtype=\"float32\" on that layer; PyTorch: run it outside "
+                        "torch.autocast), or normalise its input so that its outputs stay below {}.",
+                        v.layer, num(max_finite(first->path.storage)));
+  } else {
+    v.reason = fmt::format("{} output collapses to zero on {}: {:.1f} % of its outputs that are non-zero in f32 are "
+                           "zero there (an intermediate that overflowed or underflowed {}, e.g. a variance summed in "
+                           "{}){}.",
+                           layer_text(r, layer), path_label(first->path), 100 * at.flush_share(), storage, storage,
+                           tail);
+    v.fix = fmt::format("keep layer '{}' in float32 (Keras: dtype=\"float32\" on that layer; PyTorch: run it outside "
+                        "torch.autocast), or use a kernel that keeps its statistics in float32, as f16_f32acc does.",
+                        v.layer);
+  }
+  return v;
+}
+
+}  // namespace
+
+ModelVerdict decide_model(const ModelReport& r) {
+  for (auto rule : {nonfinite_features, nonfinite_weights, baseline, storage, compute})
+    if (std::optional<ModelVerdict> v = rule(r)) return *v;
+  ModelVerdict v;
+  v.boundary = Boundary::ok;
+  v.reason = "every layer's output is finite on every path that ran, with finite data and weights.";
+  v.fix = "none needed for the forward pass.";
+  for (const PathForward& p : r.paths) {
+    std::size_t tight = 0;
+    for (std::size_t l = 1; l < p.layers.size(); ++l)
+      if (p.headroom_log2(l) < p.headroom_log2(tight)) tight = l;
+    if (p.layers.empty() || !std::isfinite(p.headroom_log2(tight))) continue;
+    v.notes.push_back(fmt::format("{}: the tightest layer is {}, max |y| {}, {:.1f} binades below {}'s largest finite.",
+                                  path_label(p.path), layer_text(r, tight), binades(std::log2(p.layers[tight].max_abs)),
+                                  p.headroom_log2(tight), dtype_name(p.path.storage)));
+    for (std::size_t l = 0; l < p.layers.size(); ++l)
+      if (p.layers[l].flush_share() > r.options.underflow_share)
+        v.notes.push_back(fmt::format("{}: {} flushes {:.2f} % of the outputs that are non-zero in f32 to zero.",
+                                      path_label(p.path), layer_text(r, l), 100 * p.layers[l].flush_share()));
+  }
+  return v;
+}
+
+}  // namespace halfmap::diagnose

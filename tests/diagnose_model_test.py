@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""`halfmap diagnose --model` end to end (include/halfmap/diagnose_model.hpp), on networks built here with
+onnx.helper (Debian's python3-onnx) and on the one PyTorch exported (tests/fuzz/corpus/onnx/), checked on --json:
+
+  * PyTorch's MLP (Linear, LayerNorm, GELU both ways, ReLU, an RMS norm, Sigmoid, Tanh, Softmax) on its rows: ok;
+  * a second dense layer whose outputs pass 65504: compute, that layer named, on an fp16 path; f32 and bf16 clear;
+  * a LayerNorm whose fp16 variance overflows: compute on the f16 path only, its outputs collapsed to zero
+    (f16_f32acc keeps the statistics in f32);
+  * a NaN in a weight: data, naming the initializer;
+  * bad input (an unsupported op, a hostile file, features of the wrong width, seed-model options): exit 2, one
+    sentence on stderr, nothing on stdout and no --out file.
+
+    diagnose_model_test.py HALFMAP EMULATOR('|'-separated, may be empty) THREADS CORPUS DATA WORK
+"""
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+from onnx import TensorProto, helper
+
+exe, emulator, threads, corpus, data, work = sys.argv[1:7]
+corpus, data, work = pathlib.Path(corpus), pathlib.Path(data), pathlib.Path(work)
+shutil.rmtree(work, ignore_errors=True)
+work.mkdir(parents=True)
+prefix = [e for e in emulator.split("|") if e]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args):
+    p = subprocess.run(prefix + [exe, "diagnose", *map(str, args), "--threads", threads], capture_output=True,
+                       text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def diagnose(model, x):
+    rc, out, err = run("--model", model, "--features", x, "--json")
+    check(rc == 0, f"{model}: exit {rc}: {err}")
+    return json.loads(out) if rc == 0 else None
+
+
+def save_model(name, nodes, inits, features):
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["rows", features])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="halfmap-test")
+    path = work / f"{name}.onnx"
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+def t(name, a):
+    return onnx.numpy_helper.from_array(np.asarray(a, np.float32), name)
+
+
+def save_x(name, a):
+    path = work / f"{name}.npy"
+    np.save(path, np.asarray(a, np.float32))
+    return path
+
+
+def paths(report):
+    return {p["path"]: p for p in report["paths"]}
+
+
+def finite_modes(report):
+    return {p["mode"] for p in report["paths"] if p["finite"]}
+
+
+rng = np.random.default_rng(3)
+
+# PyTorch's MLP on its own rows: every layer finite everywhere.
+r = diagnose(corpus / "good_torch_mlp_opset17.onnx", data / "torch_mlp_x.npy")
+if r:
+    check(r["verdict"]["boundary"] == "ok", f"torch mlp: {r['verdict']}")
+    check(len(r["model"]["layers"]) == 12, "torch mlp: 12 layers")
+    check([l["kind"] for l in r["model"]["layers"]][:3] == ["dense", "layernorm", "gelu"], "torch mlp: kinds")
+    check(all(p["finite"] for p in r["paths"]), "torch mlp: every path finite")
+    base = r["paths"][0]
+    check(base["baseline"] and base["mode"] == "f32", "torch mlp: the baseline first")
+
+# Dense -> ReLU -> dense whose outputs reach ~1.6e5: past fp16's 65504, far inside bf16's range.
+x = rng.normal(size=(256, 4)) * 2
+w1 = np.abs(rng.normal(size=(4, 8)))
+w2 = np.full((8, 8), 1500.0)
+overflow = save_model("fc2_overflows", [
+    helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+    helper.make_node("Relu", ["h"], ["a"], name="act1"),
+    helper.make_node("Gemm", ["a", "w2", "b2"], ["y"], name="fc2")],
+    [t("w1", w1), t("b1", np.zeros(8)), t("w2", w2), t("b2", np.zeros(8))], 4)
+r = diagnose(overflow, save_x("fc2_x", x))
+if r:
+    v = r["verdict"]
+    check(v["boundary"] == "compute" and v["layer"] == "fc2", f"fc2_overflows: {v}")
+    check(v["path"] is not None and v["path"].startswith("f16"), f"fc2_overflows: an fp16 path: {v}")
+    check("f32" in finite_modes(r) and "bf16_f32acc" in finite_modes(r), "fc2_overflows: f32 and bf16 clear")
+    for p in r["paths"]:
+        fc1, fc2 = p["layers"][0], p["layers"][2]
+        check(fc1["nonfinite"] == 0, f"fc2_overflows: fc1 finite on {p['path']}")
+        if p["storage"] == "f16":
+            check(fc2["nonfinite"] > 0, f"fc2_overflows: fc2 overflows on {p['path']}")
+    base_fc2 = r["paths"][0]["layers"][2]
+    check(base_fc2["max_abs"] > 65504, "fc2_overflows: the baseline's max |y| is past 65504")
+    check("fc2" in v["fix"] and "float32" in v["fix"], f"fc2_overflows: the fix names the layer: {v['fix']}")
+
+# Dense to 64 features of about ±200, then LayerNormalization: Σ(x - mean)² ≈ 64 · 200² overflows an fp16 sum,
+# while every value and the normalised output fit.
+x = rng.normal(size=(128, 4))
+w = rng.choice([-1.0, 1.0], size=(4, 64)) * 100
+ln = save_model("ln_variance", [
+    helper.make_node("Gemm", ["x", "w", "b"], ["h"], name="proj"),
+    helper.make_node("LayerNormalization", ["h", "g", "beta"], ["y"], name="ln", epsilon=1e-5)],
+    [t("w", w), t("b", np.zeros(64)), t("g", np.ones(64)), t("beta", np.zeros(64))], 4)
+r = diagnose(ln, save_x("ln_x", x))
+if r:
+    v = r["verdict"]
+    check(v["boundary"] == "compute" and v["layer"] == "ln", f"ln_variance: {v}")
+    check(v["path"] is not None and v["path"].startswith("f16/"), f"ln_variance: on the f16 path: {v}")
+    by_mode = {p["mode"]: p for p in r["paths"]}
+    check(by_mode["f16"]["layers"][0]["nonfinite"] == 0, "ln_variance: the projection fits fp16")
+    # fp16's Σ(x - mean)² is inf, 1/√inf = 0: every output collapses to β = 0, without an inf.
+    check(by_mode["f16"]["layers"][1]["flush_share"] == 1.0, "ln_variance: the f16 LayerNorm's outputs are all zero")
+    check("collapses to zero" in v["reason"], f"ln_variance: the reason says how: {v['reason']}")
+    check(by_mode["f16_f32acc"]["finite"], "ln_variance: f16_f32acc keeps the statistics in f32")
+
+# A NaN in a weight: the weights are bad, whatever the precision.
+w2 = rng.normal(size=(8, 2))
+w2[3, 1] = np.nan
+bad_weight = save_model("nan_weight", [
+    helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], name="fc1"),
+    helper.make_node("Relu", ["h"], ["a"], name="act"),
+    helper.make_node("Gemm", ["a", "fc2.weight"], ["y"], name="fc2")],
+    [t("fc1.weight", rng.normal(size=(4, 8))), t("fc1.bias", np.zeros(8)), t("fc2.weight", w2)], 4)
+r = diagnose(bad_weight, save_x("nan_x", rng.normal(size=(64, 4))))
+if r:
+    v = r["verdict"]
+    check(v["boundary"] == "data" and "'fc2.weight'" in v["reason"], f"nan_weight: {v}")
+    check([w for w in r["weights"] if w["name"] == "fc2.weight"][0]["nan"] == 1, "nan_weight: one NaN counted")
+
+# Bad input: exit 2, one sentence, nothing written.
+good_x = save_x("good_x", rng.normal(size=(16, 4)))
+out = work / "report.json"
+for args, says in [
+        (["--model", corpus / "bad_unsupported_op.onnx", "--features", good_x], "node 'conv1' (Conv) is not supported"),
+        (["--model", corpus / "bad_raw_data_short.onnx", "--features", good_x], "holds 44 bytes of raw data"),
+        (["--model", corpus / "bad_not_protobuf.onnx", "--features", good_x], "is not an ONNX model"),
+        (["--model", work / "missing.onnx", "--features", good_x], "no such file"),
+        (["--model", overflow, "--features", save_x("wide_x", np.zeros((4, 5)))], "takes 4 features per row"),
+        (["--model", overflow, "--features", good_x, "--hidden", "8"], "--hidden applies to the seed model"),
+        (["--model", overflow, "--features", good_x, "--labels", good_x], "--labels is not read with --model"),
+        (["--features", good_x], "--labels is required")]:
+    rc, stdout, stderr = run(*args, "--out", out)
+    check(rc == 2, f"{args}: exit {rc}, expected 2")
+    check(stdout == "", f"{args}: nothing on stdout")
+    check(says in stderr and stderr.count("\n") == 1, f"{args}: one sentence with '{says}': {stderr!r}")
+    check(not out.exists(), f"{args}: no --out file")
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("diagnose_model_test: every case passed")
