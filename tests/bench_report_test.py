@@ -424,9 +424,11 @@ class DiagnoseBench(unittest.TestCase):
 
     def test_targets_met(self):
         lines = diagnose_target_lines(self.render(load(DIAGNOSE_FIXTURE)))
-        self.assertEqual(len(lines), 2)
+        self.assertEqual(len(lines), 3)
         self.assertIn("under 10 s wall | 6.25 s / 10 s | 0.625 | ≤ 1 | met |", lines[0])
         self.assertIn("under 1.5× the input files | 450 MB / 424 MB | 1.062 | ≤ 1.5 | met |", lines[1])
+        self.assertIn("on 2^16 × 256 float32 rows, all modes, under 15 s wall | 10.00 s / 15 s | 0.667 | ≤ 1 | met |",
+                      lines[2])
 
     def test_targets_missed(self):
         doc = load(DIAGNOSE_FIXTURE)
@@ -441,12 +443,12 @@ class DiagnoseBench(unittest.TestCase):
             line = next(l for l in text.splitlines() if l.endswith("not measured."))
             return [int(w) for w in line.replace(",", "").split() if w.isdigit()]
         met, missed, unmeasured = counts(self.render(None))
-        self.assertEqual(counts(self.render(load(DIAGNOSE_FIXTURE))), [met + 2, missed, unmeasured - 2])
+        self.assertEqual(counts(self.render(load(DIAGNOSE_FIXTURE))), [met + 3, missed, unmeasured - 3])
 
     def test_absent(self):
         text = self.render(None)
         lines = diagnose_target_lines(text)
-        self.assertEqual(len(lines), 2)
+        self.assertEqual(len(lines), 3)
         for line in lines:
             self.assertIn("| not measured: no diagnose benchmark in this run", line)
         self.assertIn("Not measured: no diagnose benchmark in this run", diagnose_section(text))
@@ -455,9 +457,22 @@ class DiagnoseBench(unittest.TestCase):
         doc = load(DIAGNOSE_FIXTURE)
         doc["cases"] = [c for c in doc["cases"] if c["rows"] != 1 << 20]
         text = self.render(doc)
-        for line in diagnose_target_lines(text):
+        for line in diagnose_target_lines(text)[:2]:
             self.assertIn("not measured: no 2^20 x 100 float32 case in the diagnose benchmark", line)
         self.assertIn("| 2^16 (65,536) | 100 |", diagnose_section(text))
+
+    def test_the_model_case(self):
+        section = diagnose_section(self.render(load(DIAGNOSE_FIXTURE)))
+        # 65536 rows / 10.0 s; CPU the median of the runs; the paths as they ran.
+        self.assertIn("| 4 × (Dense(512), LayerNorm, GELU) | 920,576 | 2^16 × 256 | 10.00 [9.50-12.00] | 6,554 | 19.00 "
+                      "| 391 | f32/avx512, f16_f32acc/avx512, f16/avx512, bf16_f32acc/avx512bf16 | ok |", section)
+        doc = load(DIAGNOSE_FIXTURE)
+        doc["models"][0]["wall_s_median"] = 18.0
+        self.assertIn("| 1.200 | ≤ 1 | **missed** by 0.20 (20% over) |", diagnose_target_lines(self.render(doc))[2])
+        doc["models"] = []
+        text = self.render(doc)
+        self.assertIn("not measured: no --model case 2^16 × 256, 4 × width 512", diagnose_target_lines(text)[2])
+        self.assertIn("Not measured: no `--model` case in this run", diagnose_section(text))
 
 
 def run(name, flops, label, rep=None, reps=1, real=1.0, cpu=1.0, aggregate=None):

@@ -16,9 +16,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "tools", "diagnose_bench.py")
 
 FAKE = """#!/bin/sh
-# halfmap diagnose --features X --labels Y --json
-[ "$1" = diagnose ] && [ "$2" = --features ] && [ -s "$3" ] && [ "$4" = --labels ] && [ -s "$5" ] || exit 9
+# halfmap diagnose --features X --labels Y --json, or halfmap diagnose --model M --features X --json
 [ -n "$FAIL" ] && { echo "halfmap: planted failure" >&2; exit 2; }
+if [ "$1" = diagnose ] && [ "$2" = --model ] && [ -s "$3" ] && [ "$4" = --features ] && [ -s "$5" ]; then
+  echo '{"paths": [{"path": "f32/ref"}, {"path": "f16/ref"}], "verdict": {"boundary": "compute"}}'
+  exit 0
+fi
+[ "$1" = diagnose ] && [ "$2" = --features ] && [ -s "$3" ] && [ "$4" = --labels ] && [ -s "$5" ] || exit 9
 echo '{"verdict": {"boundary": "ok"}}'
 """
 
@@ -45,7 +49,7 @@ class DiagnoseBench(unittest.TestCase):
         os.mkdir(tmp)
         out = os.path.join(d, "diagnose_bench.json")
         proc = subprocess.run([PYTHON, SCRIPT, "--halfmap", fake, "--out", out, "--cases", "64x3,32x2",
-                               "--repeats", "2", "--tmp", tmp], capture_output=True, text=True,
+                               "--models", "64x3:2x4", "--repeats", "2", "--tmp", tmp], capture_output=True, text=True,
                               env=dict(os.environ, **(env or {})))
         return proc, out, tmp
 
@@ -73,8 +77,17 @@ class DiagnoseBench(unittest.TestCase):
                 # The stand-in is a small shell: its peak is its own, not this Python's (see run_once).
                 self.assertLess(case["peak_rss_bytes_max"], 32 << 20)
                 self.assertEqual(case["verdict"], "ok")
+            # The --model case, when onnx is there (python3-onnx): the network file and the paths as reported.
+            if doc["models"]:
+                (m,) = doc["models"]
+                self.assertEqual((m["rows"], m["cols"], m["layers"], m["width"]), (64, 3, 2, 4))
+                self.assertEqual(m["parameters"], 3 * 4 + 4 + 4 + 4 + 4 * 4 + 4 + 4 + 4)
+                self.assertEqual(m["features_bytes"], 128 + 64 * 3 * 4)
+                self.assertEqual(m["paths"], ["f32/ref", "f16/ref"])
+                self.assertEqual(m["verdict"], "compute")
+                self.assertEqual(len(m["wall_s"]), 2)
             # The step holds every run; the step's and each run's wall time are rounded to 0.0001 s.
-            walls = [w for c in doc["cases"] for w in c["wall_s"]]
+            walls = [w for c in doc["cases"] + doc["models"] for w in c["wall_s"]]
             self.assertGreaterEqual(doc["step_wall_s"] + 0.00005 * (len(walls) + 1), sum(walls))
 
     def test_a_failing_run_stops_it(self):

@@ -6,6 +6,7 @@ onnx.helper (Debian's python3-onnx) and on the one PyTorch exported (tests/fuzz/
   * a second dense layer whose outputs pass 65504: compute, that layer named, on an fp16 path; f32 and bf16 clear;
   * a LayerNorm whose fp16 variance overflows: compute on the f16 path only, its outputs collapsed to zero
     (f16_f32acc keeps the statistics in f32);
+  * --batch 32 and 5 give the same numbers but the batch indices;
   * a NaN in a weight: data, naming the initializer;
   * bad input (an unsupported op, a hostile file, features of the wrong width, seed-model options): exit 2, one
     sentence on stderr, nothing on stdout and no --out file.
@@ -131,6 +132,25 @@ if r:
     check(by_mode["f16"]["layers"][1]["flush_share"] == 1.0, "ln_variance: the f16 LayerNorm's outputs are all zero")
     check("collapses to zero" in v["reason"], f"ln_variance: the reason says how: {v['reason']}")
     check(by_mode["f16_f32acc"]["finite"], "ln_variance: f16_f32acc keeps the statistics in f32")
+
+# The forward runs in chunks of whole batches; every layer is row-wise, so --batch changes nothing but the batch
+# indices (row // batch) of the first non-finite outputs.
+def diagnose_batch(model, x, batch):
+    rc, out, err = run("--model", model, "--features", x, "--json", "--batch", batch)
+    check(rc == 0, f"{model} --batch {batch}: exit {rc}: {err}")
+    return json.loads(out) if rc == 0 else None
+
+
+a, b = diagnose_batch(overflow, work / "fc2_x.npy", 32), diagnose_batch(overflow, work / "fc2_x.npy", 5)
+if a and b:
+    for pa, pb in zip(a["paths"], b["paths"]):
+        for la, lb in zip(pa["layers"], pb["layers"]):
+            fa, fb = la.pop("first_nonfinite"), lb.pop("first_nonfinite")
+            check(la == lb, f"--batch 32 vs 5: {pa['path']} {la['name']}")
+            check((fa is None) == (fb is None), f"--batch: first non-finite on {pa['path']} {la['name']}")
+            if fa and fb:
+                check(fa["row"] == fb["row"] and fa["batch"] == fa["row"] // 32 and fb["batch"] == fb["row"] // 5,
+                      f"--batch: batch indices {fa} {fb}")
 
 # A NaN in a weight: the weights are bad, whatever the precision.
 w2 = rng.normal(size=(8, 2))

@@ -8,9 +8,10 @@
 #                    benchmarks and the peers' <op>/<lib>_<dtype>__peer/ where built, one run of 5 repetitions of
 #                    each (Google Benchmark JSON with every repetition and its aggregates, the roofs measured at
 #                    its start in the context)
-#   diagnose_bench.json   `halfmap diagnose` timed on 2^16, 2^18 and 2^20 rows x 100 float32 columns and 2^18 x 16
-#                    (wall time, CPU time, peak memory, file sizes), by tools/diagnose_bench.py (NumPy data in a
-#                    temporary folder, removed afterwards)
+#   diagnose_bench.json   `halfmap diagnose` timed on 2^16, 2^18 and 2^20 rows x 100 float32 columns and 2^18 x 16,
+#                    and `halfmap diagnose --model` on a 4-layer MLP of width 512 with 2^16 x 256 rows (wall time,
+#                    CPU time, peak memory, file sizes), by tools/diagnose_bench.py (NumPy data and the ONNX
+#                    network in a temporary folder, removed afterwards)
 #   bench_peers_<isa>.json   (x86-64, peers built) oneDNN and OpenBLAS again, each in a process of its own with its
 #                    ISA capped by the environment (ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE), so that each halfmap ISA
 #                    path meets the peers' code for the same ISA: bench_peers_avx2.json (oneDNN at AVX2, OpenBLAS's

@@ -1,6 +1,8 @@
 """The `halfmap diagnose` benchmark (tools/diagnose_bench.py's JSON) in bench.md: one table row per case (rows,
 columns, file size, wall time median [min-max], rows/s, peak resident size and its ratio to the files), and the
-issue's two targets for 2^20 x 100 float32 (issue 12): under 10 s wall, peak under 1.5x the input files.
+issue's two targets for 2^20 x 100 float32 (issue 12): under 10 s wall, peak under 1.5x the input files; then one
+row per `--model` case (the network, rows, wall time, rows/s, peak, the paths) and issue 24's target: a 4-layer
+MLP of width 512 with LayerNorm and GELU on 2^16 x 256 float32 rows, all precision modes, under 15 s wall.
 
 The JSON may be absent (None: not run, e.g. without NumPy), or partial: a missing case or field is "-" and its
 target "not measured", never an error."""
@@ -13,6 +15,8 @@ from .results import number
 TARGET_ROWS, TARGET_COLS = 1 << 20, 100
 WALL_TARGET_S = 10.0
 PEAK_TARGET_RATIO = 1.5
+MODEL_TARGET = (1 << 16, 256, 4, 512)  # rows, cols, layers, width
+MODEL_WALL_TARGET_S = 15.0
 NOT_RUN = "no diagnose benchmark in this run (tools/diagnose_bench.py, run by tools/main.sh; needs NumPy)"
 
 
@@ -71,6 +75,40 @@ def case_row(case):
             fmt(peak_ratio(case), ".2f"), str(case.get("verdict") or "-")]
 
 
+def models(doc):
+    return [c for c in (doc or {}).get("models", []) or [] if isinstance(c, dict)]
+
+
+def model_row(case):
+    rows, w, median = rows_of(case), walls(case), wall_median(case)
+    spread = f" [{min(w):.2f}-{max(w):.2f}]" if len(w) > 1 else ""
+    cpu = [c for c in (number(x) for x in case.get("cpu_s", []) or []) if c is not None]
+    p = peak(case)
+    net = f"{case.get('layers', '?')} × (Dense({case.get('width', '?')}), LayerNorm, GELU)"
+    return [net, fmt(number(case.get("parameters")), ",.0f"), f"{log2_rows(rows)} × {case.get('cols', '?')}",
+            fmt(median, ".2f") + spread, fmt(rows / median if median else None, ",.0f"),
+            fmt(statistics.median(cpu) if cpu else None, ".2f"), fmt(p and p / 1e6, ".0f"),
+            ", ".join(str(x) for x in case.get("paths", []) or []) or "-", str(case.get("verdict") or "-")]
+
+
+def model_section(doc):
+    out = ["", "### halfmap diagnose --model", ""]
+    cases_ = models(doc)
+    if not cases_:
+        return out + ["Not measured: no `--model` case in this run (tools/diagnose_bench.py --models; needs "
+                      "python3-onnx)."]
+    out.append("`halfmap diagnose --model M --features X --json` with the default options: the network's forward "
+               "on the f32 baseline and on each precision mode's best ISA, every layer's statistics against the "
+               "baseline's. The network is written with onnx.helper as torch.onnx.export writes it (Gemm, "
+               "LayerNormalization, GELU as its Erf pattern; Glorot-uniform weights), the rows standard normal "
+               "float32. Wall time median [min-max] of the runs, rows/s, CPU s, peak resident size, the paths run.")
+    out.append("")
+    head = ["network", "parameters", "rows × cols", "wall s", "rows/s", "CPU s", "peak MB", "paths", "verdict"]
+    out += table(head, [model_row(c) for c in cases_], ["---", "---:", "---", "---:", "---:", "---:", "---:", "---",
+                                                        "---"])
+    return out
+
+
 def section(doc):
     """The lines of bench.md's "halfmap diagnose" section."""
     out = ["", "## halfmap diagnose", ""]
@@ -90,7 +128,7 @@ def section(doc):
     head = ["rows", "cols", "file MB", "wall s", "rows/s", "CPU s", "peak MB", "peak / file", "verdict"]
     body = [case_row(c) for c in cases(doc)]  # in the order they ran
     out += table(head, body, ["---"] + ["---:"] * 7 + ["---"])
-    return out
+    return out + model_section(doc)
 
 
 def target_rows(doc):
@@ -114,4 +152,15 @@ def target_rows(doc):
                  "-" if ratio is None else f"{peak(case) / 1e6:.0f} MB / {number(case['file_bytes']) / 1e6:.0f} MB",
                  fmt(ratio, ".3f"), f"≤ {PEAK_TARGET_RATIO:g}",
                  judge_max(ratio, PEAK_TARGET_RATIO, missing or (None if ratio else "no peak or size in the case"))])
+    rows_, cols_, layers_, width_ = MODEL_TARGET
+    model = next((c for c in models(doc) if (rows_of(c), number(c.get("cols")), number(c.get("layers")),
+                                               number(c.get("width"))) == MODEL_TARGET), None)
+    median = wall_median(model) if model else None
+    ratio = median / MODEL_WALL_TARGET_S if median else None
+    missing = NOT_RUN if not doc else (None if model else f"no --model case {log2_rows(rows_)} × {cols_}, "
+                                                          f"{layers_} × width {width_} in the diagnose benchmark")
+    rows.append([f"halfmap diagnose --model: {layers_}-layer MLP of width {width_} (LayerNorm, GELU) on "
+                 f"{log2_rows(rows_)} × {cols_} float32 rows, all modes, under {MODEL_WALL_TARGET_S:g} s wall",
+                 "-" if ratio is None else f"{median:.2f} s / {MODEL_WALL_TARGET_S:g} s", fmt(ratio, ".3f"), "≤ 1",
+                 judge_max(ratio, 1.0, missing or (None if ratio else "no wall time in the case"))])
     return rows

@@ -10,7 +10,8 @@
        256³, 512³ and 1024³ (issue 14: peers capped to each ISA; the median of the repetitions where the run has
        them).
     8. `halfmap diagnose` of 2^20 x 100 float32 rows in under 10 s wall, with a peak resident size under 1.5x the
-       input files (diagnose.py, from tools/diagnose_bench.py's JSON);
+       input files (diagnose.py, from tools/diagnose_bench.py's JSON); and `halfmap diagnose --model` of a 4-layer
+       MLP of width 512 (LayerNorm, GELU) on 2^16 x 256 float32 rows, all modes, in under 15 s wall (issue 24);
     9. f32 softmax and xent >= 0.85x the copy roof at dram (they write as many bytes as they read: issue 14), and
        their fp16 and bf16 storage kernels >= 1.8x the elements/s of the f32 kernel of the same op and ISA (the
        ISA it extends for avx512bf16, avx512fp16 and neonfp16; else the fastest f32 one);
