@@ -8,6 +8,8 @@ onnx.helper (Debian's python3-onnx) and on the one PyTorch exported (tests/fuzz/
     (f16_f32acc keeps the statistics in f32);
   * --batch 32 and 5 give the same numbers but the batch indices;
   * a NaN in a weight: data, naming the initializer;
+  * with --loss xent, PyTorch's MLP: every path's loss and each layer's gradients at 1, 2^15, 2^16;
+  * gradients that underflow at S = 1 only: ok, with the no-loss-scaling warning naming the layer;
   * bad input (an unsupported op, a hostile file, features of the wrong width, seed-model options): exit 2, one
     sentence on stderr, nothing on stdout and no --out file.
 
@@ -166,6 +168,52 @@ if r:
     check(v["boundary"] == "data" and "'fc2.weight'" in v["reason"], f"nan_weight: {v}")
     check([w for w in r["weights"] if w["name"] == "fc2.weight"][0]["nan"] == 1, "nan_weight: one NaN counted")
 
+# With a loss: PyTorch's MLP under cross-entropy (its final Softmax is the loss's own), every path's loss and each
+# layer's gradients at S = 1, 2^15, 2^16.
+classes = work / "torch_classes.npy"
+np.save(classes, rng.integers(0, 4, size=len(np.load(data / "torch_mlp_x.npy"))))
+rc, out_text, err = run("--model", corpus / "good_torch_mlp_opset17.onnx", "--features", data / "torch_mlp_x.npy",
+                        "--loss", "xent", "--labels", classes, "--json")
+check(rc == 0, f"torch mlp xent: exit {rc}: {err}")
+if rc == 0:
+    r = json.loads(out_text)
+    check(r["options"]["loss"] == "xent" and r["verdict"]["boundary"] == "ok", f"torch mlp xent: {r['verdict']}")
+    base = r["paths"][0]
+    check(base["loss"] is not None and 0 < base["loss"]["loss"] < 10, f"torch mlp xent: the f32 loss {base['loss']}")
+    for p in r["paths"][1:]:
+        check(abs(p["loss"]["loss"] - base["loss"]["loss"]) < 0.05, f"xent: {p['path']}'s loss near f32's")
+        grads = {g["name"]: g for g in p["gradients"]}
+        check(grads["/0/Gemm"]["params"] is not None and grads["/0/Gemm"]["input"] is None,
+              "xent: the first layer has parameter gradients and no input gradient")
+        check(grads["/11/Softmax"]["params"] is None and grads["/11/Softmax"]["input"] is None,
+              "xent: the final softmax is the loss's own")
+        check([d["scale"] for d in grads["/9/Gemm"]["params"]] == [1, 32768, 65536], "xent: the three scales")
+
+# Gradients that underflow without loss scaling: inputs of 3e-5 and labels 0 make dW ~ 1e-8, below fp16's
+# smallest subnormal at S = 1, and representable at 2^15: ok, with the no-loss-scaling warning naming the layer.
+rng_u = np.random.default_rng(5)
+under = save_model("grad_underflow", [
+    helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+    helper.make_node("Relu", ["h"], ["a"], name="act"),
+    helper.make_node("Gemm", ["a", "w2", "b2"], ["y"], name="fc2")],
+    [t("w1", rng_u.normal(size=(4, 8))), t("b1", np.zeros(8)), t("w2", rng_u.normal(size=(8, 1))),
+     t("b2", np.zeros(1))], 4)
+ux = save_x("under_x", rng_u.normal(size=(512, 4)) * 3e-5)
+rc, out_text, err = run("--model", under, "--features", ux, "--loss", "mse", "--labels",
+                        save_x("under_y", np.zeros((512, 1))), "--json")
+check(rc == 0, f"grad_underflow: exit {rc}: {err}")
+if rc == 0:
+    r = json.loads(out_text)
+    n = r["no_loss_scaling"]
+    check(r["verdict"]["boundary"] == "ok", f"grad_underflow: {r['verdict']}")
+    check(n["warning"] is not None and f"layer '{n['layer']}'" in n["warning"], f"grad_underflow: {n}")
+    keras = [p for p in r["paths"] if p["keras_like"]][0]
+    shares = {g["name"]: g["params"] for g in keras["gradients"] if g["params"]}
+    check(n["layer"] == max(shares, key=lambda k: shares[k][0]["underflow_share"]), "grad_underflow: the worst layer")
+    check(shares[n["layer"]][0]["underflow_share"] > 0.5 and shares[n["layer"]][1]["underflow_share"] < 0.01,
+          f"grad_underflow: underflows at 1, not at 2^15: {shares[n['layer']]}")
+    check(any(n["warning"] == note for note in r["verdict"]["notes"]), "grad_underflow: the warning is a note")
+
 # Bad input: exit 2, one sentence, nothing written.
 good_x = save_x("good_x", rng.normal(size=(16, 4)))
 out = work / "report.json"
@@ -176,7 +224,14 @@ for args, says in [
         (["--model", work / "missing.onnx", "--features", good_x], "no such file"),
         (["--model", overflow, "--features", save_x("wide_x", np.zeros((4, 5)))], "takes 4 features per row"),
         (["--model", overflow, "--features", good_x, "--hidden", "8"], "--hidden applies to the seed model"),
-        (["--model", overflow, "--features", good_x, "--labels", good_x], "--labels is not read with --model"),
+        (["--model", overflow, "--features", good_x, "--labels", good_x], "--labels needs --loss mse or --loss xent"),
+        (["--model", overflow, "--features", good_x, "--loss", "mse"], "--loss mse needs --labels"),
+        (["--model", overflow, "--features", good_x, "--loss", "mse", "--labels", save_x("y1", np.zeros((16, 1)))],
+         "compares the network's 8 outputs per row with the labels, which have 1 columns"),
+        (["--model", overflow, "--features", good_x, "--loss", "xent", "--labels", save_x("c9", np.full(16, 9.0))],
+         "label 9 of row 0 is not a class of the network's 8 outputs"),
+        (["--model", overflow, "--features", good_x, "--loss", "hinge"], "--loss hinge: the losses are mse and xent"),
+        (["--features", good_x, "--labels", good_x, "--loss", "mse"], "--loss applies to --model"),
         (["--features", good_x], "--labels is required")]:
     rc, stdout, stderr = run(*args, "--out", out)
     check(rc == 2, f"{args}: exit {rc}, expected 2")

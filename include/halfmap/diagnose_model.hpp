@@ -22,10 +22,21 @@
 // variance), not the storage type's range or the tails below the row's precision (GELU's 1 + erf(x) cancelling
 // to zero in fp16 for x < -4, where f32 gives 1e-4 beside a row maximum of 10).
 //
+// With a loss (Loss, below; `--loss mse|xent --labels y.npy`): per batch, the loss kernel of the path's mode on
+// the batch's rows at loss scale S (mse: dp = 2S/n·(p − y); xent: dlogits = S/rows·(p − onehot)), then every layer
+// backward with the mode's kernels (dense_bwd; the gelu and norm kernels' backward; relu, sigmoid, tanh and
+// softmax elementwise in f32 from the stored x or y, each dx rounded once). The f32 baseline runs at S = 1; each
+// low-precision path at S = 1, 2^15 (Keras's initial scale) and 2^16 (PyTorch's). Per path: the mean of the batch
+// losses and the batches whose loss is not finite; per layer and scale, pooled over the batches, GradStats of its
+// parameter gradients (dW and db; dγ and dβ) and of its input's gradient against the baseline's at S = 1 of the
+// same batch: zero where f32's is non-zero is underflow. no_loss_scaling names the layer whose parameter
+// gradients underflow most at S = 1 on the Keras-like path, with a warning when that passes the underflow share.
+// The loss-scale window per layer and the scaler simulation on the network are not run yet.
+//
 // The verdict, the first that holds:
 //   1. data: a feature is NaN or inf (its column and first row);
 //   2. data: an initializer holds NaN or inf (named, with the first index): the weights are bad;
-//   3. baseline: the f32 forward is not finite at some layer with finite data and weights;
+//   3. baseline: the f32 forward is not finite at some layer with finite data and weights (or its loss is not);
 //   4. data: a finite feature or weight overflows the storage type of a low-precision path run (fp16: |v| ≥
 //      65520), or more than Options::underflow_share of a column's non-zero values flush to zero when stored;
 //   5. compute: a low-precision path's layer output is not finite while the baseline's is finite, or collapses:
@@ -33,10 +44,15 @@
 //      overflowed makes 1/√var zero and the whole row zero, without an inf); the earliest such layer in the
 //      network (over the paths, in report order), with the baseline's max|y| there and each other path's
 //      headroom at that layer; fix: keep that layer in float32, or normalise its input;
+//      With a loss, after the layers: the loss is not finite on a low-precision path (layer "loss"); fix: keep
+//      the loss in float32;
 //   6. ok, with the tightest layer of each low-precision path (its smallest headroom).
+// Notes follow every verdict: the no-loss-scaling warning, and per path the first layer whose gradients overflow
+// at 2^15 or 2^16 (where a dynamic scaler backs off).
 //
 // JSON (render_model_json), keys in this order:
-//   {"halfmap_diagnose_model": 1, "options": {batch, all_paths, path_first (null), underflow_share},
+//   {"halfmap_diagnose_model": 1, "options": {loss ("none" | "mse" | "xent"), batch, all_paths, path_first (null),
+//    underflow_share},
 //    "model": {file, producer, ir_version, opset, input, output, features,
 //              layers: [{name, kind, ops, in, out, weight (null | {name, stored}), bias (same), epsilon (null)}]},
 //    "data": {rows, batches, features: [column...]}      (column as in diagnose.hpp's JSON)
@@ -44,8 +60,12 @@
 //    "paths": [{path, mode, isa, storage, keras_like, baseline, finite,
 //               layers: [{name, kernel, count, max_abs, max_abs_log2 (null), headroom_log2 (null), nonfinite,
 //                         first_nonfinite: null | {batch, row, column, value}, reference_nonzero, flushed,
-//                         flush_share}]}],
-//    "verdict": {boundary, layer (null), path (null), reason, fix, notes: [...]}}
+//                         flush_share}],
+//               loss: null | {loss, nonfinite_batches, first_nonfinite_batch (null)},
+//               gradients: [{name, params: null | [dist at 2^0, 2^15, 2^16], input: null | [...]}]}],
+//      dist = {scale, count, reference_nonzero, nonfinite, zero, subnormal, underflow_share}
+//    "no_loss_scaling": null | {path, layer (null), underflow_share, warning (null)},
+//    "verdict": {boundary, layer (null; "loss" for the loss), path (null), reason, fix, notes: [...]}}
 // Numbers that are not finite are written as the strings "nan", "inf", "-inf".
 #pragma once
 
@@ -58,6 +78,13 @@
 #include "halfmap/onnx.hpp"
 
 namespace halfmap::diagnose {
+
+/// The loss whose gradients are diagnosed: none (the forward only), the squared error against labels of the
+/// network's output width (mean over the batch's elements, as mse), or softmax cross-entropy against integer class
+/// labels (mean over rows; a final Softmax layer is the loss's own, the logits its input, as the frameworks'
+/// fused loss from logits).
+enum class Loss { none, mse, xent };
+std::string_view loss_name(Loss l);
 
 struct WeightCheck {
   std::string name;  // the initializer
@@ -82,10 +109,27 @@ struct LayerForward {
   double flush_share() const { return reference_nonzero ? double(flushed) / double(reference_nonzero) : 0.0; }
 };
 
+/// One layer's gradients on one path, pooled over the batches, at S = 1, 2^15 and 2^16 against the f32
+/// baseline's at S = 1 of the same batch (GradStats of diagnose.hpp: zero where f32's is non-zero is underflow).
+struct LayerGrads {
+  std::string name;
+  bool has_params = false, has_input = false;
+  GradStats params[3];  // dW and db (dense), dγ and dβ (norms)
+  GradStats input[3];   // the gradient of the layer's input (absent for the first layer)
+};
+
+struct PathLoss {
+  double loss = 0;  // the mean of the batch losses
+  std::size_t nonfinite_batches = 0;
+  std::optional<std::size_t> first_nonfinite_batch;
+};
+
 struct PathForward {
   PathInfo path;
   bool baseline = false;
   std::vector<LayerForward> layers;
+  std::optional<PathLoss> loss;   // with a loss
+  std::vector<LayerGrads> grads;  // with a loss: per layer (low-precision paths)
   /// The first layer (network order) with a non-finite output, if any.
   std::optional<std::size_t> first_nonfinite_layer() const;
   /// log2(largest finite of the storage type / max_abs); +inf when max_abs is 0.
@@ -99,8 +143,18 @@ struct ModelVerdict {
   std::vector<std::string> notes;
 };
 
+/// Without loss scaling (S = 1) on the Keras-like path (else the first low-precision one): the layer whose
+/// parameter gradients underflow most, and whether that passes the underflow share.
+struct ModelNoLossScaling {
+  std::string path, layer;
+  double underflow_share = 0;
+  std::string warning;  // empty when no layer passes the share
+};
+
 struct ModelReport {
   Options options;
+  Loss loss = Loss::none;
+  ModelNoLossScaling no_loss_scaling;
   std::string file;
   onnx::Network net;
   DataReport data;  // features only (labels unused)
@@ -110,13 +164,14 @@ struct ModelReport {
   ModelVerdict verdict;
 };
 
-/// One sentence why the rows cannot be run through the network (columns ≠ the network's features, empty), or
-/// empty.
-std::string check_model_inputs(const onnx::Network& net, const Table& features);
+/// One sentence why the rows cannot be run through the network (columns ≠ the network's features, empty; labels
+/// whose rows or width do not fit the loss, classes out of range), or empty. `labels` is null without a loss.
+std::string check_model_inputs(const onnx::Network& net, const Table& features, Loss loss, const Table* labels);
 
 /// Runs the diagnosis. Preconditions: validate(o) and check_model_inputs(...) are empty (else throws
 /// std::invalid_argument with their sentence; also for a --path that names no enabled path).
-ModelReport run_model(const onnx::Network& net, const std::string& file, const Table& features, const Options& o);
+ModelReport run_model(const onnx::Network& net, const std::string& file, const Table& features, Loss loss,
+                      const Table* labels, const Options& o);
 
 /// The verdict from the other sections (run_model calls it; exposed for tests).
 ModelVerdict decide_model(const ModelReport& r);

@@ -37,6 +37,9 @@ struct DiagnoseArgs {
   // Given: override the defaults (the frameworks' growth interval; kDefaultSteps; rows in order).
   CLI::Option *growth_option = nullptr, *steps_option = nullptr, *epochs_option = nullptr, *shuffle_option = nullptr;
   std::vector<CLI::Option*> seed_model_options;  // meaningless with --model
+  diagnose::Loss loss = diagnose::Loss::none;
+  std::string loss_text;
+  CLI::Option* loss_option = nullptr;
 };
 
 int refuse(std::string_view sentence) {
@@ -57,30 +60,40 @@ std::string check_out(const std::string& out) {
 
 /// `--model`: the network's forward, layer by layer, on every path (include/halfmap/diagnose_model.hpp).
 int run_model(DiagnoseArgs& a) {
+  if (a.loss_option->count() > 0) {
+    if (a.loss_text != "mse" && a.loss_text != "xent")
+      return refuse(fmt::format("--loss {}: the losses are mse and xent.", a.loss_text));
+    a.loss = a.loss_text == "mse" ? diagnose::Loss::mse : diagnose::Loss::xent;
+  }
   for (const CLI::Option* opt : a.seed_model_options)
     if (opt->count() > 0)
       return refuse(fmt::format("{} applies to the seed model; with --model the network is the file's.", opt->get_name()));
-  if (!a.labels.empty())
-    return refuse("--labels is not read with --model: the network's own output is diagnosed, layer by layer.");
+  if (a.loss == diagnose::Loss::none && !a.labels.empty())
+    return refuse("--labels needs --loss mse or --loss xent with --model (without a loss the network's forward is "
+                  "diagnosed).");
+  if (a.loss != diagnose::Loss::none && a.labels.empty())
+    return refuse(fmt::format("--loss {} needs --labels.", diagnose::loss_name(a.loss)));
   if (a.o.threads == 0) a.o.threads = threads_env().value_or(0);
   if (std::string e = diagnose::validate(a.o); !e.empty()) return refuse(e);
   if (std::string e = check_out(a.out); !e.empty()) return refuse(e);
   onnx::Network net;
-  diagnose::Table x;
+  diagnose::Table x, y;
   try {
     net = onnx::load(a.model);
     x = diagnose::Table::load(a.features);
+    if (!a.labels.empty()) y = diagnose::Table::load(a.labels);
   } catch (const onnx::Error& e) {
     return refuse(e.what());
   } catch (const npy::Error& e) {
     return refuse(e.what());
   }
-  if (std::string e = diagnose::check_model_inputs(net, x); !e.empty())
+  const diagnose::Table* labels = a.labels.empty() ? nullptr : &y;
+  if (std::string e = diagnose::check_model_inputs(net, x, a.loss, labels); !e.empty())
     return refuse(fmt::format("{} and {}: {}", a.model, a.features, e));
   a.o.progress = ::isatty(2) != 0;
   diagnose::ModelReport r;
   try {
-    r = diagnose::run_model(net, a.model, x, a.o);
+    r = diagnose::run_model(net, a.model, x, a.loss, labels, a.o);
   } catch (const std::invalid_argument& e) {  // a --path this CPU does not run for this network
     return refuse(e.what());
   }
@@ -92,6 +105,7 @@ int run_model(DiagnoseArgs& a) {
 
 int run_diagnose(DiagnoseArgs& a) {
   if (!a.model.empty()) return run_model(a);
+  if (a.loss_option->count() > 0) return refuse("--loss applies to --model; the seed model's loss is the squared error.");
   if (a.labels.empty()) return refuse("--labels is required (the labels of the seed model's squared loss), unless --model is given.");
   if (a.growth_option->count() > 0) a.o.growth_interval = a.growth_interval;
   if (a.steps_option->count() > 0) a.o.steps = a.steps;
@@ -155,12 +169,17 @@ Command add_diagnose_command(CLI::App& parent) {
       "says so). A note also says what happens without loss scaling (S = 1).");
   auto a = std::make_shared<DiagnoseArgs>();
   sub->add_option("--features", a->features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
-  sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1)); required without --model");
+  sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1); with --model --loss mse: rows x the network's outputs); required without --model");
   sub->add_option("--model", a->model,
                   fmt::format("Diagnose this ONNX network (torch.onnx.export, tf2onnx) instead of the seed model: its "
                               "forward on the features, layer by layer, on every path. It reads {}.",
                               onnx::supported_ops()));
   sub->add_flag("--json", a->json, "Print the report as JSON (keys: include/halfmap/diagnose.hpp)");
+  a->loss_option = sub->add_option("--loss", a->loss_text,
+                                   "With --model: the loss whose gradients are diagnosed, mse (labels of the network's "
+                                   "output width) or xent (integer classes; a final Softmax is the loss's own); "
+                                   "default: none, the forward only")
+;
   a->seed_model_options.push_back(sub->add_option("--hidden", a->o.hidden,
                   fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden)));
   a->seed_model_options.push_back(sub->add_option("--seed", a->o.seed, "Seed of the Glorot-uniform initial weights (default 1)"));

@@ -83,6 +83,46 @@ std::string layers_text(const ModelReport& r) {
   return s;
 }
 
+std::string share_cell(const GradStats& g) {
+  if (g.count == 0) return "-";
+  if (g.nonfinite > 0) return fmt::format("{} inf", g.nonfinite);
+  return fmt::format("{:.2f} %", 100 * g.underflow_share());
+}
+
+std::string gradients_text(const ModelReport& r) {
+  std::string s = "== gradients ==\n";
+  s += wrap("", fmt::format("The loss ({}) per path, the mean of the batch losses; then per layer and batch, at the "
+                            "loss scales 1, 2^15 (Keras) and 2^16 (PyTorch), pooled over the batches: the share of "
+                            "the parameter gradients (dW and db; dγ and dβ) and of the input gradient that are zero "
+                            "where the f32 baseline's at S = 1 are not (underflow), or the count that is not finite.",
+                            loss_name(r.loss)));
+  s += fmt::format("{}: loss {}{}\n", path_cell(r.baseline.path), num(r.baseline.loss->loss),
+                   r.baseline.loss->nonfinite_batches ? fmt::format(", {} batches not finite",
+                                                                    r.baseline.loss->nonfinite_batches)
+                                                      : std::string());
+  for (const PathForward& p : r.paths) {
+    s += fmt::format("{}: loss {}{}\n", path_cell(p.path), num(p.loss->loss),
+                     p.loss->nonfinite_batches ? fmt::format(", {} batches not finite", p.loss->nonfinite_batches)
+                                               : std::string());
+    s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "#", "layer", "dθ 1", "dθ 2^15",
+                     "dθ 2^16", "dx 1", "dx 2^15", "dx 2^16");
+    for (std::size_t l = 0; l < p.grads.size(); ++l) {
+      const LayerGrads& g = p.grads[l];
+      if (!g.has_params && !g.has_input) continue;
+      s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", l, g.name.substr(0, 28),
+                       share_cell(g.params[0]), share_cell(g.params[1]), share_cell(g.params[2]),
+                       share_cell(g.input[0]), share_cell(g.input[1]), share_cell(g.input[2]));
+    }
+  }
+  return s;
+}
+
+Json jgrad(const GradStats& g) {
+  return Json{{"scale", g.scale},         {"count", g.count},   {"reference_nonzero", g.reference_nonzero},
+              {"nonfinite", g.nonfinite}, {"zero", g.zero},     {"subnormal", g.subnormal},
+              {"underflow_share", g.underflow_share()}};
+}
+
 Json jparam(const onnx::Param& p) {
   if (p.empty()) return nullptr;
   return Json{{"name", p.name}, {"stored", onnx::stored_name(p.stored)}};
@@ -121,6 +161,9 @@ std::string render_model_text(const ModelReport& r) {
                                        "each precision mode. * marks f16_f32acc (fp16 storage, f32 accumulation: "
                                        "Keras mixed_float16's GEMMs).",
                                        r.data.rows));
+  if (r.loss != Loss::none)
+    return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r), gradients_text(r)},
+                                r.verdict.boundary, r.verdict.reason, r.verdict.fix, r.verdict.notes);
   return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r)}, r.verdict.boundary, r.verdict.reason,
                               r.verdict.fix, r.verdict.notes);
 }
@@ -128,7 +171,8 @@ std::string render_model_text(const ModelReport& r) {
 std::string render_model_json(const ModelReport& r) {
   Json j;
   j["halfmap_diagnose_model"] = 1;
-  j["options"] = Json{{"batch", r.options.batch},
+  j["options"] = Json{{"loss", loss_name(r.loss)},
+                      {"batch", r.options.batch},
                       {"all_paths", r.options.all_paths},
                       {"path_first", r.options.path_first.empty() ? Json(nullptr) : Json(r.options.path_first)},
                       {"underflow_share", r.options.underflow_share}};
@@ -161,11 +205,31 @@ std::string render_model_json(const ModelReport& r) {
     x["baseline"] = p.baseline;
     x["finite"] = !p.first_nonfinite_layer();
     x["layers"] = jlayers(p);
+    x["loss"] = p.loss ? Json{{"loss", jnum(p.loss->loss)},
+                              {"nonfinite_batches", p.loss->nonfinite_batches},
+                              {"first_nonfinite_batch", p.loss->first_nonfinite_batch
+                                                            ? Json(*p.loss->first_nonfinite_batch)
+                                                            : Json(nullptr)}}
+                       : Json(nullptr);
+    Json grads = Json::array();
+    for (const LayerGrads& g : p.grads) {
+      auto three = [](const GradStats* at) { return Json::array({jgrad(at[0]), jgrad(at[1]), jgrad(at[2])}); };
+      grads.push_back(Json{{"name", g.name},
+                           {"params", g.has_params ? three(g.params) : Json(nullptr)},
+                           {"input", g.has_input ? three(g.input) : Json(nullptr)}});
+    }
+    x["gradients"] = grads;
     paths.push_back(std::move(x));
   };
   add(r.baseline);
   for (const PathForward& p : r.paths) add(p);
   j["paths"] = paths;
+  const ModelNoLossScaling& n = r.no_loss_scaling;
+  j["no_loss_scaling"] = n.path.empty() ? Json(nullptr)
+                                        : Json{{"path", n.path},
+                                               {"layer", n.layer.empty() ? Json(nullptr) : Json(n.layer)},
+                                               {"underflow_share", n.underflow_share},
+                                               {"warning", n.warning.empty() ? Json(nullptr) : Json(n.warning)}};
   const ModelVerdict& v = r.verdict;
   j["verdict"] = Json{{"boundary", boundary_name(v.boundary)},
                       {"layer", v.layer.empty() ? Json(nullptr) : Json(v.layer)},

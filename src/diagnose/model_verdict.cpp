@@ -55,6 +55,17 @@ std::optional<ModelVerdict> nonfinite_weights(const ModelReport& r) {
 
 std::optional<ModelVerdict> baseline(const ModelReport& r) {
   const auto l = r.baseline.first_nonfinite_layer();
+  if (!l && r.baseline.loss && r.baseline.loss->nonfinite_batches > 0) {
+    ModelVerdict v;
+    v.boundary = Boundary::baseline;
+    v.layer = "loss";
+    v.path = r.baseline.path.name;
+    v.reason = fmt::format("the f32 loss ({}) is not finite on {} batches, the first batch {}, with a finite forward.",
+                           loss_name(r.loss), r.baseline.loss->nonfinite_batches, *r.baseline.loss->first_nonfinite_batch);
+    v.fix = "no half-precision setting can help while float32 itself fails: check the labels against the loss "
+            "(their scale for mse; classes for xent).";
+    return v;
+  }
   if (!l) return std::nullopt;
   const Where& w = *r.baseline.layers[*l].first_nonfinite;
   ModelVerdict v;
@@ -130,7 +141,23 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
         layer = l;
         break;
       }
-  if (first == nullptr) return std::nullopt;
+  if (first == nullptr) {
+    for (const PathForward& p : r.paths) {
+      if (!p.loss || p.loss->nonfinite_batches == 0) continue;
+      ModelVerdict v;
+      v.boundary = Boundary::compute;
+      v.layer = "loss";
+      v.path = p.path.name;
+      v.reason = fmt::format("every layer's output is finite, but the loss ({}) is not on {}: {} of {} batches, the "
+                             "first batch {}; in f32 it is {}.",
+                             loss_name(r.loss), path_label(p.path), p.loss->nonfinite_batches, r.data.batches,
+                             *p.loss->first_nonfinite_batch, num(r.baseline.loss->loss));
+      v.fix = "keep the loss in float32: make the network's output float32 (Keras: a final "
+              "Activation('linear', dtype='float32'); PyTorch: compute the loss outside torch.autocast).";
+      return v;
+    }
+    return std::nullopt;
+  }
   const LayerForward& at = first->layers[layer];
   const double base_max = r.baseline.layers[layer].max_abs;
   ModelVerdict v;
@@ -175,13 +202,41 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
 
 }  // namespace
 
+/// With a loss: the no-loss-scaling warning, and the layers whose gradients overflow at the scalers' initial
+/// scales (a scaler backs off from them: not a fault, but where the window ends).
+std::vector<std::string> gradient_notes(const ModelReport& r) {
+  std::vector<std::string> notes;
+  if (!r.no_loss_scaling.warning.empty()) notes.push_back(r.no_loss_scaling.warning);
+  for (const PathForward& p : r.paths) {
+    std::string over;
+    for (int k = 1; k < 3; ++k)
+      for (const LayerGrads& g : p.grads)
+        if (g.params[k].nonfinite + g.input[k].nonfinite > 0) {
+          over = fmt::format("at S = {} layer '{}' is the first whose gradients overflow", scale_text(g.params[k].scale),
+                             g.name);
+          break;
+        }
+    if (!over.empty())
+      notes.push_back(fmt::format("{}: {} (a dynamic scaler backs off from there).", path_label(p.path), over));
+  }
+  return notes;
+}
+
 ModelVerdict decide_model(const ModelReport& r) {
   for (auto rule : {nonfinite_features, nonfinite_weights, baseline, storage, compute})
-    if (std::optional<ModelVerdict> v = rule(r)) return *v;
+    if (std::optional<ModelVerdict> v = rule(r)) {
+      for (std::string& n : gradient_notes(r)) v->notes.push_back(std::move(n));
+      return *v;
+    }
   ModelVerdict v;
   v.boundary = Boundary::ok;
-  v.reason = "every layer's output is finite on every path that ran, with finite data and weights.";
-  v.fix = "none needed for the forward pass.";
+  v.reason = r.loss == Loss::none
+                 ? "every layer's output is finite on every path that ran, with finite data and weights."
+                 : fmt::format("every layer's output and the loss ({}) are finite on every path that ran, with finite "
+                               "data and weights.",
+                               loss_name(r.loss));
+  v.fix = r.loss == Loss::none ? "none needed for the forward pass." : "none needed for the forward pass and the loss.";
+  v.notes = gradient_notes(r);
   for (const PathForward& p : r.paths) {
     std::size_t tight = 0;
     for (std::size_t l = 1; l < p.layers.size(); ++l)

@@ -10,9 +10,10 @@
 #include <fmt/format.h>
 
 #include "diagnose/internal.hpp"
+#include "diagnose/net_runner.hpp"
 #include "halfmap/diagnose_model.hpp"
 #include "halfmap/half.hpp"
-#include "halfmap/math.hpp"
+#include "halfmap/loss_scale.hpp"
 #include "halfmap/storage.hpp"
 
 namespace halfmap::diagnose {
@@ -30,178 +31,6 @@ double PathForward::headroom_log2(std::size_t layer) const {
 }
 
 namespace {
-
-/// The registry op a layer runs on, or nullopt for the elementwise ones (computed here).
-std::optional<Op> layer_op(onnx::LayerKind k) {
-  switch (k) {
-    case onnx::LayerKind::dense: return Op::dense_fwd;
-    case onnx::LayerKind::gelu: return Op::gelu;
-    case onnx::LayerKind::gelu_tanh: return Op::gelu_tanh;
-    case onnx::LayerKind::layernorm: return Op::layernorm;
-    case onnx::LayerKind::rmsnorm: return Op::rmsnorm;
-    case onnx::LayerKind::softmax: return Op::softmax;
-    default: return std::nullopt;
-  }
-}
-
-/// The enabled kernel of (op, mode) on `isa`, else on the highest ISA before it in kAllIsas that has one.
-const Kernel* find_at_or_below(Op op, Mode mode, Isa isa) {
-  const auto top = std::find(kAllIsas.begin(), kAllIsas.end(), isa);
-  for (auto it = top + 1; it != kAllIsas.begin();) {
-    --it;
-    for (const Kernel& k : kernels())
-      if (k.op == op && k.mode == mode && k.isa == *it && kernel_enabled(k)) return &k;
-  }
-  return nullptr;
-}
-
-struct NetPath {
-  PathInfo info;
-  std::vector<const Kernel*> kernels;  // per layer; null for the elementwise layers
-};
-
-/// A path exists where the mode's dense_fwd runs on that very ISA and every other op of the network on it or
-/// below it.
-std::optional<NetPath> make_path(const onnx::Network& net, Mode mode, Isa isa) {
-  const Kernel* dense = nullptr;
-  for (const Kernel& k : kernels())
-    if (k.op == Op::dense_fwd && k.mode == mode && k.isa == isa && kernel_enabled(k)) dense = &k;
-  if (dense == nullptr) return std::nullopt;
-  NetPath p;
-  for (const onnx::Layer& l : net.layers) {
-    const std::optional<Op> op = layer_op(l.kind);
-    const Kernel* k = op ? find_at_or_below(*op, mode, isa) : nullptr;
-    if (op && k == nullptr) return std::nullopt;
-    p.kernels.push_back(k);
-  }
-  p.info.name = fmt::format("{}/{}", mode_name(mode), isa_name(isa));
-  p.info.mode = mode;
-  p.info.isa = isa;
-  p.info.storage = dense->storage;
-  return p;
-}
-
-NetPath baseline_net_path(const onnx::Network& net) {
-  std::optional<NetPath> best;
-  for (Isa isa : kAllIsas)
-    if (auto p = make_path(net, Mode::f32, isa)) best = p;
-  if (!best) throw std::runtime_error("no enabled f32 kernels for this network's layers");
-  return *best;
-}
-
-std::vector<NetPath> low_precision_net_paths(const onnx::Network& net, const Options& o) {
-  std::vector<NetPath> out;
-  std::optional<NetPath> first;
-  std::string names;
-  for (Mode mode : {Mode::f16_f32acc, Mode::f16, Mode::bf16_f32acc}) {
-    std::vector<NetPath> mode_paths;
-    for (Isa isa : kAllIsas)
-      if (auto p = make_path(net, mode, isa)) mode_paths.push_back(*p);
-    if (mode_paths.empty()) continue;
-    if (mode == Mode::f16_f32acc) mode_paths.back().info.keras_like = true;
-    for (const NetPath& p : mode_paths) {
-      if (p.info.name == o.path_first) first = p;
-      names += fmt::format("{}{}", names.empty() ? "" : ", ", p.info.name);
-    }
-    if (o.all_paths) {
-      out.insert(out.end(), mode_paths.begin(), mode_paths.end());
-    } else {
-      out.push_back(mode_paths.back());
-    }
-  }
-  if (!o.path_first.empty()) {
-    if (!first)
-      throw std::invalid_argument(fmt::format("--path {} is not a low-precision path this CPU runs for this network "
-                                              "(it runs {}).",
-                                              o.path_first, names));
-    std::erase_if(out, [&](const NetPath& p) { return p.info.name == o.path_first; });
-    out.insert(out.begin(), *first);
-  }
-  return out;
-}
-
-/// One path of the network on one batch at a time; allocates once, for `max_rows` rows.
-class NetRunner {
- public:
-  NetRunner(const onnx::Network& net, NetPath p, std::size_t max_rows, unsigned threads)
-      : net_(net), p_(std::move(p)), threads_(threads) {
-    const DType t = p_.info.storage;
-    x_.resize(t, max_rows * net.features);
-    for (const onnx::Layer& l : net.layers) {
-      y_.emplace_back(t, max_rows * l.out);
-      w_.push_back(rounded(l.weight, t));
-      b_.push_back(rounded(l.bias, t));
-    }
-  }
-
-  /// Stores rows row0 .. row0 + m - 1 of the table, rounded once to the storage type.
-  void load(const Table& x, std::size_t row0, std::size_t m) {
-    m_ = m;
-    const std::size_t d = net_.features;
-    for (std::size_t c = 0; c < d; ++c)
-      for (std::size_t r = 0; r < m; ++r) x_.set(r * d + c, x.at(row0 + r, c));
-  }
-
-  void forward() {
-    for (std::size_t i = 0; i < net_.layers.size(); ++i) {
-      const onnx::Layer& l = net_.layers[i];
-      const void* in = i == 0 ? x_.data() : y_[i - 1].data();
-      const Kernel* k = p_.kernels[i];
-      void* y = y_[i].data();
-      const void* w = w_[i].size() ? w_[i].data() : nullptr;
-      const void* b = b_[i].size() ? b_[i].data() : nullptr;
-      switch (l.kind) {
-        case onnx::LayerKind::dense:
-          k->dense(DenseArgs{m_, l.out, l.in, in, w, b, y, Act::identity, threads_});
-          break;
-        case onnx::LayerKind::gelu:
-        case onnx::LayerKind::gelu_tanh:
-          k->gelu(GeluArgs{m_ * l.out, in, y, nullptr, nullptr});
-          break;
-        case onnx::LayerKind::layernorm:
-        case onnx::LayerKind::rmsnorm:
-          k->norm(NormArgs{m_, l.out, in, w, b, float(l.epsilon), y, nullptr, nullptr, nullptr, nullptr, nullptr,
-                           nullptr});
-          break;
-        case onnx::LayerKind::softmax:
-          k->softmax(SoftmaxArgs{m_, l.out, in, y});
-          break;
-        default:
-          elementwise(l.kind, in, y, m_ * l.out);
-      }
-    }
-  }
-
-  std::size_t rows() const { return m_; }
-  const TypedBuffer& out(std::size_t layer) const { return y_[layer]; }
-  const NetPath& path() const { return p_; }
-
- private:
-  static TypedBuffer rounded(const onnx::Param& p, DType t) {
-    TypedBuffer b(t, p.values.size());
-    for (std::size_t i = 0; i < p.values.size(); ++i) b.set(i, double(p.values[i]));
-    return b;
-  }
-
-  void elementwise(onnx::LayerKind kind, const void* in, void* out, std::size_t n) const {
-    const DType t = p_.info.storage;
-    for (std::size_t i = 0; i < n; ++i) {
-      const float v = float(halfmap::load(t, in, i));
-      float y = v;
-      if (kind == onnx::LayerKind::relu) y = v < 0 ? 0.0f : v;
-      if (kind == onnx::LayerKind::sigmoid) y = 1.0f / (1.0f + exp_f32(-v));
-      if (kind == onnx::LayerKind::tanh) y = std::tanh(v);
-      halfmap::store(t, out, i, double(y));
-    }
-  }
-
-  const onnx::Network& net_;
-  NetPath p_;
-  unsigned threads_;
-  std::size_t m_ = 0;
-  TypedBuffer x_;
-  std::vector<TypedBuffer> y_, w_, b_;
-};
 
 /// Widens n elements of a buffer of type t into `out`, exactly.
 void widen(DType t, const void* buf, std::size_t first, std::size_t n, float* out) {
@@ -292,19 +121,103 @@ WeightCheck check_weight(const onnx::Param& p) {
 
 }  // namespace
 
-std::string check_model_inputs(const onnx::Network& net, const Table& features) {
+std::string_view loss_name(Loss l) {
+  switch (l) {
+    case Loss::none: return "none";
+    case Loss::mse: return "mse";
+    case Loss::xent: return "xent";
+  }
+  return "?";
+}
+
+std::string check_model_inputs(const onnx::Network& net, const Table& features, Loss loss, const Table* labels) {
   if (features.rows() == 0) return "the features hold no rows.";
   if (features.cols() != net.features)
     return fmt::format("the network's input '{}' takes {} features per row, and the features have {} columns.",
                        net.input, net.features, features.cols());
+  if (loss == Loss::none) return {};
+  if (labels == nullptr) return fmt::format("--loss {} needs --labels.", loss_name(loss));
+  if (labels->rows() != features.rows())
+    return fmt::format("the labels have {} rows and the features {}.", labels->rows(), features.rows());
+  const std::size_t out = net.layers.back().out;
+  if (loss == Loss::mse) {
+    if (labels->cols() != out)
+      return fmt::format("--loss mse compares the network's {} outputs per row with the labels, which have {} "
+                         "columns.",
+                         out, labels->cols());
+    return {};
+  }
+  if (labels->cols() != 1) return fmt::format("--loss xent takes one class per row; the labels have {} columns.", labels->cols());
+  const std::size_t classes = net.layers.back().kind == onnx::LayerKind::softmax && net.layers.size() > 1
+                                  ? net.layers[net.layers.size() - 2].out
+                                  : out;
+  for (std::size_t r = 0; r < labels->rows(); ++r) {
+    const double c = labels->at(r, 0);
+    if (!(c >= 0 && c < double(classes) && c == std::floor(c)))
+      return fmt::format("--loss xent: label {} of row {} is not a class of the network's {} outputs (an integer in "
+                         "[0, {})).",
+                         num(c), r, classes, classes);
+  }
   return {};
 }
 
-ModelReport run_model(const onnx::Network& net, const std::string& file, const Table& features, const Options& o) {
+namespace {
+
+constexpr double kScales[3] = {1.0, loss_scale::kKerasInitial, loss_scale::kPytorchInitial};
+
+void add_loss(PathLoss& pl, double loss, std::size_t batch) {
+  pl.loss += loss;
+  if (!std::isfinite(loss)) {
+    ++pl.nonfinite_batches;
+    if (!pl.first_nonfinite_batch) pl.first_nonfinite_batch = batch;
+  }
+}
+
+std::vector<LayerGrads> start_grads(const onnx::Network& net, std::size_t last_bw) {
+  std::vector<LayerGrads> g(net.layers.size());
+  for (std::size_t l = 0; l < g.size(); ++l) {
+    g[l].name = net.layers[l].name;
+    g[l].has_params = l <= last_bw && !(net.layers[l].weight.empty() && net.layers[l].bias.empty());
+    g[l].has_input = l > 0 && l <= last_bw;
+  }
+  return g;
+}
+
+/// The Keras-like path's (else the first low-precision path's) layer whose parameter gradients underflow most at
+/// S = 1, and the warning when that passes the share.
+ModelNoLossScaling no_loss_scaling(const ModelReport& r) {
+  ModelNoLossScaling n;
+  const PathForward* p = nullptr;
+  for (const PathForward& x : r.paths)
+    if (p == nullptr || (x.path.keras_like && !p->path.keras_like)) p = &x;
+  if (p == nullptr || p->grads.empty()) return n;
+  n.path = p->path.name;
+  const LayerGrads* worst = nullptr;
+  for (const LayerGrads& g : p->grads)
+    if (g.has_params && (worst == nullptr || g.params[0].underflow_share() > worst->params[0].underflow_share()))
+      worst = &g;
+  if (worst == nullptr) return n;
+  n.layer = worst->name;
+  n.underflow_share = worst->params[0].underflow_share();
+  if (n.underflow_share > r.options.underflow_share)
+    n.warning = fmt::format("without loss scaling (S = 1) on {}, {:.1f} % of the parameter gradients of layer '{}' "
+                            "that are non-zero in f32 are zero ({:.1f} % at 2^15, {:.1f} % at 2^16): train with dynamic "
+                            "loss scaling (Keras LossScaleOptimizer, which mixed_float16 adds to fit; PyTorch "
+                            "GradScaler).",
+                            path_label(p->path), 100 * n.underflow_share, worst->name,
+                            100 * worst->params[1].underflow_share(), 100 * worst->params[2].underflow_share());
+  return n;
+}
+
+}  // namespace
+
+ModelReport run_model(const onnx::Network& net, const std::string& file, const Table& features, Loss loss,
+                      const Table* labels, const Options& o) {
   if (std::string e = validate(o); !e.empty()) throw std::invalid_argument(e);
-  if (std::string e = check_model_inputs(net, features); !e.empty()) throw std::invalid_argument(e);
+  if (std::string e = check_model_inputs(net, features, loss, labels); !e.empty()) throw std::invalid_argument(e);
   ModelReport r;
   r.options = o;
+  r.loss = loss;
   r.file = file;
   r.net = net;
   r.data.rows = features.rows();
@@ -320,34 +233,82 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
     if (!l.bias.empty()) r.weights.push_back(check_weight(l.bias));
   }
 
-  const NetPath base_path = baseline_net_path(net);
-  const std::vector<NetPath> low = low_precision_net_paths(net, o);
+  const NetPath base_path = baseline_net_path(net, loss);
+  const std::vector<NetPath> low = low_precision_net_paths(net, loss, o);
   const std::size_t batch = o.batch == 0 ? features.rows() : std::min(o.batch, features.rows());
   // Every layer works on rows independently and every kernel computes a row the same way whatever the number of
   // rows it is given (tests/diagnose_model_test.py checks that --batch changes no number but the batch indices),
   // so the forward runs in chunks of whole batches of about kChunkRows rows: the dense kernels pack their
-  // weights once per chunk, not once per batch of 32.
+  // weights once per chunk, not once per batch of 32. The loss and the gradients are per batch.
   constexpr std::size_t kChunkRows = 4096;
   const std::size_t chunk = std::min(features.rows(), std::max<std::size_t>(1, kChunkRows / batch) * batch);
   const unsigned threads = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  NetRunner base(net, base_path, chunk, threads);
+  NetRunner base(net, base_path, loss, chunk, batch, threads);
   std::vector<NetRunner> runs;
-  for (const NetPath& p : low) runs.emplace_back(net, p, chunk, threads);
+  for (const NetPath& p : low) runs.emplace_back(net, p, loss, chunk, batch, threads);
   r.baseline = start_report(net, base_path, true);
   for (const NetPath& p : low) r.paths.push_back(start_report(net, p, false));
+  if (loss != Loss::none) {
+    r.baseline.loss = PathLoss{};
+    for (PathForward& p : r.paths) {
+      p.loss = PathLoss{};
+      p.grads = start_grads(net, base.last_backward_layer());
+    }
+  }
 
+  std::vector<std::vector<double>> ref_params(net.layers.size()), ref_inputs(net.layers.size());
   for (std::size_t row0 = 0; row0 < features.rows(); row0 += chunk) {
     const std::size_t m = std::min(chunk, features.rows() - row0);
-    base.load(features, row0, m);
+    base.load(features, labels, row0, m);
     base.forward();
     accumulate(net, r.baseline, base, base, batch, row0, threads);
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      runs[i].load(features, row0, m);
+      runs[i].load(features, labels, row0, m);
       runs[i].forward();
       accumulate(net, r.paths[i], runs[i], base, batch, row0, threads);
     }
+    if (loss != Loss::none) {
+      for (std::size_t r0 = 0; r0 < m; r0 += batch) {
+        const std::size_t mb = std::min(batch, m - r0), b = (row0 + r0) / batch;
+        add_loss(*r.baseline.loss, base.backward(r0, mb, 1.0f), b);
+        for (std::size_t l = 0; l < net.layers.size(); ++l) {
+          std::size_t nf = 0;
+          ref_params[l] = base.param_grads(l, nf);
+          ref_inputs[l] = base.input_grads(l, nf);
+        }
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+          PathForward& f = r.paths[i];
+          for (int k = 0; k < 3; ++k) {
+            const double L = runs[i].backward(r0, mb, float(kScales[k]));
+            if (k == 0) add_loss(*f.loss, L, b);
+            for (std::size_t l = 0; l < net.layers.size(); ++l) {
+              std::size_t nf = 0;
+              if (f.grads[l].has_params) {
+                const std::vector<double> g = runs[i].param_grads(l, nf);
+                f.grads[l].params[k].add(compare_grads(g, nf, ref_params[l], kScales[k], f.path.storage));
+                nf = 0;
+              }
+              if (f.grads[l].has_input) {
+                const std::vector<double> g = runs[i].input_grads(l, nf);
+                f.grads[l].input[k].add(compare_grads(g, nf, ref_inputs[l], kScales[k], f.path.storage));
+              }
+            }
+          }
+          for (std::size_t l = 0; l < net.layers.size(); ++l)
+            for (int k = 0; k < 3; ++k) {
+              f.grads[l].params[k].scale = kScales[k];
+              f.grads[l].input[k].scale = kScales[k];
+            }
+        }
+      }
+    }
     progress(o, "rows", row0 + m, features.rows());
   }
+  if (loss != Loss::none) {
+    r.baseline.loss->loss /= double(r.data.batches);
+    for (PathForward& p : r.paths) p.loss->loss /= double(r.data.batches);
+  }
+  r.no_loss_scaling = no_loss_scaling(r);
   r.verdict = decide_model(r);
   return r;
 }

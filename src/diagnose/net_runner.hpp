@@ -1,0 +1,73 @@
+// `halfmap diagnose --model` (include/halfmap/diagnose_model.hpp): a network's paths, and a runner that takes rows
+// through every layer in a path's storage type with that mode's kernels, forward over a chunk of rows and backward
+// over one batch of it at a loss scale.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "halfmap/diagnose_model.hpp"
+#include "halfmap/registry.hpp"
+#include "halfmap/storage.hpp"
+
+namespace halfmap::diagnose {
+
+struct NetPath {
+  PathInfo info;
+  std::vector<const Kernel*> kernels;  // per layer, forward (and backward for gelu and the norms); null: elementwise
+  std::vector<const Kernel*> dense_bwd;  // per layer: dense_bwd for the dense layers, else null
+  const Kernel* loss = nullptr;          // mse or xent, when a loss is diagnosed
+};
+
+/// The best f32 path (throws std::runtime_error if none) and the low-precision ones in report order (throws
+/// std::invalid_argument for a --path that names none); a path exists where the mode's dense_fwd runs on that
+/// very ISA and every other op the network (and its loss) needs on it or on a lower ISA.
+NetPath baseline_net_path(const onnx::Network& net, Loss loss);
+std::vector<NetPath> low_precision_net_paths(const onnx::Network& net, Loss loss, const Options& o);
+
+/// One path of the network; allocates once, for `max_rows` rows (forward) and `max_batch` rows (backward).
+class NetRunner {
+ public:
+  NetRunner(const onnx::Network& net, NetPath p, Loss loss, std::size_t max_rows, std::size_t max_batch,
+            unsigned threads);
+
+  /// Stores rows row0 .. row0 + m - 1 of the features (and the labels, with a loss), rounded once to the storage
+  /// type (labels of xent as int32).
+  void load(const Table& x, const Table* y, std::size_t row0, std::size_t m);
+  /// Every layer over the loaded rows.
+  void forward();
+  /// The loss of rows r0 .. r0 + m - 1 of the loaded ones (as the loss kernel returns it, widened) and, at loss
+  /// scale S, every layer's gradients from the last forward(): grads(l) and input_grad(l) until the next call.
+  double backward(std::size_t r0, std::size_t m, float S);
+
+  std::size_t rows() const { return m_; }
+  const TypedBuffer& out(std::size_t layer) const { return y_[layer]; }
+  const NetPath& path() const { return p_; }
+  /// Layer l's parameter gradients in one vector (dense: dW then db; norms: dγ then dβ), widened exactly; empty
+  /// for a layer without parameters. Counts its non-finite elements into `nonfinite`.
+  std::vector<double> param_grads(std::size_t l, std::size_t& nonfinite) const;
+  /// The gradient of layer l's input (m × in of the last backward), widened; empty for the first layer and for
+  /// the layers the loss skipped (a final softmax under xent).
+  std::vector<double> input_grads(std::size_t l, std::size_t& nonfinite) const;
+  /// The layer the backward starts from: the last, or the one before a final softmax under xent.
+  std::size_t last_backward_layer() const { return last_bw_; }
+
+ private:
+  const void* input_of(std::size_t l, std::size_t r0) const;
+  void elementwise(onnx::LayerKind kind, const void* in, void* out, std::size_t n) const;
+  void elementwise_backward(std::size_t l, std::size_t r0, std::size_t m, const void* dy, void* dx) const;
+
+  const onnx::Network& net_;
+  NetPath p_;
+  Loss loss_;
+  unsigned threads_;
+  std::size_t m_ = 0, bm_ = 0, last_bw_ = 0;
+  TypedBuffer x_, labels_;
+  std::vector<std::int32_t> classes_;
+  std::vector<TypedBuffer> y_, w_, b_, dx_, dw_, db_;
+  TypedBuffer dloss_;
+};
+
+}  // namespace halfmap::diagnose
