@@ -213,6 +213,17 @@ if rc == 0:
     check(shares[n["layer"]][0]["underflow_share"] > 0.5 and shares[n["layer"]][1]["underflow_share"] < 0.01,
           f"grad_underflow: underflows at 1, not at 2^15: {shares[n['layer']]}")
     check(any(n["warning"] == note for note in r["verdict"]["notes"]), "grad_underflow: the warning is a note")
+    # The window: at S = 1 the layer underflows, so the network's window starts above 2^0, set by a layer with
+    # parameters; each layer's own window lies within [2^0, 2^40]; bf16 has the whole range.
+    w = keras["window"]
+    check(w["batches"] == 8 and not w["empty"] and w["S_min_log2"] > 0, f"grad_underflow: window {w}")
+    check(w["lower_layer"] in shares, f"grad_underflow: the lower end is set by a dense layer: {w}")
+    per_layer = [g["window"] for g in keras["gradients"] if g["params"] or g["input"]]
+    check(w["S_min_log2"] == max(x["S_min_log2"] for x in per_layer) and
+          w["S_max_log2"] == min(x["S_max_log2"] for x in per_layer), "grad_underflow: the intersection")
+    bf16 = [p for p in r["paths"] if p["storage"] == "bf16"][0]["window"]
+    check((bf16["S_min_log2"], bf16["S_max_log2"], bf16["lower_layer"], bf16["upper_layer"]) == (0, 40, None, None),
+          f"grad_underflow: bf16's window is the whole search, limited by no layer: {bf16}")
 
 # Bad input: exit 2, one sentence, nothing written.
 good_x = save_x("good_x", rng.normal(size=(16, 4)))

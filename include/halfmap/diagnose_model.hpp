@@ -31,7 +31,13 @@
 // parameter gradients (dW and db; dγ and dβ) and of its input's gradient against the baseline's at S = 1 of the
 // same batch: zero where f32's is non-zero is underflow. no_loss_scaling names the layer whose parameter
 // gradients underflow most at S = 1 on the Keras-like path, with a warning when that passes the underflow share.
-// The loss-scale window per layer and the scaler simulation on the network are not run yet.
+// The loss-scale window (NetWindow, below) is measured on at most kModelWindowBatches batches, evenly spaced from
+// the first: per layer, S_max is the last power of two before the first S whose gradients (parameters or input)
+// are not finite, S_min the smallest S at which they are finite with an underflow share of the parameter
+// gradients of at most Options::underflow_share (of the input gradient where the layer has no parameters); the
+// layer's window holds for every measured batch (the largest S_min, the smallest S_max); the network's is the
+// intersection of its layers', and names the layers that set its ends. The scaler simulation on the network is not
+// run yet.
 //
 // The verdict, the first that holds:
 //   1. data: a feature is NaN or inf (its column and first row);
@@ -46,7 +52,10 @@
 //      headroom at that layer; fix: keep that layer in float32, or normalise its input;
 //      With a loss, after the layers: the loss is not finite on a low-precision path (layer "loss"); fix: keep
 //      the loss in float32;
-//   6. ok, with the tightest layer of each low-precision path (its smallest headroom).
+//   6. optimization (with a loss): a low-precision path's window is empty: no loss scale keeps every layer's
+//      gradients finite and above the underflow share; names the layer that needs S >= 2^a and the one that
+//      overflows above 2^b; fix: keep one of them in float32;
+//   7. ok, with the tightest layer of each low-precision path (its smallest headroom).
 // Notes follow every verdict: the no-loss-scaling warning, and per path the first layer whose gradients overflow
 // at 2^15 or 2^16 (where a dynamic scaler backs off).
 //
@@ -62,7 +71,10 @@
 //                         first_nonfinite: null | {batch, row, column, value}, reference_nonzero, flushed,
 //                         flush_share}],
 //               loss: null | {loss, nonfinite_batches, first_nonfinite_batch (null)},
-//               gradients: [{name, params: null | [dist at 2^0, 2^15, 2^16], input: null | [...]}]}],
+//               gradients: [{name, params: null | [dist at 2^0, 2^15, 2^16], input: null | [...],
+//                            window: {S_min_log2 (null), S_max_log2 (null)}}],
+//               window: null | {batches, S_min_log2 (null), S_max_log2 (null), empty, keras_inside, pytorch_inside,
+//                               lower_layer (null), upper_layer (null)}}],
 //      dist = {scale, count, reference_nonzero, nonfinite, zero, subnormal, underflow_share}
 //    "no_loss_scaling": null | {path, layer (null), underflow_share, warning (null)},
 //    "verdict": {boundary, layer (null; "loss" for the loss), path (null), reason, fix, notes: [...]}}
@@ -85,6 +97,8 @@ namespace halfmap::diagnose {
 /// fused loss from logits).
 enum class Loss { none, mse, xent };
 std::string_view loss_name(Loss l);
+
+inline constexpr std::size_t kModelWindowBatches = 8;
 
 struct WeightCheck {
   std::string name;  // the initializer
@@ -109,6 +123,21 @@ struct LayerForward {
   double flush_share() const { return reference_nonzero ? double(flushed) / double(reference_nonzero) : 0.0; }
 };
 
+/// The loss-scale window: the powers of two S = 2^0 .. 2^40 at which gradients are finite (up to S_max, the
+/// last before the first non-finite one) and underflow no more than the share (from S_min). Per layer over the
+/// measured batches (the window that holds for all of them), and the network's: the intersection of its layers',
+/// with the layers that set each end.
+struct LayerWindow {
+  std::optional<int> S_min_log2, S_max_log2;
+};
+
+struct NetWindow {
+  std::size_t batches = 0;  // measured on
+  std::optional<int> S_min_log2, S_max_log2;
+  bool empty = true, keras_inside = false, pytorch_inside = false;
+  std::string lower_layer, upper_layer;  // the layers that set S_min and S_max (empty: none does)
+};
+
 /// One layer's gradients on one path, pooled over the batches, at S = 1, 2^15 and 2^16 against the f32
 /// baseline's at S = 1 of the same batch (GradStats of diagnose.hpp: zero where f32's is non-zero is underflow).
 struct LayerGrads {
@@ -116,6 +145,7 @@ struct LayerGrads {
   bool has_params = false, has_input = false;
   GradStats params[3];  // dW and db (dense), dγ and dβ (norms)
   GradStats input[3];   // the gradient of the layer's input (absent for the first layer)
+  LayerWindow window;   // over its parameter and input gradients
 };
 
 struct PathLoss {
@@ -130,6 +160,7 @@ struct PathForward {
   std::vector<LayerForward> layers;
   std::optional<PathLoss> loss;   // with a loss
   std::vector<LayerGrads> grads;  // with a loss: per layer (low-precision paths)
+  NetWindow window;               // with a loss (low-precision paths)
   /// The first layer (network order) with a non-finite output, if any.
   std::optional<std::size_t> first_nonfinite_layer() const;
   /// log2(largest finite of the storage type / max_abs); +inf when max_abs is 0.

@@ -89,12 +89,18 @@ std::string share_cell(const GradStats& g) {
   return fmt::format("{:.2f} %", 100 * g.underflow_share());
 }
 
+std::string window_cell(const std::optional<int>& lo, const std::optional<int>& hi) {
+  return fmt::format("{}..{}", lo ? fmt::format("2^{}", *lo) : "none", hi ? fmt::format("2^{}", *hi) : "none");
+}
+
 std::string gradients_text(const ModelReport& r) {
   std::string s = "== gradients ==\n";
   s += wrap("", fmt::format("The loss ({}) per path, the mean of the batch losses; then per layer and batch, at the "
                             "loss scales 1, 2^15 (Keras) and 2^16 (PyTorch), pooled over the batches: the share of "
                             "the parameter gradients (dW and db; dγ and dβ) and of the input gradient that are zero "
-                            "where the f32 baseline's at S = 1 are not (underflow), or the count that is not finite.",
+                            "where the f32 baseline's at S = 1 are not (underflow), or the count that is not finite; and "
+                            "each layer's loss-scale window (finite, and at most the underflow share) over the "
+                            "measured batches.",
                             loss_name(r.loss)));
   s += fmt::format("{}: loss {}{}\n", path_cell(r.baseline.path), num(r.baseline.loss->loss),
                    r.baseline.loss->nonfinite_batches ? fmt::format(", {} batches not finite",
@@ -104,15 +110,21 @@ std::string gradients_text(const ModelReport& r) {
     s += fmt::format("{}: loss {}{}\n", path_cell(p.path), num(p.loss->loss),
                      p.loss->nonfinite_batches ? fmt::format(", {} batches not finite", p.loss->nonfinite_batches)
                                                : std::string());
-    s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "#", "layer", "dθ 1", "dθ 2^15",
-                     "dθ 2^16", "dx 1", "dx 2^15", "dx 2^16");
+    s += fmt::format("  {:<3} {:<24} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>13}\n", "#", "layer", "dθ 1", "dθ 2^15",
+                     "dθ 2^16", "dx 1", "dx 2^15", "dx 2^16", "window");
     for (std::size_t l = 0; l < p.grads.size(); ++l) {
       const LayerGrads& g = p.grads[l];
       if (!g.has_params && !g.has_input) continue;
-      s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", l, g.name.substr(0, 28),
+      s += fmt::format("  {:<3} {:<24} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>13}\n", l, g.name.substr(0, 24),
                        share_cell(g.params[0]), share_cell(g.params[1]), share_cell(g.params[2]),
-                       share_cell(g.input[0]), share_cell(g.input[1]), share_cell(g.input[2]));
+                       share_cell(g.input[0]), share_cell(g.input[1]), share_cell(g.input[2]),
+                       window_cell(g.window.S_min_log2, g.window.S_max_log2));
     }
+    const NetWindow& w = p.window;
+    s += wrap("  ", fmt::format("window of the network over {} batches: {}{}{}.", w.batches,
+                                w.empty ? "empty" : window_cell(w.S_min_log2, w.S_max_log2),
+                                w.lower_layer.empty() ? "" : fmt::format("; its lower end set by '{}'", w.lower_layer),
+                                w.upper_layer.empty() ? "" : fmt::format("; its upper end set by '{}'", w.upper_layer)));
   }
   return s;
 }
@@ -214,11 +226,25 @@ std::string render_model_json(const ModelReport& r) {
     Json grads = Json::array();
     for (const LayerGrads& g : p.grads) {
       auto three = [](const GradStats* at) { return Json::array({jgrad(at[0]), jgrad(at[1]), jgrad(at[2])}); };
+      auto opt = [](const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); };
       grads.push_back(Json{{"name", g.name},
                            {"params", g.has_params ? three(g.params) : Json(nullptr)},
-                           {"input", g.has_input ? three(g.input) : Json(nullptr)}});
+                           {"input", g.has_input ? three(g.input) : Json(nullptr)},
+                           {"window", Json{{"S_min_log2", opt(g.window.S_min_log2)},
+                                           {"S_max_log2", opt(g.window.S_max_log2)}}}});
     }
     x["gradients"] = grads;
+    if (p.loss && !p.baseline) {
+      const NetWindow& w = p.window;
+      auto opt = [](const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); };
+      auto name = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(v); };
+      x["window"] = Json{{"batches", w.batches},           {"S_min_log2", opt(w.S_min_log2)},
+                         {"S_max_log2", opt(w.S_max_log2)}, {"empty", w.empty},
+                         {"keras_inside", w.keras_inside},   {"pytorch_inside", w.pytorch_inside},
+                         {"lower_layer", name(w.lower_layer)}, {"upper_layer", name(w.upper_layer)}};
+    } else {
+      x["window"] = nullptr;
+    }
     paths.push_back(std::move(x));
   };
   add(r.baseline);

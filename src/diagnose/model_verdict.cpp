@@ -200,6 +200,32 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
   return v;
 }
 
+std::optional<ModelVerdict> optimization(const ModelReport& r) {
+  for (const PathForward& p : r.paths) {
+    if (!p.loss || !p.window.empty || p.window.batches == 0) continue;
+    const NetWindow& w = p.window;
+    ModelVerdict v;
+    v.boundary = Boundary::optimization;
+    v.path = p.path.name;
+    v.layer = w.lower_layer;
+    const std::string lower = w.S_min_log2 ? fmt::format("layer '{}' needs S >= 2^{}", w.lower_layer, *w.S_min_log2)
+                                           : fmt::format("layer '{}' underflows at every S up to 2^{}", w.lower_layer,
+                                                         kWindowMaxLog2);
+    const std::string upper = w.S_max_log2
+                                  ? fmt::format("layer '{}' overflows above 2^{}", w.upper_layer, *w.S_max_log2)
+                                  : fmt::format("layer '{}' overflows already at S = 1", w.upper_layer);
+    v.reason = fmt::format("no loss scale keeps every layer's gradients finite and at most {:.1f} % underflowed on {} "
+                           "(over {} batches): {}, and {}.",
+                           100 * r.options.underflow_share, path_label(p.path), w.batches, lower, upper);
+    v.fix = fmt::format("keep layer '{}' or '{}' in float32 (Keras: dtype=\"float32\"; PyTorch: outside "
+                        "torch.autocast), or normalise the activations that feed them; no single loss scale serves "
+                        "both.",
+                        w.lower_layer, w.upper_layer);
+    return v;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 /// With a loss: the no-loss-scaling warning, and the layers whose gradients overflow at the scalers' initial
@@ -207,6 +233,19 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
 std::vector<std::string> gradient_notes(const ModelReport& r) {
   std::vector<std::string> notes;
   if (!r.no_loss_scaling.warning.empty()) notes.push_back(r.no_loss_scaling.warning);
+  for (const PathForward& p : r.paths) {
+    const NetWindow& w = p.window;
+    if (!p.loss || w.empty || w.batches == 0) continue;
+    std::string set_by;
+    if (!w.lower_layer.empty()) set_by += fmt::format("the lower end set by '{}'", w.lower_layer);
+    if (!w.upper_layer.empty())
+      set_by += fmt::format("{}the upper by '{}'", set_by.empty() ? "" : ", ", w.upper_layer);
+    notes.push_back(fmt::format("{}: loss scales 2^{} .. 2^{} keep every layer's gradients finite and under the "
+                                "underflow share{}; Keras's 2^15 is {}, PyTorch's 2^16 {}.",
+                                path_label(p.path), *w.S_min_log2, *w.S_max_log2,
+                                set_by.empty() ? std::string() : fmt::format(" ({})", set_by),
+                                w.keras_inside ? "inside" : "outside", w.pytorch_inside ? "inside" : "outside"));
+  }
   for (const PathForward& p : r.paths) {
     std::string over;
     for (int k = 1; k < 3; ++k)
@@ -223,7 +262,7 @@ std::vector<std::string> gradient_notes(const ModelReport& r) {
 }
 
 ModelVerdict decide_model(const ModelReport& r) {
-  for (auto rule : {nonfinite_features, nonfinite_weights, baseline, storage, compute})
+  for (auto rule : {nonfinite_features, nonfinite_weights, baseline, storage, compute, optimization})
     if (std::optional<ModelVerdict> v = rule(r)) {
       for (std::string& n : gradient_notes(r)) v->notes.push_back(std::move(n));
       return *v;
