@@ -189,6 +189,20 @@ if rc == 0:
               "xent: the final softmax is the loss's own")
         check([d["scale"] for d in grads["/9/Gemm"]["params"]] == [1, 32768, 65536], "xent: the three scales")
 
+# PyTorch's pre-norm residual blocks under cross-entropy: the residual Adds run forward and backward everywhere.
+rc, out_text, err = run("--model", corpus / "good_torch_residual_opset17.onnx", "--features",
+                        data / "torch_mlp_x.npy", "--loss", "xent", "--labels", save_x("cls3", np.arange(32) % 3),
+                        "--json")
+check(rc == 0, f"torch residual: exit {rc}: {err}")
+if rc == 0:
+    r = json.loads(out_text)
+    check(r["verdict"]["boundary"] == "ok", f"torch residual: {r['verdict']}")
+    check([l["kind"] for l in r["model"]["layers"]].count("add") == 2, "torch residual: two residual adds")
+    for p in r["paths"][1:]:
+        adds = [g for g in p["gradients"] if g["name"].startswith("/Add")]
+        check(len(adds) == 2 and all(g["params"] is None and g["input"] for g in adds),
+              f"torch residual: the adds have input gradients only on {p['path']}")
+
 # Gradients that underflow without loss scaling: inputs of 3e-5 and labels 0 make dW ~ 1e-8, below fp16's
 # smallest subnormal at S = 1, and representable at 2^15: ok, with the no-loss-scaling warning naming the layer.
 rng_u = np.random.default_rng(5)

@@ -27,6 +27,7 @@ std::vector<LayerKind> kinds(const Network& n) {
 /// The network in float64, row by row: the layers' definitions, independent of halfmap's kernels.
 std::vector<double> forward(const Network& net, std::vector<double> x, std::size_t rows) {
   std::size_t width = net.features;
+  std::vector<std::vector<double>> values{x};  // values[k]: the input (0) or layers[k - 1]'s output
   for (const Layer& l : net.layers) {
     std::vector<double> y(rows * l.out);
     for (std::size_t r = 0; r < rows; ++r) {
@@ -53,6 +54,9 @@ std::vector<double> forward(const Network& net, std::vector<double> x, std::size
                        (l.weight.empty() ? 1.0 : double(l.weight.values[j])) +
                    (l.bias.empty() ? 0.0 : double(l.bias.values[j]));
           break;
+        case LayerKind::add:
+          for (std::size_t j = 0; j < width; ++j) b[j] = a[j] + values.at(l.skip)[r * width + j];
+          break;
         case LayerKind::softmax:
           for (std::size_t j = 0; j < width; ++j) mx = std::max(mx, a[j]);
           for (std::size_t j = 0; j < width; ++j) se += std::exp(a[j] - mx);
@@ -76,6 +80,7 @@ std::vector<double> forward(const Network& net, std::vector<double> x, std::size
     }
     x = std::move(y);
     width = l.out;
+    values.push_back(x);
   }
   return x;
 }
@@ -117,6 +122,26 @@ TEST_P(TorchMlp, ReadsEveryLayerAndComputesWhatPyTorchComputes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Opsets, TorchMlp, ::testing::Values(13, 17));
+
+class TorchResidual : public ::testing::TestWithParam<int> {};
+
+TEST_P(TorchResidual, ReadsThePreNormBlocksAndTheirSkips) {
+  const Network net = load(kCorpus + "/good_torch_residual_opset" + std::to_string(GetParam()) + ".onnx");
+  using K = LayerKind;
+  ASSERT_EQ(kinds(net), (std::vector<K>{K::dense, K::layernorm, K::dense, K::gelu, K::dense, K::add, K::layernorm,
+                                        K::dense, K::gelu, K::dense, K::add, K::dense}));
+  // h = inp(x) is value 1 (layers[0]'s output); the first block adds it back, the second adds the first's sum
+  // (value 6, layers[5]'s output).
+  EXPECT_EQ(net.layers[5].skip, 1u);
+  EXPECT_EQ(net.layers[10].skip, 6u);
+  EXPECT_EQ(net.layers[5].ops, "Add");
+  const npy::Array x = npy::load(kData + "/torch_mlp_x.npy"), y = npy::load(kData + "/torch_residual_y.npy");
+  const std::vector<double> got = forward(net, x.values, x.rows);
+  ASSERT_EQ(got.size(), y.values.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], y.values[i], 1e-5) << "element " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Opsets, TorchResidual, ::testing::Values(13, 17));
 
 TEST(OnnxRead, KeepsTheStoredTypeOfEachWeightAndReadsItExactly) {
   const Network half = load(kCorpus + "/good_matmul_add_f16_bf16.onnx");
@@ -183,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"bad_f16_int32_data.onnx", "holds 70000 in its int32_data"},
         Bad{"bad_written_twice.onnx", "node 'again' (Relu) writes 'y', which is already defined"},
         Bad{"bad_fake_gelu.onnx", "form no layer halfmap knows"},
-        Bad{"bad_residual.onnx", "branches and residual connections are not supported yet"}),
+        Bad{"bad_branch.onnx", "branch from"}),
     [](const auto& info) {
       std::string n = info.param.file;
       n = n.substr(4, n.size() - 9);  // bad_<name>.onnx

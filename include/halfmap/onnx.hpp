@@ -10,8 +10,9 @@
 //
 // What is read. One graph input of rank 2 (rows × features; the row dimension may be symbolic) of element type
 // float, one graph output, and between them a chain of layers: each layer reads the previous layer's output and
-// constants only (initializers and Constant nodes). Branches and residual connections are not supported yet. The
-// layers and the ONNX nodes they are read from:
+// constants only (initializers and Constant nodes), and a residual Add also an earlier layer's output. Other
+// branches (attention's Q, K and V computed from one value) are not supported yet. The layers and the ONNX nodes
+// they are read from:
 //   dense      Gemm(x, W, C) with alpha = beta = 1, transA = 0, transB 0 or 1, C of shape (n) or (1, n) or absent;
 //              MatMul(x, W), followed by Add(·, b) with a constant b of shape (n) or (1, n) when one follows;
 //   relu, sigmoid, tanh   Relu, Sigmoid, Tanh;
@@ -23,6 +24,8 @@
 //              opsets: ReduceMean, Sub, Pow, ReduceMean, Add ε, Sqrt, Div, Mul γ, Add β;
 //   rmsnorm    the pattern x·γ / √(mean(x²) + ε) (Pow or Mul, ReduceMean, Add, Sqrt, Div or Reciprocal and Mul);
 //   softmax    Softmax over the last axis;
+//   add        a residual connection: Add of the previous layer's output and an earlier layer's output (or the
+//              input), of the same width; the earlier operand is the skip (Layer::skip);
 //   (nothing)  Identity, Flatten(axis 1) and Reshape to (−1 or 0, features): they keep rows × features.
 // A pattern is recognised by its ops and then checked numerically: evaluated in float64 on probe rows, it must
 // agree with the layer it is read as within 1e-5 of max(1, |y|) (its constants are float32 roundings of √2,
@@ -48,7 +51,7 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class LayerKind { dense, relu, sigmoid, tanh, gelu, gelu_tanh, layernorm, rmsnorm, softmax };
+enum class LayerKind { dense, relu, sigmoid, tanh, gelu, gelu_tanh, layernorm, rmsnorm, softmax, add };
 std::string_view kind_name(LayerKind k);
 
 /// The element type of an initializer as stored in the file.
@@ -72,6 +75,9 @@ struct Layer {
   Param weight;   // dense: in × out, row-major (x·W); layernorm and rmsnorm: γ (out)
   Param bias;     // dense: out, or empty; layernorm: β (out), or empty
   double epsilon = 0;  // layernorm, rmsnorm
+  /// add (a residual connection): the value added to the previous layer's output: 0 the network's input, k the
+  /// output of layers[k - 1] (k <= this layer's index).
+  std::size_t skip = 0;
 };
 
 struct Network {

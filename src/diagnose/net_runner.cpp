@@ -144,6 +144,7 @@ NetRunner::NetRunner(const onnx::Network& net, NetPath p, Loss loss, std::size_t
     b_.push_back(rounded(l.bias, t));
     const bool grads = loss != Loss::none;
     dx_.emplace_back(t, grads ? max_batch * l.in : 0);
+    extra_.emplace_back(t, grads ? max_batch * l.in : 0);
     dw_.emplace_back(t, grads ? l.weight.values.size() : 0);
     db_.emplace_back(t, grads ? l.bias.values.size() : 0);
   }
@@ -194,10 +195,21 @@ void NetRunner::forward() {
       case onnx::LayerKind::softmax:
         k->softmax(SoftmaxArgs{m_, l.out, in, y});
         break;
+      case onnx::LayerKind::add:
+        add_rounded(in, input_of(l.skip, 0), y, m_ * l.out);
+        break;
       default:
         elementwise(l.kind, in, y, m_ * l.out);
     }
   }
+}
+
+/// out = a + b, each element added in f32 and rounded once to the storage type (a residual Add, and the sum of
+/// two gradients of one value); out may be a or b.
+void NetRunner::add_rounded(const void* a, const void* b, void* out, std::size_t n) const {
+  const DType t = p_.info.storage;
+  for (std::size_t i = 0; i < n; ++i)
+    halfmap::store(t, out, i, double(float(halfmap::load(t, a, i)) + float(halfmap::load(t, b, i))));
 }
 
 void NetRunner::elementwise(onnx::LayerKind kind, const void* in, void* out, std::size_t n) const {
@@ -253,10 +265,29 @@ double NetRunner::backward(std::size_t r0, std::size_t m, float S) {
     loss = p_.loss->xent(XentArgs{m, w, offset(y_[last_bw_], r0 * w), classes_.data() + r0, S, nullptr,
                                   dloss_.data()});
   }
+  has_extra_.assign(net_.layers.size(), false);
   for (std::size_t i = last_bw_ + 1; i-- > 0;) {
     const onnx::Layer& l = net_.layers[i];
     const void* dy = i == last_bw_ ? dloss_.data() : dx_[i + 1].data();
     void* dx = i == 0 ? nullptr : dx_[i].data();
+    if (l.kind == onnx::LayerKind::add) {
+      // Both operands get dy: the previous layer's output here, the skip's into its extra term (added to that
+      // value's gradient when the backward reaches it).
+      const std::size_t n = m * l.out;
+      if (dx != nullptr) std::copy_n(static_cast<const unsigned char*>(dy), n * dtype_size(p_.info.storage),
+                                     static_cast<unsigned char*>(dx));
+      if (l.skip > 0) {
+        if (has_extra_[l.skip]) {
+          add_rounded(extra_[l.skip].data(), dy, extra_[l.skip].data(), n);
+        } else {
+          std::copy_n(static_cast<const unsigned char*>(dy), n * dtype_size(p_.info.storage),
+                      static_cast<unsigned char*>(extra_[l.skip].data()));
+          has_extra_[l.skip] = true;
+        }
+      }
+      if (dx != nullptr && has_extra_[i]) add_rounded(dx, extra_[i].data(), dx, m * l.in);
+      continue;
+    }
     const void* x = input_of(i, r0);
     const void* w = w_[i].size() ? w_[i].data() : nullptr;
     const void* b = b_[i].size() ? b_[i].data() : nullptr;
@@ -284,6 +315,8 @@ double NetRunner::backward(std::size_t r0, std::size_t m, float S) {
       default:
         if (dx != nullptr) elementwise_backward(i, r0, m, dy, dx);
     }
+    // This layer's input also feeds a residual Add further on: its gradient is the sum of both.
+    if (dx != nullptr && has_extra_[i]) add_rounded(dx, extra_[i].data(), dx, m * l.in);
   }
   return loss;
 }

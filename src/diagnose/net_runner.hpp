@@ -57,6 +57,7 @@ class NetRunner {
  private:
   const void* input_of(std::size_t l, std::size_t r0) const;
   void elementwise(onnx::LayerKind kind, const void* in, void* out, std::size_t n) const;
+  void add_rounded(const void* a, const void* b, void* out, std::size_t n) const;
   void elementwise_backward(std::size_t l, std::size_t r0, std::size_t m, const void* dy, void* dx) const;
 
   const onnx::Network& net_;
@@ -67,6 +68,8 @@ class NetRunner {
   TypedBuffer x_, labels_;
   std::vector<std::int32_t> classes_;
   std::vector<TypedBuffer> y_, w_, b_, dx_, dw_, db_;
+  std::vector<TypedBuffer> extra_;  // per layer input: the gradient a residual Add sends back to it
+  std::vector<bool> has_extra_;
   TypedBuffer dloss_;
 };
 

@@ -165,13 +165,21 @@ class Lowering {
     std::set<std::string> derived{cur};  // values computed from `cur` within the region
     std::map<std::string, std::size_t> pending;  // derived values' reads still to come
     pending[cur] = readers_[cur];
+    std::set<std::string> boundaries{cur};  // the values between regions: where a residual may branch off
     for (const Node& n : g_.nodes) {
       bool reads_chain = false;
       for (const std::string& v : n.inputs) {
         if (v.empty() || constant(g_, v) != nullptr) continue;
+        if (const auto skip = skip_of_.find(&n); skip != skip_of_.end() && skip->second == v) {
+          // A residual Add's earlier operand: not counted among the reads that keep a region open.
+          if (derived.contains(v) || boundaries.contains(v)) continue;
+          fail(g_.file, fmt::format("{} adds '{}', a value from inside an earlier layer's pattern: a residual "
+                                    "connection must start at a layer's output.",
+                                    n.label(), v));
+        }
         if (!derived.contains(v))
           fail(g_.file, fmt::format("{} reads '{}', computed before the layer it belongs to: halfmap reads chains of "
-                                    "layers, and branches and residual connections are not supported yet.",
+                                    "layers with residual Adds; other branches are not supported yet.",
                                     n.label(), v));
         reads_chain = true;
         if (--pending[v] == 0) pending.erase(v);
@@ -190,6 +198,7 @@ class Lowering {
         regions.push_back(Region{region, cur, next});
         region.clear();
         cur = next;
+        boundaries.insert(cur);
         derived = {cur};
         pending = {{cur, readers_[cur]}};
       } else if (pending.empty()) {
@@ -206,10 +215,25 @@ class Lowering {
   }
 
  private:
+  /// Counts each value's readers. An Add of two computed values is a residual connection: its operand computed
+  /// earlier (the graph input, or the output of an earlier node) is the skip, and that read is not counted, so that
+  /// the layers between the branch and the Add still close their regions.
   void count_readers() {
-    for (const Node& n : g_.nodes)
-      for (const std::string& v : n.inputs)
-        if (!v.empty() && constant(g_, v) == nullptr) ++readers_[v];
+    std::map<std::string, std::size_t> producer;  // node order; the graph input is 0, node k is k + 1
+    producer[g_.input] = 0;
+    for (std::size_t k = 0; k < g_.nodes.size(); ++k)
+      for (const std::string& v : g_.nodes[k].outputs) producer[v] = k + 1;
+    for (const Node& n : g_.nodes) {
+      if (n.op == "Add" && is_onnx_domain(n) && n.inputs.size() == 2 && constant(g_, n.inputs[0]) == nullptr &&
+          constant(g_, n.inputs[1]) == nullptr && producer.contains(n.inputs[0]) && producer.contains(n.inputs[1]) &&
+          n.inputs[0] != n.inputs[1])
+        skip_of_[&n] = producer[n.inputs[0]] < producer[n.inputs[1]] ? n.inputs[0] : n.inputs[1];
+      for (const std::string& v : n.inputs) {
+        if (v.empty() || constant(g_, v) != nullptr) continue;
+        if (const auto skip = skip_of_.find(&n); skip != skip_of_.end() && skip->second == v) continue;
+        ++readers_[v];
+      }
+    }
     ++readers_[g_.output];  // the output is read by the user
   }
 
@@ -242,7 +266,7 @@ class Lowering {
     static const std::set<std::string, std::less<>> layer_ops = {
         "Gemm", "MatMul", "Relu", "Sigmoid", "Tanh", "Gelu", "Softmax", "LayerNormalization", "Identity",
         "Flatten", "Reshape"};
-    if (layer_ops.contains(n.op) || !is_onnx_domain(n)) return true;
+    if (layer_ops.contains(n.op) || !is_onnx_domain(n) || skip_of_.contains(&n)) return true;
     if (n.op != "Add" || net.layers.empty() || n.inputs.size() != 2) return false;
     const Layer& prev = net.layers.back();
     return prev.kind == LayerKind::dense && prev.ops == "MatMul" && prev.bias.empty() &&
@@ -253,9 +277,11 @@ class Lowering {
   void lower_regions(const std::vector<Region>& regions, Network& net) {
     static const std::set<std::string, std::less<>> pattern_ops = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
                                                                    "Reciprocal", "Erf", "Tanh", "ReduceMean"};
+    values_[g_.input] = {0, features_};
     for (std::size_t i = 0; i < regions.size();) {
       if (standalone(regions[i], net)) {
         lower_node(*regions[i].nodes[0], net);
+        values_[regions[i].out] = {net.layers.size(), features_};
         ++i;
         continue;
       }
@@ -277,6 +303,7 @@ class Lowering {
         for (std::size_t k = i; k < last; ++k) nodes.insert(nodes.end(), regions[k].nodes.begin(), regions[k].nodes.end());
         if (std::optional<Layer> l = read_pattern(nodes, regions[i].in, regions[last - 1].out)) {
           net.layers.push_back(std::move(*l));
+          values_[regions[last - 1].out] = {net.layers.size(), features_};
           i = last;
           read = true;
         }
@@ -341,6 +368,20 @@ class Lowering {
       if (n.inputs.size() != 2 || input(1) == nullptr)
         fail(g_.file, fmt::format("{}: its second operand is not a constant; halfmap reads MatMul(x, W).", n.label()));
       return lower_dense(n, *input(1), false, {}, net);
+    }
+    if (const auto skip = skip_of_.find(&n); skip != skip_of_.end()) {
+      const auto from = values_.find(skip->second);
+      if (from == values_.end())
+        fail(g_.file, fmt::format("{} adds '{}', which is not a layer's output: a residual connection must start at "
+                                  "one.",
+                                  n.label(), skip->second));
+      if (from->second.second != features_)
+        fail(g_.file, fmt::format("{} adds '{}' of {} features to a value of {}.", n.label(), skip->second,
+                                  from->second.second, features_));
+      Layer l = start(LayerKind::add, n);
+      l.skip = from->second.first;
+      net.layers.push_back(std::move(l));
+      return;
     }
     if (std_domain && op == "Add") {
       // A bias after a MatMul: b + x or x + b.
@@ -507,6 +548,8 @@ class Lowering {
   const Graph& g_;
   std::size_t features_ = 0;
   std::map<std::string, std::size_t> readers_;
+  std::map<const Node*, std::string> skip_of_;  // residual Adds and their earlier operand
+  std::map<std::string, std::pair<std::size_t, std::size_t>> values_;  // layer outputs: (value index, width)
 };
 
 }  // namespace

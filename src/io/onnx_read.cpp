@@ -34,6 +34,7 @@ std::string_view kind_name(LayerKind k) {
     case LayerKind::layernorm: return "layernorm";
     case LayerKind::rmsnorm: return "rmsnorm";
     case LayerKind::softmax: return "softmax";
+    case LayerKind::add: return "add";
   }
   return "?";
 }
@@ -49,7 +50,7 @@ std::string_view stored_name(Stored s) {
 
 std::string_view supported_ops() {
   return "Gemm, MatMul (+ Add), Relu, Sigmoid, Tanh, Gelu and its Erf and Tanh patterns, LayerNormalization and "
-         "its pattern, RMS normalisation's pattern, Softmax, Identity, Flatten, Reshape";
+         "its pattern, RMS normalisation's pattern, Softmax, residual Add, Identity, Flatten, Reshape";
 }
 
 namespace detail {
@@ -317,6 +318,14 @@ Graph read_graph(const ::onnx::ModelProto& m, const std::string& file) {
                                label, shown(v)));
     }
     for (const std::string& v : n.outputs) define(v, label);
+    // torch.onnx.export writes an initializer shared by several modules once, and an Identity of it for each
+    // further use: that copy is the same constant (named by the initializer that holds its data).
+    if (n.op == "Identity" && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs.size() == 1 &&
+        n.outputs.size() == 1 && g.constants.contains(n.inputs[0])) {
+      Tensor copy = g.constants.at(n.inputs[0]);
+      g.constants.emplace(n.outputs[0], std::move(copy));
+      continue;
+    }
     if (n.op == "Constant" && (n.domain.empty() || n.domain == "ai.onnx")) {
       if (n.outputs.size() != 1) fail(file, fmt::format("{} has {} outputs; a Constant has one.", label, n.outputs.size()));
       g.constants.emplace(n.outputs[0], constant_value(g, n, label));

@@ -54,15 +54,42 @@ def torch_models():
         torch.onnx.export(mlp, x, str(path), opset_version=opset, input_names=["x"], output_names=["y"],
                           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
 
-    class Residual(torch.nn.Module):
+    class Block(torch.nn.Module):
+        """A pre-norm transformer MLP block, twice, then a head: x + fc2(gelu(fc1(ln(x))))."""
+
+        def __init__(self):
+            super().__init__()
+            self.inp = torch.nn.Linear(8, 16)
+            self.blocks = torch.nn.ModuleList(torch.nn.Sequential(
+                torch.nn.LayerNorm(16), torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 16))
+                for _ in range(2))
+            self.head = torch.nn.Linear(16, 3)
+
+        def forward(self, x):
+            h = self.inp(x)
+            for b in self.blocks:
+                h = h + b(h)
+            return self.head(h)
+
+    block = Block()
+    with torch.no_grad():
+        np.save(data / "torch_residual_y.npy", block(x).numpy())
+    for opset in (13, 17):
+        torch.onnx.export(block, x, str(out / f"good_torch_residual_opset{opset}.onnx"), opset_version=opset,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+
+    class Silu(torch.nn.Module):
+        """x * sigmoid(x) written out: a branch that joins by Mul, which halfmap does not read."""
+
         def __init__(self):
             super().__init__()
             self.fc = torch.nn.Linear(8, 8)
 
         def forward(self, x):
-            return x + self.fc(x)
+            h = self.fc(x)
+            return h * torch.sigmoid(h)
 
-    torch.onnx.export(Residual(), x, str(out / "bad_residual.onnx"), opset_version=13, input_names=["x"],
+    torch.onnx.export(Silu(), x, str(out / "bad_branch.onnx"), opset_version=13, input_names=["x"],
                       output_names=["y"])
 
 

@@ -45,6 +45,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (!l.weight.empty() && l.weight.values.size() != l.out) bug("gamma of the wrong size");
         if (!l.bias.empty() && l.bias.values.size() != l.out) bug("beta of the wrong size");
         break;
+      case onnx::LayerKind::add: {
+        // The skip is the input (0) or an earlier layer's output of the same width.
+        const std::size_t index = std::size_t(&l - net.layers.data());
+        if (l.skip > index) bug("a residual Add reads a later value");
+        if ((l.skip == 0 ? net.features : net.layers[l.skip - 1].out) != l.out) bug("a residual Add of two widths");
+        if (l.in != l.out || !l.weight.empty() || !l.bias.empty()) bug("a residual Add with parameters");
+        break;
+      }
       default:
         if (l.in != l.out || !l.weight.empty() || !l.bias.empty()) bug("an elementwise layer with parameters");
     }

@@ -1,0 +1,201 @@
+// The network runner of `halfmap diagnose --model` (src/diagnose/net_runner.hpp) on the f32 baseline path: its
+// forward against a float64 evaluation of the layers' definitions, and its backward (every layer kind, the residual
+// Add's two gradient paths, mse and xent with a final softmax) against central finite differences of that float64
+// loss. The f32 kernels round, so the bound is relative: |g - fd| <= 2e-3 · max|fd| + 1e-6 per parameter tensor.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <vector>
+
+#include "diagnose/net_runner.hpp"
+
+namespace halfmap::diagnose {
+namespace {
+
+using onnx::Layer;
+using onnx::LayerKind;
+
+Layer layer(LayerKind k, std::size_t in, std::size_t out, std::mt19937& rng) {
+  Layer l;
+  l.kind = k;
+  l.in = in;
+  l.out = out;
+  l.name = std::string(onnx::kind_name(k));
+  std::normal_distribution<float> n(0.0f, 0.7f);
+  if (k == LayerKind::dense) {
+    l.weight.values.resize(in * out);
+    l.bias.values.resize(out);
+  } else if (k == LayerKind::layernorm || k == LayerKind::rmsnorm) {
+    l.weight.values.resize(out);
+    if (k == LayerKind::layernorm) l.bias.values.resize(out);
+    l.epsilon = 1e-5;
+  }
+  for (float& v : l.weight.values) v = n(rng) + (k == LayerKind::dense ? 0.0f : 1.0f);
+  for (float& v : l.bias.values) v = 0.3f * n(rng);
+  return l;
+}
+
+/// The network in float64 (the layers' definitions), and its loss.
+double loss64(const onnx::Network& net, const std::vector<double>& x, std::size_t rows, Loss loss,
+              const std::vector<double>& labels) {
+  std::vector<std::vector<double>> values{x};
+  std::size_t width = net.features;
+  for (const Layer& l : net.layers) {
+    const std::vector<double>& a = values.back();
+    std::vector<double> y(rows * l.out);
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double* in = a.data() + r * width;
+      double* out = y.data() + r * l.out;
+      double mean = 0, ss = 0, mx = -INFINITY, se = 0;
+      switch (l.kind) {
+        case LayerKind::dense:
+          for (std::size_t j = 0; j < l.out; ++j) {
+            double s = l.bias.empty() ? 0.0 : l.bias.values[j];
+            for (std::size_t i = 0; i < l.in; ++i) s += in[i] * double(l.weight.values[i * l.out + j]);
+            out[j] = s;
+          }
+          break;
+        case LayerKind::layernorm:
+        case LayerKind::rmsnorm:
+          if (l.kind == LayerKind::layernorm) {
+            for (std::size_t j = 0; j < width; ++j) mean += in[j];
+            mean /= double(width);
+          }
+          for (std::size_t j = 0; j < width; ++j) ss += (in[j] - mean) * (in[j] - mean);
+          for (std::size_t j = 0; j < width; ++j)
+            out[j] = (in[j] - mean) / std::sqrt(ss / double(width) + l.epsilon) * double(l.weight.values[j]) +
+                     (l.bias.empty() ? 0.0 : double(l.bias.values[j]));
+          break;
+        case LayerKind::softmax:
+          for (std::size_t j = 0; j < width; ++j) mx = std::max(mx, in[j]);
+          for (std::size_t j = 0; j < width; ++j) se += std::exp(in[j] - mx);
+          for (std::size_t j = 0; j < width; ++j) out[j] = std::exp(in[j] - mx) / se;
+          break;
+        case LayerKind::add:
+          for (std::size_t j = 0; j < width; ++j) out[j] = in[j] + values[l.skip][r * width + j];
+          break;
+        default:
+          for (std::size_t j = 0; j < width; ++j) {
+            const double v = in[j];
+            switch (l.kind) {
+              case LayerKind::relu: out[j] = v < 0 ? 0 : v; break;
+              case LayerKind::sigmoid: out[j] = 1 / (1 + std::exp(-v)); break;
+              case LayerKind::tanh: out[j] = std::tanh(v); break;
+              case LayerKind::gelu: out[j] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); break;
+              case LayerKind::gelu_tanh:
+                out[j] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+                break;
+              default: break;
+            }
+          }
+      }
+    }
+    values.push_back(std::move(y));
+    width = l.out;
+  }
+  const std::vector<double>& p = values.back();
+  double sum = 0;
+  if (loss == Loss::mse) {
+    for (std::size_t i = 0; i < p.size(); ++i) sum += (p[i] - labels[i]) * (p[i] - labels[i]);
+    return sum / double(p.size());
+  }
+  // xent: a final softmax is the loss's own; -log p[label] of its output.
+  for (std::size_t r = 0; r < rows; ++r) sum -= std::log(p[r * width + std::size_t(labels[r])]);
+  return sum / double(rows);
+}
+
+struct Case {
+  const char* name;
+  Loss loss;
+  std::vector<LayerKind> kinds;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class NetGradients : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NetGradients, MatchFiniteDifferencesOnTheF32Path) {
+  const Case& c = GetParam();
+  std::mt19937 rng(11);
+  onnx::Network net;
+  net.features = 5;
+  std::size_t width = 5;
+  for (LayerKind k : c.kinds) {
+    const std::size_t out = k == LayerKind::dense ? (width == 5 ? 6 : width) : width;
+    Layer l = layer(k, width, out, rng);
+    if (k == LayerKind::add) l.skip = 1;  // the first dense layer's output
+    net.layers.push_back(l);
+    width = out;
+  }
+  const std::size_t rows = 7;
+  std::normal_distribution<double> n(0.0, 1.0);
+  npy::Array xa, ya;
+  xa.rows = rows;
+  xa.cols = 5;
+  xa.ndim = 2;
+  for (std::size_t i = 0; i < rows * 5; ++i) xa.values.push_back(double(float(n(rng))));
+  ya.rows = rows;
+  ya.cols = c.loss == Loss::mse ? width : 1;
+  ya.ndim = 2;
+  for (std::size_t i = 0; i < ya.rows * ya.cols; ++i)
+    ya.values.push_back(c.loss == Loss::mse ? double(float(n(rng))) : double(i % width));
+  const Table x = Table::from_array(xa), y = Table::from_array(ya);
+
+  NetRunner run(net, baseline_net_path(net, c.loss), c.loss, rows, rows, 1);
+  run.load(x, &y, 0, rows);
+  run.forward();
+  const double L = run.backward(0, rows, 1.0f);
+  std::vector<double> xs(xa.values), labels(ya.values);
+  EXPECT_NEAR(L, loss64(net, xs, rows, c.loss, labels), 1e-4 * std::max(1.0, std::abs(L)));
+
+  for (std::size_t li = 0; li < net.layers.size(); ++li) {
+    if (li > run.last_backward_layer()) continue;
+    std::size_t nonfinite = 0;
+    const std::vector<double> g = run.param_grads(li, nonfinite);
+    ASSERT_EQ(nonfinite, 0u);
+    Layer& l = net.layers[li];
+    std::vector<float*> params;
+    for (float& v : l.weight.values) params.push_back(&v);
+    for (float& v : l.bias.values) params.push_back(&v);
+    ASSERT_EQ(g.size(), params.size()) << l.name;
+    std::vector<double> fd(params.size());
+    double fd_max = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const float keep = *params[i];
+      const double h = 1e-3;
+      *params[i] = float(double(keep) + h);
+      const double up = loss64(net, xs, rows, c.loss, labels);
+      *params[i] = float(double(keep) - h);
+      const double down = loss64(net, xs, rows, c.loss, labels);
+      // The steps as stored in float: divide by what was really added.
+      *params[i] = float(double(keep) + h);
+      const double hu = double(*params[i]) - double(keep);
+      *params[i] = float(double(keep) - h);
+      const double hd = double(keep) - double(*params[i]);
+      *params[i] = keep;
+      fd[i] = (up - down) / (hu + hd);
+      fd_max = std::max(fd_max, std::abs(fd[i]));
+    }
+    for (std::size_t i = 0; i < params.size(); ++i)
+      EXPECT_NEAR(g[i], fd[i], 2e-3 * fd_max + 1e-6) << c.name << ": layer " << li << " (" << l.name << ") param " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, NetGradients,
+    ::testing::Values(
+        Case{"mse_norm_gelu_residual", Loss::mse,
+             {LayerKind::dense, LayerKind::layernorm, LayerKind::gelu, LayerKind::dense, LayerKind::add,
+              LayerKind::tanh, LayerKind::dense}},
+        Case{"mse_rms_relu_sigmoid_softmax", Loss::mse,
+             {LayerKind::dense, LayerKind::rmsnorm, LayerKind::gelu_tanh, LayerKind::dense, LayerKind::relu,
+              LayerKind::dense, LayerKind::sigmoid, LayerKind::dense, LayerKind::softmax}},
+        Case{"xent_softmax_is_the_loss", Loss::xent,
+             {LayerKind::dense, LayerKind::gelu, LayerKind::dense, LayerKind::add, LayerKind::dense,
+              LayerKind::softmax}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace halfmap::diagnose
