@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "diagnose/net_runner.hpp"
+#include "net_reference.hpp"
 
 namespace halfmap::diagnose {
 namespace {
@@ -40,62 +41,8 @@ Layer layer(LayerKind k, std::size_t in, std::size_t out, std::mt19937& rng) {
 /// The network in float64 (the layers' definitions), and its loss.
 double loss64(const onnx::Network& net, const std::vector<double>& x, std::size_t rows, Loss loss,
               const std::vector<double>& labels) {
-  std::vector<std::vector<double>> values{x};
-  std::size_t width = net.features;
-  for (const Layer& l : net.layers) {
-    const std::vector<double>& a = values.back();
-    std::vector<double> y(rows * l.out);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const double* in = a.data() + r * width;
-      double* out = y.data() + r * l.out;
-      double mean = 0, ss = 0, mx = -INFINITY, se = 0;
-      switch (l.kind) {
-        case LayerKind::dense:
-          for (std::size_t j = 0; j < l.out; ++j) {
-            double s = l.bias.empty() ? 0.0 : l.bias.values[j];
-            for (std::size_t i = 0; i < l.in; ++i) s += in[i] * double(l.weight.values[i * l.out + j]);
-            out[j] = s;
-          }
-          break;
-        case LayerKind::layernorm:
-        case LayerKind::rmsnorm:
-          if (l.kind == LayerKind::layernorm) {
-            for (std::size_t j = 0; j < width; ++j) mean += in[j];
-            mean /= double(width);
-          }
-          for (std::size_t j = 0; j < width; ++j) ss += (in[j] - mean) * (in[j] - mean);
-          for (std::size_t j = 0; j < width; ++j)
-            out[j] = (in[j] - mean) / std::sqrt(ss / double(width) + l.epsilon) * double(l.weight.values[j]) +
-                     (l.bias.empty() ? 0.0 : double(l.bias.values[j]));
-          break;
-        case LayerKind::softmax:
-          for (std::size_t j = 0; j < width; ++j) mx = std::max(mx, in[j]);
-          for (std::size_t j = 0; j < width; ++j) se += std::exp(in[j] - mx);
-          for (std::size_t j = 0; j < width; ++j) out[j] = std::exp(in[j] - mx) / se;
-          break;
-        case LayerKind::add:
-          for (std::size_t j = 0; j < width; ++j) out[j] = in[j] + values[l.skip][r * width + j];
-          break;
-        default:
-          for (std::size_t j = 0; j < width; ++j) {
-            const double v = in[j];
-            switch (l.kind) {
-              case LayerKind::relu: out[j] = v < 0 ? 0 : v; break;
-              case LayerKind::sigmoid: out[j] = 1 / (1 + std::exp(-v)); break;
-              case LayerKind::tanh: out[j] = std::tanh(v); break;
-              case LayerKind::gelu: out[j] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); break;
-              case LayerKind::gelu_tanh:
-                out[j] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-                break;
-              default: break;
-            }
-          }
-      }
-    }
-    values.push_back(std::move(y));
-    width = l.out;
-  }
-  const std::vector<double>& p = values.back();
+  const std::vector<double> p = onnx::testing::forward64(net, x, rows).back();
+  const std::size_t width = net.layers.back().out;
   double sum = 0;
   if (loss == Loss::mse) {
     for (std::size_t i = 0; i < p.size(); ++i) sum += (p[i] - labels[i]) * (p[i] - labels[i]);

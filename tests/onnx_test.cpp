@@ -11,6 +11,7 @@
 #include "halfmap/half.hpp"
 #include "halfmap/npy.hpp"
 #include "halfmap/onnx.hpp"
+#include "net_reference.hpp"
 
 namespace halfmap::onnx {
 namespace {
@@ -24,65 +25,9 @@ std::vector<LayerKind> kinds(const Network& n) {
   return k;
 }
 
-/// The network in float64, row by row: the layers' definitions, independent of halfmap's kernels.
-std::vector<double> forward(const Network& net, std::vector<double> x, std::size_t rows) {
-  std::size_t width = net.features;
-  std::vector<std::vector<double>> values{x};  // values[k]: the input (0) or layers[k - 1]'s output
-  for (const Layer& l : net.layers) {
-    std::vector<double> y(rows * l.out);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const double* a = x.data() + r * width;
-      double* b = y.data() + r * l.out;
-      double mean = 0, ss = 0, mx = -INFINITY, se = 0;
-      switch (l.kind) {
-        case LayerKind::dense:
-          for (std::size_t j = 0; j < l.out; ++j) {
-            double s = l.bias.empty() ? 0.0 : double(l.bias.values[j]);
-            for (std::size_t i = 0; i < l.in; ++i) s += a[i] * double(l.weight.values[i * l.out + j]);
-            b[j] = s;
-          }
-          break;
-        case LayerKind::layernorm:
-        case LayerKind::rmsnorm:
-          if (l.kind == LayerKind::layernorm) {
-            for (std::size_t j = 0; j < width; ++j) mean += a[j];
-            mean /= double(width);
-          }
-          for (std::size_t j = 0; j < width; ++j) ss += (a[j] - mean) * (a[j] - mean);
-          for (std::size_t j = 0; j < width; ++j)
-            b[j] = (a[j] - mean) / std::sqrt(ss / double(width) + l.epsilon) *
-                       (l.weight.empty() ? 1.0 : double(l.weight.values[j])) +
-                   (l.bias.empty() ? 0.0 : double(l.bias.values[j]));
-          break;
-        case LayerKind::add:
-          for (std::size_t j = 0; j < width; ++j) b[j] = a[j] + values.at(l.skip)[r * width + j];
-          break;
-        case LayerKind::softmax:
-          for (std::size_t j = 0; j < width; ++j) mx = std::max(mx, a[j]);
-          for (std::size_t j = 0; j < width; ++j) se += std::exp(a[j] - mx);
-          for (std::size_t j = 0; j < width; ++j) b[j] = std::exp(a[j] - mx) / se;
-          break;
-        default:
-          for (std::size_t j = 0; j < width; ++j) {
-            const double v = a[j];
-            switch (l.kind) {
-              case LayerKind::relu: b[j] = v < 0 ? 0 : v; break;
-              case LayerKind::sigmoid: b[j] = 1 / (1 + std::exp(-v)); break;
-              case LayerKind::tanh: b[j] = std::tanh(v); break;
-              case LayerKind::gelu: b[j] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); break;
-              case LayerKind::gelu_tanh:
-                b[j] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-                break;
-              default: ADD_FAILURE() << "unhandled layer";
-            }
-          }
-      }
-    }
-    x = std::move(y);
-    width = l.out;
-    values.push_back(x);
-  }
-  return x;
+/// The network's output in float64 (tests/net_reference.hpp).
+std::vector<double> forward(const Network& net, const std::vector<double>& x, std::size_t rows) {
+  return testing::forward64(net, x, rows).back();
 }
 
 class TorchMlp : public ::testing::TestWithParam<int> {};
