@@ -135,6 +135,21 @@ if r:
     check("collapses to zero" in v["reason"], f"ln_variance: the reason says how: {v['reason']}")
     check(by_mode["f16_f32acc"]["finite"], "ln_variance: f16_f32acc keeps the statistics in f32")
 
+# --all-paths runs the lower ISAs and the ref twins too; the verdict still names Keras mixed_float16's path where
+# it crosses; --path puts one first, and one this CPU does not run is bad input.
+rc, out_text, err = run("--model", overflow, "--features", work / "fc2_x.npy", "--all-paths", "--json")
+check(rc == 0, f"--all-paths: exit {rc}: {err}")
+if rc == 0:
+    r = json.loads(out_text)
+    names = [p["path"] for p in r["paths"]]
+    check("f16_f32acc/ref" in names and "bf16_f32acc/ref" in names, f"--all-paths: the ref twins: {names}")
+    keras = [p["path"] for p in r["paths"] if p["keras_like"]]
+    check(r["verdict"]["path"] == keras[0], f"--all-paths: the verdict names the Keras path: {r['verdict']}")
+rc, out_text, err = run("--model", overflow, "--features", work / "fc2_x.npy", "--path", "bf16_f32acc/ref", "--json")
+check(rc == 0 and json.loads(out_text)["paths"][1]["path"] == "bf16_f32acc/ref", f"--path first: {rc} {err}")
+rc, _, err = run("--model", overflow, "--features", work / "fc2_x.npy", "--path", "f16/nosuch")
+check(rc == 2 and "--path f16/nosuch is not a low-precision path this CPU runs" in err, f"--path unknown: {rc} {err}")
+
 # The forward runs in chunks of whole batches; every layer is row-wise, so --batch changes nothing but the batch
 # indices (row // batch) of the first non-finite outputs.
 def diagnose_batch(model, x, batch):

@@ -141,6 +141,9 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
         layer = l;
         break;
       }
+  // At that layer, name Keras mixed_float16's path when it crosses there too (what the user runs).
+  for (const PathForward& p : r.paths)
+    if (first != nullptr && p.path.keras_like && crossed(r, p, layer)) first = &p;
   if (first == nullptr) {
     for (const PathForward& p : r.paths) {
       if (!p.loss || p.loss->nonfinite_batches == 0) continue;
