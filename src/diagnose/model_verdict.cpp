@@ -240,9 +240,9 @@ std::vector<std::string> gradient_notes(const ModelReport& r) {
     const NetWindow& w = p.window;
     if (!p.loss || w.empty || w.batches == 0) continue;
     std::string set_by;
-    if (!w.lower_layer.empty()) set_by += fmt::format("the lower end set by '{}'", w.lower_layer);
+    if (!w.lower_layer.empty()) set_by += fmt::format("its lower end set by '{}'", w.lower_layer);
     if (!w.upper_layer.empty())
-      set_by += fmt::format("{}the upper by '{}'", set_by.empty() ? "" : ", ", w.upper_layer);
+      set_by += fmt::format("{}its upper end set by '{}'", set_by.empty() ? "" : ", ", w.upper_layer);
     notes.push_back(fmt::format("{}: loss scales 2^{} .. 2^{} keep every layer's gradients finite and under the "
                                 "underflow share{}; Keras's 2^15 is {}, PyTorch's 2^16 {}.",
                                 path_label(p.path), *w.S_min_log2, *w.S_max_log2,
