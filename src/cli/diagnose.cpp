@@ -166,7 +166,11 @@ Command add_diagnose_command(CLI::App& parent) {
       "the f32 baseline fails; data overflows or flushes in fp16/bf16 storage; a low-precision forward is "
       "non-finite (compute); a simulated scaler collapses, keeps skipping after its back-off, or settles where "
       "gradients underflow (optimization); ok (a scaler that backs off and then trains is not a fault: a note "
-      "says so). A note also says what happens without loss scaling (S = 1).");
+      "says so). A note also says what happens without loss scaling (S = 1). With --model net.onnx the network is "
+      "yours (include/halfmap/diagnose_model.hpp): its forward on the features, layer by layer, on the f32 baseline "
+      "and each mode's best ISA (largest |y| and headroom, non-finite and collapsed outputs, per layer), and with "
+      "--loss mse|xent --labels its gradients per layer at S = 1, 2^15, 2^16 and each layer's loss-scale window; "
+      "the verdict names the first layer and boundary.");
   auto a = std::make_shared<DiagnoseArgs>();
   sub->add_option("--features", a->features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
   sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1); with --model --loss mse: rows x the network's outputs); required without --model");
