@@ -60,4 +60,30 @@ float attr_float(const Graph& g, const Node& n, std::string_view name, float def
 std::optional<std::vector<std::int64_t>> attr_ints(const Graph& g, const Node& n, std::string_view name);
 std::string attr_string(const Graph& g, const Node& n, std::string_view name, const std::string& def);
 
+inline bool is_onnx_domain(const Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }
+
+/// The constant named v, or null when v is computed.
+inline const Tensor* constant(const Graph& g, const std::string& v) {
+  const auto it = g.constants.find(v);
+  return it == g.constants.end() ? nullptr : &it->second;
+}
+
+// ---- onnx_eval.cpp: float64 evaluation of a region on probe rows (the pattern check) ---------------------------
+
+/// rows × cols values; a dimension of 1 broadcasts.
+struct Mat {
+  std::size_t rows = 0, cols = 0;
+  std::vector<double> v;
+  double at(std::size_t r, std::size_t c) const { return v[(rows == 1 ? 0 : r) * cols + (cols == 1 ? 0 : c)]; }
+};
+
+/// Evaluates the region's nodes on x (the value `in`) into `vals`; false when an op or a shape is not one the
+/// patterns use (Add, Sub, Mul, Div, Pow, Sqrt, Reciprocal, Erf, Tanh, ReduceMean over the last axis, kept).
+bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std::string& in, const Mat& x,
+              std::map<std::string, Mat>& vals);
+/// Probe rows: 4 rows of n values in about [-3, 3], each row with its own scale and offset, none zero.
+Mat probe(std::size_t n);
+double gelu_erf(double x);
+double gelu_tanh(double x);
+
 }  // namespace halfmap::onnx::detail
