@@ -1,6 +1,7 @@
 // The network runner of `halfmap diagnose --model` (src/diagnose/net_runner.hpp) on the f32 baseline path: its
 // forward against a float64 evaluation of the layers' definitions, and its backward (every layer kind, the residual
-// Add's two gradient paths, mse and xent with a final softmax) against central finite differences of that float64
+// Add's two gradient paths, attention in both placements with and without its causal mask, mse and xent with a
+// final softmax) against central finite differences of that float64
 // loss. The f32 kernels round, so the bound is relative: |g - fd| <= 2e-3 · max|fd| + 1e-6 per parameter tensor.
 #include <gtest/gtest.h>
 
@@ -57,6 +58,8 @@ struct Case {
   const char* name;
   Loss loss;
   std::vector<LayerKind> kinds;
+  std::size_t seq = 0;  // attention: tokens per sequence (the rows are 2 sequences)
+  bool prescale = false, causal = false;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -68,15 +71,23 @@ TEST_P(NetGradients, MatchFiniteDifferencesOnTheF32Path) {
   std::mt19937 rng(11);
   onnx::Network net;
   net.features = 5;
+  net.seq = c.seq;
   std::size_t width = 5;
-  for (LayerKind k : c.kinds) {
-    const std::size_t out = k == LayerKind::dense ? (width == 5 ? 6 : width) : width;
+  for (std::size_t i = 0; i < c.kinds.size(); ++i) {
+    const LayerKind k = c.kinds[i];
+    // A dense layer before attention computes [q | k | v] of a head of 4; the head gives 4.
+    const bool qkv = i + 1 < c.kinds.size() && c.kinds[i + 1] == LayerKind::attention;
+    const std::size_t out = k == LayerKind::attention ? width / 3
+                            : k == LayerKind::dense   ? (qkv ? 12 : width == 5 ? 6 : width)
+                                                      : width;
     Layer l = layer(k, width, out, rng);
     if (k == LayerKind::add) l.skip = 1;  // the first dense layer's output
+    l.prescale = c.prescale;
+    l.causal = c.causal;
     net.layers.push_back(l);
     width = out;
   }
-  const std::size_t rows = 7;
+  const std::size_t rows = c.seq != 0 ? 2 * c.seq : 7;
   std::normal_distribution<double> n(0.0, 1.0);
   npy::Array xa, ya;
   xa.rows = rows;
@@ -141,7 +152,12 @@ INSTANTIATE_TEST_SUITE_P(
               LayerKind::dense, LayerKind::sigmoid, LayerKind::dense, LayerKind::softmax}},
         Case{"xent_softmax_is_the_loss", Loss::xent,
              {LayerKind::dense, LayerKind::gelu, LayerKind::dense, LayerKind::add, LayerKind::dense,
-              LayerKind::softmax}}),
+              LayerKind::softmax}},
+        Case{"mse_attention_postscale", Loss::mse,
+             {LayerKind::dense, LayerKind::attention, LayerKind::dense, LayerKind::gelu, LayerKind::dense}, 5, false,
+             false},
+        Case{"xent_attention_prescale_causal", Loss::xent,
+             {LayerKind::dense, LayerKind::attention, LayerKind::dense, LayerKind::softmax}, 4, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

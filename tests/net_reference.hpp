@@ -3,6 +3,7 @@
 // (the runner's gradients against its finite differences).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -19,6 +20,32 @@ inline std::vector<std::vector<double>> forward64(const Network& net, const std:
   for (const Layer& l : net.layers) {
     const std::vector<double>& a = values.back();
     std::vector<double> y(rows * l.out);
+    if (l.kind == LayerKind::attention) {
+      // Per sequence of net.seq rows: softmax(q·kᵀ/√d [causal]) · v, q, k, v side by side in each input row.
+      const std::size_t L = net.seq, d = l.out;
+      for (std::size_t s0 = 0; s0 < rows; s0 += L)
+        for (std::size_t i = 0; i < L; ++i) {
+          const double* q = a.data() + (s0 + i) * 3 * d;
+          const std::size_t keys = l.causal ? i + 1 : L;
+          std::vector<double> p(keys);
+          double mx = -INFINITY, se = 0;
+          for (std::size_t j = 0; j < keys; ++j) {
+            const double* k = a.data() + (s0 + j) * 3 * d + d;
+            double t = 0;
+            for (std::size_t e = 0; e < d; ++e) t += q[e] * k[e];
+            mx = std::max(mx, p[j] = t / std::sqrt(double(d)));
+          }
+          for (double& e : p) se += (e = std::exp(e - mx));
+          for (std::size_t e = 0; e < d; ++e) {
+            double o = 0;
+            for (std::size_t j = 0; j < keys; ++j) o += p[j] / se * a[(s0 + j) * 3 * d + 2 * d + e];
+            y[(s0 + i) * d + e] = o;
+          }
+        }
+      values.push_back(std::move(y));
+      width = l.out;
+      continue;
+    }
     for (std::size_t r = 0; r < rows; ++r) {
       const double* in = a.data() + r * width;
       double* out = y.data() + r * l.out;

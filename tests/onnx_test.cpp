@@ -88,6 +88,59 @@ TEST_P(TorchResidual, ReadsThePreNormBlocksAndTheirSkips) {
 
 INSTANTIATE_TEST_SUITE_P(Opsets, TorchResidual, ::testing::Values(13, 17));
 
+/// The attention networks' input: 6 sequences of 8 tokens, one token per row.
+std::vector<double> expect_torch_output(const Network& net, const std::string& y_file) {
+  const npy::Array x = npy::load(kData + "/torch_attention_x.npy"), y = npy::load(kData + "/" + y_file);
+  EXPECT_EQ(x.rows, 48u);
+  const std::vector<double> got = forward(net, x.values, x.rows);
+  EXPECT_EQ(got.size(), y.values.size());
+  for (std::size_t i = 0; i < got.size() && i < y.values.size(); ++i)
+    EXPECT_NEAR(got[i], y.values[i], 1e-5) << "element " << i;
+  return got;
+}
+
+class TorchAttention : public ::testing::TestWithParam<int> {};
+
+TEST_P(TorchAttention, ReadsOneHeadAsItsFusedProjectionAndTheHead) {
+  const Network net = load(kCorpus + "/good_torch_attention_opset" + std::to_string(GetParam()) + ".onnx");
+  using K = LayerKind;
+  ASSERT_EQ(kinds(net), (std::vector<K>{K::dense, K::attention, K::dense}));
+  EXPECT_EQ(net.seq, 8u);
+  EXPECT_EQ(net.features, 8u);
+  const Layer& qkv = net.layers[0];
+  EXPECT_EQ(qkv.name, "/attn/qkv");
+  EXPECT_EQ(qkv.in, 8u);
+  EXPECT_EQ(qkv.out, 48u);
+  ASSERT_EQ(qkv.sources.size(), 6u);  // Wq, bq, Wk, bk, Wv, bv
+  EXPECT_EQ(qkv.sources[1].name, "attn.q.bias");
+  EXPECT_EQ(qkv.sources[3].name, "attn.k.bias");
+  EXPECT_EQ(qkv.sources[5].name, "attn.v.bias");
+  // Wk's column j is column 16 + j of the fused weight (torch stores Linear's weight transposed for MatMul).
+  EXPECT_EQ(qkv.weight.values[1 * 48 + 16 + 3], qkv.sources[2].values[1 * 16 + 3]);
+  const Layer& head = net.layers[1];
+  EXPECT_EQ(head.name, "/attn");
+  EXPECT_EQ(head.ops, "Transpose+MatMul+Div+Softmax+MatMul");
+  EXPECT_EQ(head.in, 48u);
+  EXPECT_EQ(head.out, 16u);
+  EXPECT_FALSE(head.prescale);  // scores / √d after the product
+  EXPECT_FALSE(head.causal);
+  expect_torch_output(net, "torch_attention_y.npy");
+}
+
+TEST_P(TorchAttention, ReadsAPreNormCausalDecoderBlock) {
+  const Network net = load(kCorpus + "/good_torch_decoder_opset" + std::to_string(GetParam()) + ".onnx");
+  using K = LayerKind;
+  ASSERT_EQ(kinds(net), (std::vector<K>{K::layernorm, K::dense, K::attention, K::dense, K::add, K::layernorm,
+                                        K::dense, K::gelu, K::dense, K::add, K::dense}));
+  EXPECT_TRUE(net.layers[2].prescale);  // q / √d before the product
+  EXPECT_TRUE(net.layers[2].causal);
+  EXPECT_EQ(net.layers[4].skip, 0u);  // x + out(attn(ln1(x))): the input
+  EXPECT_EQ(net.layers[9].skip, 5u);  // h + mlp(h): the first sum, layers[4]'s output
+  expect_torch_output(net, "torch_decoder_y.npy");
+}
+
+INSTANTIATE_TEST_SUITE_P(Opsets, TorchAttention, ::testing::Values(13, 17));
+
 TEST(OnnxRead, KeepsTheStoredTypeOfEachWeightAndReadsItExactly) {
   const Network half = load(kCorpus + "/good_matmul_add_f16_bf16.onnx");
   const Network full = load(kCorpus + "/good_gemm_reshape.onnx");
@@ -145,7 +198,11 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"bad_raw_data_short.onnx", "initializer 'W' declares 12 elements (48 bytes) but holds 44 bytes"},
         Bad{"bad_dims_overflow.onnx", "initializer 'W' declares more than 2^40 elements"},
         Bad{"bad_external_data.onnx", "initializer 'W' keeps its data in an external file ('weights.bin')"},
-        Bad{"bad_input_rank3.onnx", "input 'x' has rank 3"},
+        Bad{"bad_input_rank4.onnx", "input 'x' has rank 4"},
+        Bad{"bad_seq_symbolic.onnx", "input 'x' has a symbolic token count"},
+        Bad{"bad_attention_mask.onnx", "its mask 'mask' is not the causal one"},
+        Bad{"bad_attention_unscaled.onnx", "it has no scale 1/√d"},
+        Bad{"bad_attention_rank2.onnx", "the input is rows × features (rank 2)"},
         Bad{"bad_input_double.onnx", "input 'x' is not a float32 tensor"},
         Bad{"bad_weight_shape.onnx", "its weight 'W' has 5 inputs, but the layer before it gives 4 features"},
         Bad{"bad_gemm_alpha.onnx", "node 'gemm' (Gemm): transA, alpha or beta is not the default"},

@@ -8,11 +8,11 @@
 // op or attribute) is one sentence naming the file and the node or tensor, thrown as Error; nothing is allocated
 // from a size the file declares without checking it against the bytes that hold it.
 //
-// What is read. One graph input of rank 2 (rows × features; the row dimension may be symbolic) of element type
-// float, one graph output, and between them a chain of layers: each layer reads the previous layer's output and
-// constants only (initializers and Constant nodes), and a residual Add also an earlier layer's output. Other
-// branches (attention's Q, K and V computed from one value) are not supported yet. The layers and the ONNX nodes
-// they are read from:
+// What is read. One graph input of element type float, of rank 2 (rows × features; the row dimension may be
+// symbolic) or rank 3 (sequences × tokens × features, the token count fixed: Network::seq), one graph output, and
+// between them a chain of layers: each layer reads the previous layer's output and constants only (initializers
+// and Constant nodes), a residual Add also an earlier layer's output, and an attention head its Q, K and V, all
+// three projected from one value. Other branches are refused. The layers and the ONNX nodes they are read from:
 //   dense      Gemm(x, W, C) with alpha = beta = 1, transA = 0, transB 0 or 1, C of shape (n) or (1, n) or absent;
 //              MatMul(x, W), followed by Add(·, b) with a constant b of shape (n) or (1, n) when one follows;
 //   relu, sigmoid, tanh   Relu, Sigmoid, Tanh;
@@ -24,6 +24,13 @@
 //              opsets: ReduceMean, Sub, Pow, ReduceMean, Add ε, Sqrt, Div, Mul γ, Add β;
 //   rmsnorm    the pattern x·γ / √(mean(x²) + ε) (Pow or Mul, ReduceMean, Add, Sqrt, Div or Reciprocal and Mul);
 //   softmax    Softmax over the last axis;
+//   attention  one head of scaled dot-product attention as exported from q = x·Wq + bq, k, v likewise: the
+//              nodes MatMul(q, Transpose(k)), a Div by √d or Mul by 1/√d on q (prescale) or on the scores
+//              (postscale), optionally an Add of a constant causal mask (0 on and below the diagonal, -inf above),
+//              Softmax over the last axis, MatMul(·, v). It is read as two layers: a dense layer computing
+//              [q | k | v] with the three projections side by side (the fused QKV projection of PyTorch's
+//              MultiheadAttention; Layer::sources keeps the three initializers), then `attention` on its rows,
+//              one sequence of Network::seq tokens at a time, with the kernel of the placement found;
 //   add        a residual connection: Add of the previous layer's output and an earlier layer's output (or the
 //              input), of the same width; the earlier operand is the skip (Layer::skip);
 //   (nothing)  Identity, Flatten(axis 1) and Reshape to (−1 or 0, features): they keep rows × features.
@@ -51,7 +58,7 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class LayerKind { dense, relu, sigmoid, tanh, gelu, gelu_tanh, layernorm, rmsnorm, softmax, add };
+enum class LayerKind { dense, relu, sigmoid, tanh, gelu, gelu_tanh, layernorm, rmsnorm, softmax, add, attention };
 std::string_view kind_name(LayerKind k);
 
 /// The element type of an initializer as stored in the file.
@@ -78,15 +85,27 @@ struct Layer {
   /// add (a residual connection): the value added to the previous layer's output: 0 the network's input, k the
   /// output of layers[k - 1] (k <= this layer's index).
   std::size_t skip = 0;
+  /// attention: its input is [q | k | v] (in = 3·out, out = d, one head); 1/√d on q before QKᵀ (prescale) or on
+  /// the product (postscale); causal: token i attends to tokens 0 .. i only.
+  bool prescale = false, causal = false;
+  /// The initializers a weight and bias were assembled from, when more than one (attention's Q, K and V
+  /// projections: Wq, bq, Wk, bk, Wv, bv, those present); empty when weight and bias are the file's own.
+  std::vector<Param> sources;
 };
 
 struct Network {
   std::string input, output;  // the graph's input and output names
   std::size_t features = 0;   // the input's columns
+  /// A rank-3 input's token count: rows come in sequences of `seq` tokens (attention attends within one); 0 for a
+  /// rank-2 input, whose rows are independent.
+  std::size_t seq = 0;
   std::vector<Layer> layers;  // in order; layers[i].in == (i ? layers[i-1].out : features)
   std::int64_t ir_version = 0, opset = 0;
   std::string producer;  // producer_name and producer_version, e.g. "pytorch 1.13.1"
 };
+
+/// The longest sequence a rank-3 input may declare (attention holds one sequence's len × len scores).
+inline constexpr std::size_t kMaxSeq = 4096;
 
 /// The most bytes of model `load` reads (protobuf's own limit is 2 GiB); also bounded by 3/4 of memory.
 inline constexpr std::size_t kMaxModelBytes = (std::size_t{2} << 30) - 1;

@@ -32,6 +32,10 @@ std::string model_text(const ModelReport& r) {
     if (!x.weight.empty()) params += fmt::format("{} {}", x.weight.name, onnx::stored_name(x.weight.stored));
     if (!x.bias.empty()) params += fmt::format(", {} {}", x.bias.name, onnx::stored_name(x.bias.stored));
     if (x.epsilon > 0) params += fmt::format(", eps {:g}", x.epsilon);
+    if (x.kind == onnx::LayerKind::attention)
+      params = fmt::format("one head of d = {} over {} tokens, 1/√d on {}{}", x.out, r.net.seq,
+                           x.prescale ? "q before q·kᵀ (prescale)" : "q·kᵀ after the product (postscale)",
+                           x.causal ? ", causal mask" : "");
     if (!params.empty()) s += wrap("      ", params);
   }
   return s;
@@ -47,10 +51,14 @@ std::string data_text(const ModelReport& r) {
     flushed += c.f16.flushed;
     if (std::isfinite(c.abs_max)) abs_max = std::max(abs_max, c.abs_max);
   }
-  s += wrap("", fmt::format("{} rows in {} batches of {}; {} feature columns: {} values not finite, abs max {}, {} "
-                            "overflow fp16 storage, {} non-zero values flush to zero in it.",
-                            r.data.rows, r.data.batches, r.options.batch == 0 ? r.data.rows : r.options.batch,
-                            r.data.features.size(), nonfinite, num(abs_max), f16_over, flushed));
+  const std::size_t seq = std::max<std::size_t>(r.net.seq, 1), samples = r.data.rows / seq;
+  const std::size_t batch = r.options.batch == 0 ? samples : std::min(r.options.batch, samples);
+  const std::string rows = r.net.seq == 0 ? fmt::format("{} rows in {} batches of {}", r.data.rows, r.data.batches, batch)
+                                          : fmt::format("{} sequences of {} tokens ({} rows) in {} batches of {}",
+                                                        samples, r.net.seq, r.data.rows, r.data.batches, batch);
+  s += wrap("", fmt::format("{}; {} feature columns: {} values not finite, abs max {}, {} overflow fp16 storage, {} "
+                            "non-zero values flush to zero in it.",
+                            rows, r.data.features.size(), nonfinite, num(abs_max), f16_over, flushed));
   for (const WeightCheck& w : r.weights)
     if (w.nan + w.inf + w.f16_overflow > 0)
       s += wrap("  ", fmt::format("initializer '{}' ({}, {} values): {} NaN, {} inf, {} overflow fp16 storage.",
@@ -197,10 +205,14 @@ std::string render_model_json(const ModelReport& r) {
                           {"out", l.out},
                           {"weight", jparam(l.weight)},
                           {"bias", jparam(l.bias)},
-                          {"epsilon", l.epsilon > 0 ? Json(l.epsilon) : Json(nullptr)}});
+                          {"epsilon", l.epsilon > 0 ? Json(l.epsilon) : Json(nullptr)},
+                          {"attention", l.kind == onnx::LayerKind::attention
+                                            ? Json{{"scale", l.prescale ? "prescale" : "postscale"}, {"causal", l.causal}}
+                                            : Json(nullptr)}});
   j["model"] = Json{{"file", r.file},         {"producer", r.net.producer}, {"ir_version", r.net.ir_version},
                     {"opset", r.net.opset},   {"input", r.net.input},       {"output", r.net.output},
-                    {"features", r.net.features}, {"layers", layers}};
+                    {"features", r.net.features}, {"seq", r.net.seq},
+                    {"layers", layers}};
   Json cols = Json::array();
   for (const ColumnStats& c : r.data.features) cols.push_back(jcolumn(c));
   j["data"] = Json{{"rows", r.data.rows}, {"batches", r.data.batches}, {"features", cols}};

@@ -16,8 +16,9 @@ namespace halfmap::diagnose {
 namespace {
 
 /// The registry op a layer runs on, or nullopt for the elementwise ones (computed here).
-std::optional<Op> layer_op(onnx::LayerKind k) {
-  switch (k) {
+std::optional<Op> layer_op(const onnx::Layer& l) {
+  switch (l.kind) {
+    case onnx::LayerKind::attention: return l.prescale ? Op::attention_prescale : Op::attention_postscale;
     case onnx::LayerKind::dense: return Op::dense_fwd;
     case onnx::LayerKind::gelu: return Op::gelu;
     case onnx::LayerKind::gelu_tanh: return Op::gelu_tanh;
@@ -46,7 +47,7 @@ std::optional<NetPath> make_path(const onnx::Network& net, Loss loss, Mode mode,
   if (dense == nullptr) return std::nullopt;
   NetPath p;
   for (const onnx::Layer& l : net.layers) {
-    const std::optional<Op> op = layer_op(l.kind);
+    const std::optional<Op> op = layer_op(l);
     const Kernel* k = op ? find_at_or_below(*op, mode, isa) : nullptr;
     if (op && k == nullptr) return std::nullopt;
     p.kernels.push_back(k);
@@ -151,6 +152,46 @@ NetRunner::NetRunner(const onnx::Network& net, NetPath p, Loss loss, std::size_t
   last_bw_ = net.layers.size() - 1;
   if (loss == Loss::xent && net.layers.back().kind == onnx::LayerKind::softmax && last_bw_ > 0) --last_bw_;
   dloss_.resize(t, loss != Loss::none ? max_batch * net.layers[last_bw_].out : 0);
+  for (const onnx::Layer& l : net.layers)
+    if (l.kind == onnx::LayerKind::attention) {
+      const std::size_t n = net.seq * l.out;
+      for (TypedBuffer* b : {&q_, &k_, &v_, &dq_, &dk_, &dv_})
+        if (b->size() < n) b->resize(t, n);
+    }
+}
+
+/// One attention layer over rows r0 .. r0 + m - 1 (whole sequences): each sequence's q, k and v are copied out of
+/// the [q | k | v] rows, the head runs (forward into y, or backward from dy into the [dq | dk | dv] rows of dx).
+void NetRunner::attention(std::size_t l, std::size_t r0, std::size_t m, const void* dy, void* dx) {
+  const onnx::Layer& layer = net_.layers[l];
+  const std::size_t L = net_.seq, d = layer.out, es = dtype_size(p_.info.storage);
+  const auto* in = static_cast<const unsigned char*>(input_of(l, r0));
+  for (std::size_t s0 = 0; s0 < m; s0 += L) {
+    for (std::size_t t = 0; t < L; ++t) {
+      const unsigned char* row = in + (s0 + t) * 3 * d * es;
+      std::copy_n(row, d * es, static_cast<unsigned char*>(q_.data()) + t * d * es);
+      std::copy_n(row + d * es, d * es, static_cast<unsigned char*>(k_.data()) + t * d * es);
+      std::copy_n(row + 2 * d * es, d * es, static_cast<unsigned char*>(v_.data()) + t * d * es);
+    }
+    AttentionArgs a{L, d, layer.causal, q_.data(), k_.data(), v_.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+                    nullptr, threads_};
+    if (dy == nullptr) {
+      a.o = offset(y_[l], (r0 + s0) * d);
+    } else {
+      a.dout = static_cast<const unsigned char*>(dy) + s0 * d * es;
+      a.dq = dq_.data();
+      a.dk = dk_.data();
+      a.dv = dv_.data();
+    }
+    p_.kernels[l]->attention(a);
+    if (dy == nullptr || dx == nullptr) continue;
+    for (std::size_t t = 0; t < L; ++t) {
+      unsigned char* row = static_cast<unsigned char*>(dx) + (s0 + t) * 3 * d * es;
+      std::copy_n(static_cast<const unsigned char*>(dq_.data()) + t * d * es, d * es, row);
+      std::copy_n(static_cast<const unsigned char*>(dk_.data()) + t * d * es, d * es, row + d * es);
+      std::copy_n(static_cast<const unsigned char*>(dv_.data()) + t * d * es, d * es, row + 2 * d * es);
+    }
+  }
 }
 
 void NetRunner::load(const Table& x, const Table* y, std::size_t row0, std::size_t m) {
@@ -197,6 +238,9 @@ void NetRunner::forward() {
         break;
       case onnx::LayerKind::add:
         add_rounded(in, input_of(l.skip, 0), y, m_ * l.out);
+        break;
+      case onnx::LayerKind::attention:
+        attention(i, 0, m_, nullptr, nullptr);
         break;
       default:
         elementwise(l.kind, in, y, m_ * l.out);
@@ -312,6 +356,9 @@ double NetRunner::backward(std::size_t r0, std::size_t m, float S) {
                                      dw_[i].size() ? dw_[i].data() : nullptr, db_[i].size() ? db_[i].data() : nullptr});
         break;
       }
+      case onnx::LayerKind::attention:
+        attention(i, r0, m, dy, dx);
+        break;
       default:
         if (dx != nullptr) elementwise_backward(i, r0, m, dy, dx);
     }

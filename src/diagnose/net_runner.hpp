@@ -58,6 +58,7 @@ class NetRunner {
   const void* input_of(std::size_t l, std::size_t r0) const;
   void elementwise(onnx::LayerKind kind, const void* in, void* out, std::size_t n) const;
   void add_rounded(const void* a, const void* b, void* out, std::size_t n) const;
+  void attention(std::size_t l, std::size_t r0, std::size_t m, const void* dy, void* dx);
   void elementwise_backward(std::size_t l, std::size_t r0, std::size_t m, const void* dy, void* dx) const;
 
   const onnx::Network& net_;
@@ -71,6 +72,7 @@ class NetRunner {
   std::vector<TypedBuffer> extra_;  // per layer input: the gradient a residual Add sends back to it
   std::vector<bool> has_extra_;
   TypedBuffer dloss_;
+  TypedBuffer q_, k_, v_, dq_, dk_, dv_;  // one sequence's, for the attention layers
 };
 
 }  // namespace halfmap::diagnose

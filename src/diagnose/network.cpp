@@ -139,6 +139,10 @@ std::string check_model_inputs(const onnx::Network& net, const Table& features, 
   if (features.cols() != net.features)
     return fmt::format("the network's input '{}' takes {} features per row, and the features have {} columns.",
                        net.input, net.features, features.cols());
+  if (net.seq != 0 && features.rows() % net.seq != 0)
+    return fmt::format("the network's input '{}' takes sequences of {} tokens, one token per row, and the features' "
+                       "{} rows are not whole sequences.",
+                       net.input, net.seq, features.rows());
   if (loss == Loss::none) return {};
   if (labels == nullptr) return fmt::format("--loss {} needs --labels.", loss_name(loss));
   if (labels->rows() != features.rows())
@@ -327,7 +331,9 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
   r.file = file;
   r.net = net;
   r.data.rows = features.rows();
-  r.data.batches = batch_count(features.rows(), o);
+  // A batch is --batch samples: rows, or sequences of net.seq rows for a rank-3 input.
+  const std::size_t seq = std::max<std::size_t>(net.seq, 1), samples = features.rows() / seq;
+  r.data.batches = batch_count(samples, o);
   r.data.features.resize(features.cols());
   parallel_for(features.cols(), o.threads, [&](std::size_t c) {
     r.data.features[c] = features.is_f32()
@@ -335,15 +341,17 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
                              : column_stats(fmt::format("x{}", c), features.column_f64(c), features.rows());
   });
   for (const onnx::Layer& l : net.layers) {
+    for (const onnx::Param& p : l.sources) r.weights.push_back(check_weight(p));
+    if (!l.sources.empty()) continue;
     if (!l.weight.empty()) r.weights.push_back(check_weight(l.weight));
     if (!l.bias.empty()) r.weights.push_back(check_weight(l.bias));
   }
 
   const NetPath base_path = baseline_net_path(net, loss);
   const std::vector<NetPath> low = low_precision_net_paths(net, loss, o);
-  const std::size_t batch = o.batch == 0 ? features.rows() : std::min(o.batch, features.rows());
-  // Every layer works on rows independently and every kernel computes a row the same way whatever the number of
-  // rows it is given (tests/diagnose_model_test.py checks that --batch changes no number but the batch indices),
+  const std::size_t batch = (o.batch == 0 ? samples : std::min(o.batch, samples)) * seq;
+  // Every layer works on rows (attention on sequences) independently and every kernel computes a row the same way
+  // whatever the number of rows it is given (tests/diagnose_model_test.py checks that --batch changes no number but the batch indices),
   // so the forward runs in chunks of whole batches of about kChunkRows rows: the dense kernels pack their
   // weights once per chunk, not once per batch of 32. The loss and the gradients are per batch.
   constexpr std::size_t kChunkRows = 4096;

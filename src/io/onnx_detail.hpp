@@ -47,7 +47,8 @@ struct Node {
 struct Graph {
   std::string file;
   std::string input, output;
-  std::size_t features = 0;  // the input's second dimension, 0 when symbolic
+  std::size_t features = 0;  // the input's last dimension, 0 when symbolic
+  std::size_t seq = 0;       // a rank-3 input's second dimension (tokens per sequence); 0 for rank 2
   std::map<std::string, Tensor, std::less<>> constants;
   std::vector<Node> nodes;  // Constant nodes excluded (they are in `constants`), in the file's order
   std::int64_t ir_version = 0, opset = 0;
@@ -77,12 +78,13 @@ struct Mat {
   double at(std::size_t r, std::size_t c) const { return v[(rows == 1 ? 0 : r) * cols + (cols == 1 ? 0 : c)]; }
 };
 
-/// Evaluates the region's nodes on x (the value `in`) into `vals`; false when an op or a shape is not one the
-/// patterns use (Add, Sub, Mul, Div, Pow, Sqrt, Reciprocal, Erf, Tanh, ReduceMean over the last axis, kept).
+/// Evaluates the region's nodes on x (the value `in`; one sequence's tokens when the input is rank 3) into `vals`;
+/// false when an op or a shape is not one the patterns use (Add, Sub, Mul, Div, Pow, Sqrt, Reciprocal, Erf, Tanh,
+/// ReduceMean over the last axis, kept; attention's MatMul, Transpose (0, 2, 1) and Softmax over the last axis).
 bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std::string& in, const Mat& x,
               std::map<std::string, Mat>& vals);
-/// Probe rows: 4 rows of n values in about [-3, 3], each row with its own scale and offset, none zero.
-Mat probe(std::size_t n);
+/// Probe rows: `rows` rows of n values in about [-3, 3], each row with its own offset and one of four scales.
+Mat probe(std::size_t n, std::size_t rows = 4);
 double gelu_erf(double x);
 double gelu_tanh(double x);
 

@@ -2,6 +2,7 @@
 // probe rows, and the layers' definitions it is compared with (onnx_detail.hpp).
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,14 @@ namespace halfmap::onnx::detail {
 
 namespace {
 
-Mat of_tensor(const Tensor& t) {
+/// A float constant as a matrix: scalars and vectors are one row; rank 2 is itself; rank 3 and up must have
+/// leading dimensions of 1 (a causal mask of (1, L, L)). Null when it is none of these.
+std::optional<Mat> of_tensor(const Tensor& t) {
+  if (t.integer) return std::nullopt;
+  for (std::size_t k = 0; k + 2 < t.dims.size(); ++k)
+    if (t.dims[k] != 1) return std::nullopt;
   Mat m;
-  m.rows = t.dims.size() == 2 ? std::size_t(t.dims[0]) : 1;
+  m.rows = t.dims.size() >= 2 ? std::size_t(t.dims[t.dims.size() - 2]) : 1;
   m.cols = t.f.size() / std::max<std::size_t>(m.rows, 1);
   m.v.assign(t.f.begin(), t.f.end());
   return m;
@@ -26,10 +32,8 @@ bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std:
   vals[in] = x;
   auto get = [&](const std::string& name, Mat& out) {
     if (const auto it = vals.find(name); it != vals.end()) return out = it->second, true;
-    if (const Tensor* t = constant(g, name); t != nullptr && !t->integer && t->dims.size() <= 2) {
-      out = of_tensor(*t);
-      return true;
-    }
+    if (const Tensor* t = constant(g, name); t != nullptr)
+      if (std::optional<Mat> m = of_tensor(*t)) return out = std::move(*m), true;
     return false;
   };
   for (const Node* n : region) {
@@ -64,7 +68,7 @@ bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std:
       } else if (auto a = detail::attr_ints(g, *n, "axes")) {
         axes = std::move(*a);
       }
-      if (axes.size() != 1 || (axes[0] != -1 && axes[0] != 1)) return false;
+      if (axes.size() != 1 || (axes[0] != -1 && axes[0] != (g.seq != 0 ? 2 : 1))) return false;
       if (detail::attr_int(g, *n, "keepdims", 1) != 1) return false;
       y.rows = a.rows;
       y.cols = 1;
@@ -74,6 +78,34 @@ bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std:
         for (std::size_t c = 0; c < a.cols; ++c) s += a.at(r, c);
         y.v[r] = s / double(a.cols);
       }
+    } else if (op == "MatMul") {
+      // One sequence's matrices: a · b, b a computed value or a constant matrix.
+      if (n->inputs.size() != 2 || !get(n->inputs[1], b) || a.cols != b.rows) return false;
+      y.rows = a.rows;
+      y.cols = b.cols;
+      y.v.assign(y.rows * y.cols, 0.0);
+      for (std::size_t r = 0; r < y.rows; ++r)
+        for (std::size_t k = 0; k < a.cols; ++k)
+          for (std::size_t c = 0; c < y.cols; ++c) y.v[r * y.cols + c] += a.v[r * a.cols + k] * b.v[k * b.cols + c];
+    } else if (op == "Transpose") {
+      // The last two axes of a sequence's matrix: perm (0, 2, 1) of a rank-3 value.
+      const auto perm = detail::attr_ints(g, *n, "perm");
+      if (!perm || *perm != std::vector<std::int64_t>{0, 2, 1}) return false;
+      y.rows = a.cols;
+      y.cols = a.rows;
+      y.v.resize(a.v.size());
+      for (std::size_t r = 0; r < a.rows; ++r)
+        for (std::size_t c = 0; c < a.cols; ++c) y.v[c * y.cols + r] = a.v[r * a.cols + c];
+    } else if (op == "Softmax") {
+      const std::int64_t axis = detail::attr_int(g, *n, "axis", g.opset >= 13 ? -1 : 1);
+      if (axis != -1 && axis != 2) return false;
+      y = a;
+      for (std::size_t r = 0; r < y.rows; ++r) {
+        double mx = -INFINITY, s = 0;
+        for (std::size_t c = 0; c < y.cols; ++c) mx = std::max(mx, y.v[r * y.cols + c]);
+        for (std::size_t c = 0; c < y.cols; ++c) s += (y.v[r * y.cols + c] = std::exp(y.v[r * y.cols + c] - mx));
+        for (std::size_t c = 0; c < y.cols; ++c) y.v[r * y.cols + c] /= s;
+      }
     } else {
       return false;
     }
@@ -82,12 +114,12 @@ bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std:
   return true;
 }
 
-Mat probe(std::size_t n) {
-  Mat x{4, n, {}};
-  x.v.resize(4 * n);
-  for (std::size_t r = 0; r < 4; ++r)
+Mat probe(std::size_t n, std::size_t rows) {
+  Mat x{rows, n, {}};
+  x.v.resize(rows * n);
+  for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < n; ++c)
-      x.v[r * n + c] = (double(r) - 1.5) * 0.25 + std::ldexp(1.0, int(r) - 2) * (std::fmod(double(c) * 0.618034 + 0.1 * double(r), 1.0) * 6 - 3);
+      x.v[r * n + c] = (double(r % 16) - 1.5) * 0.25 + std::ldexp(1.0, int(r % 4) - 2) * (std::fmod(double(c) * 0.618034 + 0.1 * double(r), 1.0) * 6 - 3);
   return x;
 }
 

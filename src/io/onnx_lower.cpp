@@ -5,8 +5,11 @@
 // one layer (Gemm, MatMul, Relu, ...); several nodes must be one of the patterns the exporters write (GELU's Erf
 // and Tanh forms, layer normalisation before opset 17, RMS normalisation), recognised by their ops, their
 // constants taken from their nodes, and then checked by evaluating the region in float64 on probe rows against the
-// layer it is read as. A node that reads a value from before its region (a residual connection, a branch) ends the
-// reading with a sentence: chains only, for now.
+// layer it is read as. A region with a Softmax and a product of two computed values is an attention head: its
+// nodes get roles (the three projections, Transpose, the scale, the mask, Softmax, the two products), every node
+// must have one, and the head is checked in float64 on a probe sequence. A residual Add is read where its earlier
+// operand is a layer's output; any other node that reads a value from before its region ends the reading with a
+// sentence.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -118,6 +121,7 @@ class Lowering {
     lower_regions(regions, net);
     if (net.layers.empty()) fail(g_.file, "has no layer between its input and its output.");
     net.features = net.layers.front().in;
+    net.seq = g_.seq;
     return net;
   }
 
@@ -149,6 +153,9 @@ class Lowering {
                               is_onnx_domain(n) ? std::string() : fmt::format(" (domain '{}')", n.domain),
                               supported_ops()));
   }
+
+  /// The features' axis: 1 for rows × features, 2 for sequences × tokens × features.
+  std::int64_t last_axis() const { return g_.seq != 0 ? 2 : 1; }
 
   std::size_t need_features(const Node& n) {
     if (features_ == 0)
@@ -192,10 +199,16 @@ class Lowering {
         ++i;
         continue;
       }
+      if (is_attention(regions[i])) {
+        lower_attention(regions[i], net);
+        values_[regions[i].out] = {net.layers.size(), features_};
+        ++i;
+        continue;
+      }
       for (const Node* n : regions[i].nodes)
         if (!pattern_ops.contains(n->op) || !is_onnx_domain(*n)) {
           if (regions[i].nodes.size() > 1)
-            fail(g_.file, fmt::format("nodes {} .. {} branch from '{}' and join again (a residual connection or a "
+            fail(g_.file, fmt::format("{} .. {} branch from '{}' and join again (a residual connection or a "
                                       "branch): halfmap reads chains of layers; branches and residual connections "
                                       "are not supported yet.",
                                       regions[i].nodes.front()->label(), regions[i].nodes.back()->label(),
@@ -218,7 +231,7 @@ class Lowering {
       if (!read) {
         std::string joined;
         for (const Node* n : regions[i].nodes) joined += (joined.empty() ? "" : "+") + n->op;
-        fail(g_.file, fmt::format("nodes {} .. {} ({}, and what follows them) form no layer halfmap knows; it reads "
+        fail(g_.file, fmt::format("{} .. {} ({}, and what follows them) form no layer halfmap knows; it reads "
                                   "{}.",
                                   regions[i].nodes.front()->label(), regions[i].nodes.back()->label(), joined,
                                   supported_ops()));
@@ -261,6 +274,8 @@ class Lowering {
       return i < n.inputs.size() && !n.inputs[i].empty() ? constant(g_, n.inputs[i]) : nullptr;
     };
     if (std_domain && op == "Gemm") {
+      if (g_.seq != 0)
+        fail(g_.file, fmt::format("{}: Gemm takes rank-2 values, and this network's input is rank 3.", n.label()));
       if (n.inputs.size() < 2 || input(1) == nullptr)
         fail(g_.file, fmt::format("{}: its B is not a constant; halfmap reads Gemm(x, W, b).", n.label()));
       if (detail::attr_int(g_, n, "transA", 0) != 0 || detail::attr_float(g_, n, "alpha", 1) != 1 ||
@@ -320,16 +335,18 @@ class Lowering {
     if (std_domain && op == "Softmax") {
       need_features(n);
       const std::int64_t axis = detail::attr_int(g_, n, "axis", g_.opset >= 13 ? -1 : 1);
-      if (axis != -1 && axis != 1)
-        fail(g_.file, fmt::format("{}: axis {}; halfmap reads softmax over the features (axis -1 or 1).", n.label(), axis));
+      if (axis != -1 && axis != last_axis())
+        fail(g_.file, fmt::format("{}: axis {}; halfmap reads softmax over the features (axis -1 or {}).", n.label(),
+                                  axis, last_axis()));
       net.layers.push_back(start(LayerKind::softmax, n));
       return;
     }
     if (std_domain && op == "LayerNormalization") {
       const std::size_t f = need_features(n);
       const std::int64_t axis = detail::attr_int(g_, n, "axis", -1);
-      if (axis != -1 && axis != 1)
-        fail(g_.file, fmt::format("{}: axis {}; halfmap normalises over the features (axis -1 or 1).", n.label(), axis));
+      if (axis != -1 && axis != last_axis())
+        fail(g_.file, fmt::format("{}: axis {}; halfmap normalises over the features (axis -1 or {}).", n.label(), axis,
+                                  last_axis()));
       const Tensor* gamma = n.inputs.size() > 1 ? feature_vector(g_, n.inputs[1], f) : nullptr;
       if (gamma == nullptr)
         fail(g_.file, fmt::format("{}: its scale is not a constant vector of {} values.", n.label(), f));
@@ -346,6 +363,8 @@ class Lowering {
       net.layers.push_back(std::move(l));
       return;
     }
+    if (std_domain && (op == "Flatten" || op == "Reshape") && g_.seq != 0)
+      fail(g_.file, fmt::format("{} changes the shape of sequences × tokens × features; halfmap keeps it.", n.label()));
     if (std_domain && (op == "Identity" || op == "Flatten")) {
       if (op == "Flatten" && detail::attr_int(g_, n, "axis", 1) != 1)
         fail(g_.file, fmt::format("{}: axis {}; halfmap keeps rows × features (axis 1).", n.label(),
@@ -365,6 +384,226 @@ class Lowering {
     unsupported(n);
   }
 
+  /// The nodes' common scope ("/encoder/mlp/act/Div", "/encoder/mlp/act/Mul" -> "/encoder/mlp/act"): the module
+  /// the exporter wrote them for; empty when they share none.
+  static std::string scope_of(const std::vector<const Node*>& region) {
+    std::string scope = region.front()->name;
+    for (const Node* n : region) {
+      std::size_t k = 0;
+      while (k < scope.size() && k < n->name.size() && scope[k] == n->name[k]) ++k;
+      scope.resize(k);
+    }
+    scope.resize(scope.rfind('/') == std::string::npos ? 0 : scope.rfind('/'));
+    return scope;
+  }
+
+  /// A MatMul of two computed values (not x·W): attention's QKᵀ or P·V.
+  bool is_product(const Node& n) const {
+    return n.op == "MatMul" && is_onnx_domain(n) && n.inputs.size() == 2 && constant(g_, n.inputs[0]) == nullptr &&
+           constant(g_, n.inputs[1]) == nullptr;
+  }
+
+  bool is_attention(const Region& r) const {
+    bool softmax = false, product = false;
+    for (const Node* n : r.nodes) {
+      softmax = softmax || (n->op == "Softmax" && is_onnx_domain(*n));
+      product = product || is_product(*n);
+    }
+    return softmax && product && r.nodes.size() > 1;
+  }
+
+  /// One attention head (see onnx.hpp): the region's nodes are given roles by what they read, every node must
+  /// have one, and the whole is then checked in float64 on a probe sequence against the head it is read as.
+  void lower_attention(const Region& r, Network& net) {
+    const Node& first = *r.nodes.front();
+    const std::string where = fmt::format("{} .. {}", first.label(), r.nodes.back()->label());
+    auto refuse = [&](std::string_view why) {
+      fail(g_.file, fmt::format("{} read as attention: {}; halfmap reads one head, softmax(q·kᵀ/√d [+ causal mask])·v "
+                                "with q, k and v projected from one value.",
+                                where, why));
+    };
+    if (g_.seq == 0) refuse("the input is rows × features (rank 2); attention needs sequences × tokens × features");
+    const std::size_t f = need_features(first);
+    std::map<std::string, const Node*> writer;
+    for (const Node* n : r.nodes)
+      for (const std::string& v : n->outputs) writer[v] = n;
+    std::set<const Node*> used;
+    // The three projections: MatMul(in, W), each with its bias Add when one follows.
+    struct Proj {
+      const Tensor* w = nullptr;
+      const Tensor* b = nullptr;
+      std::string value;
+    };
+    std::vector<Proj> projs;
+    std::set<const Node*> projection_nodes;
+    for (const Node* n : r.nodes) {
+      if (n->op != "MatMul" || n->inputs.size() != 2 || n->inputs[0] != r.in) continue;
+      const Tensor* w = constant(g_, n->inputs[1]);
+      if (w == nullptr || w->integer || w->dims.size() != 2 || std::size_t(w->dims[0]) != f || w->dims[1] <= 0)
+        refuse(fmt::format("{} is not a projection of the {} features by a constant matrix", n->label(), f));
+      Proj p{w, nullptr, n->outputs[0]};
+      used.insert(n);
+      projection_nodes.insert(n);
+      for (const Node* a : r.nodes)
+        if (a->op == "Add" && a->inputs.size() == 2 && (a->inputs[0] == p.value || a->inputs[1] == p.value)) {
+          const std::string& other = a->inputs[0] == p.value ? a->inputs[1] : a->inputs[0];
+          if (const Tensor* b = feature_vector(g_, other, std::size_t(w->dims[1]))) {
+            p.b = b;
+            p.value = a->outputs[0];
+            used.insert(a);
+            projection_nodes.insert(a);
+          }
+          break;
+        }
+      projs.push_back(p);
+    }
+    if (projs.size() != 3) refuse(fmt::format("{} projections of its input, not 3", projs.size()));
+    const std::size_t d = std::size_t(projs[0].w->dims[1]);
+    for (const Proj& p : projs)
+      if (std::size_t(p.w->dims[1]) != d) refuse("q, k and v have different widths");
+    // The output: P·V.
+    const Node* pv = writer.contains(r.out) ? writer[r.out] : nullptr;
+    if (pv == nullptr || !is_product(*pv)) refuse("its output is not a product P·v");
+    used.insert(pv);
+    auto proj_of = [&](const std::string& v) -> int {
+      for (std::size_t k = 0; k < 3; ++k)
+        if (projs[k].value == v) return int(k);
+      return -1;
+    };
+    const int iv = proj_of(pv->inputs[1]);
+    if (iv < 0) refuse("the product's second operand is not a projection of the input");
+    // Walk back from P: Softmax, then the optional mask Add, then the optional scale, then QKᵀ.
+    const Node* sm = writer.contains(pv->inputs[0]) ? writer[pv->inputs[0]] : nullptr;
+    if (sm == nullptr || sm->op != "Softmax") refuse("the product's first operand is not a Softmax");
+    const std::int64_t axis = detail::attr_int(g_, *sm, "axis", g_.opset >= 13 ? -1 : 1);
+    if (axis != -1 && axis != 2) refuse(fmt::format("{} is over axis {}, not the keys (-1)", sm->label(), axis));
+    used.insert(sm);
+    const Node* cur = writer.contains(sm->inputs[0]) ? writer[sm->inputs[0]] : nullptr;
+    bool causal = false, prescale = false, scaled = false;
+    auto scale_node = [&](const Node* n) {
+      if (n == nullptr || (n->op != "Div" && n->op != "Mul") || n->inputs.size() != 2) return false;
+      const Tensor* c = constant(g_, n->inputs[1]);
+      return c != nullptr && !c->integer && c->f.size() == 1 && constant(g_, n->inputs[0]) == nullptr;
+    };
+    if (cur != nullptr && cur->op == "Add" && cur->inputs.size() == 2) {
+      const int k = constant(g_, cur->inputs[1]) != nullptr ? 1 : constant(g_, cur->inputs[0]) != nullptr ? 0 : -1;
+      if (k < 0) refuse(fmt::format("{} adds two computed values to the scores", cur->label()));
+      const Tensor& m = *constant(g_, cur->inputs[std::size_t(k)]);
+      bool ok = !m.integer && m.dims.size() >= 2 && m.f.size() == g_.seq * g_.seq &&
+                std::size_t(m.dims.back()) == g_.seq;
+      for (std::size_t i = 0; ok && i < g_.seq; ++i)
+        for (std::size_t j = 0; ok && j < g_.seq; ++j) {
+          const float v = m.f[i * g_.seq + j];
+          ok = j <= i ? v == 0 : (std::isinf(v) && v < 0);
+        }
+      if (!ok)
+        refuse(fmt::format("its mask '{}' is not the causal one (0 on and below the diagonal, -inf above, {} × {})",
+                           m.name, g_.seq, g_.seq));
+      causal = true;
+      used.insert(cur);
+      cur = writer.contains(cur->inputs[std::size_t(1 - k)]) ? writer[cur->inputs[std::size_t(1 - k)]] : nullptr;
+    }
+    if (scale_node(cur)) {
+      scaled = true;
+      used.insert(cur);
+      cur = writer.contains(cur->inputs[0]) ? writer[cur->inputs[0]] : nullptr;
+    }
+    if (cur == nullptr || !is_product(*cur)) refuse("the scores are not a product q·kᵀ");
+    const Node* qk = cur;
+    used.insert(qk);
+    const Node* tr = writer.contains(qk->inputs[1]) ? writer[qk->inputs[1]] : nullptr;
+    if (tr == nullptr || tr->op != "Transpose" || proj_of(tr->inputs[0]) < 0)
+      refuse("the second operand of q·kᵀ is not a transposed projection of the input");
+    used.insert(tr);
+    const int ik = proj_of(tr->inputs[0]);
+    int iq = proj_of(qk->inputs[0]);
+    if (iq < 0) {
+      const Node* s = writer.contains(qk->inputs[0]) ? writer[qk->inputs[0]] : nullptr;
+      if (scaled || !scale_node(s) || proj_of(s->inputs[0]) < 0)
+        refuse("the first operand of q·kᵀ is neither a projection nor a scaled one");
+      scaled = prescale = true;
+      used.insert(s);
+      iq = proj_of(s->inputs[0]);
+    }
+    if (!scaled) refuse("it has no scale 1/√d (a Div or a Mul by a constant)");
+    if (iq == ik || iq == iv || ik == iv) refuse("q, k and v are not three different projections");
+    for (const Node* n : r.nodes)
+      if (!used.contains(n))
+        refuse(fmt::format("{} has no place in one head", n->label()));
+    // The check: the region, evaluated in f64 on a probe sequence, is the head.
+    const Mat x = probe(f, g_.seq);
+    auto project = [&](const Proj& p) {
+      Mat y{x.rows, d, std::vector<double>(x.rows * d, 0.0)};
+      for (std::size_t t = 0; t < x.rows; ++t)
+        for (std::size_t j = 0; j < d; ++j) {
+          double a = p.b != nullptr ? double(p.b->f[j]) : 0.0;
+          for (std::size_t i = 0; i < f; ++i) a += x.v[t * f + i] * double(p.w->f[i * d + j]);
+          y.v[t * d + j] = a;
+        }
+      return y;
+    };
+    const Mat q = project(projs[std::size_t(iq)]), k = project(projs[std::size_t(ik)]),
+              v = project(projs[std::size_t(iv)]);
+    std::map<std::string, Mat> vals;
+    bool same = evaluate(g_, r.nodes, r.in, x, vals) && vals.contains(r.out) && vals[r.out].rows == x.rows &&
+                vals[r.out].cols == d;
+    const double c = 1 / std::sqrt(double(d));
+    for (std::size_t i = 0; same && i < x.rows; ++i) {
+      const std::size_t keys = causal ? i + 1 : x.rows;
+      std::vector<double> p(keys);
+      double mx = -INFINITY, sum = 0;
+      for (std::size_t j = 0; j < keys; ++j) {
+        double s = 0;
+        for (std::size_t e = 0; e < d; ++e) s += q.v[i * d + e] * k.v[j * d + e];
+        mx = std::max(mx, p[j] = s * c);
+      }
+      for (double& e : p) sum += (e = std::exp(e - mx));
+      for (std::size_t e = 0; same && e < d; ++e) {
+        double o = 0;
+        for (std::size_t j = 0; j < keys; ++j) o += p[j] / sum * v.v[j * d + e];
+        same = std::abs(vals[r.out].v[i * d + e] - o) <= 1e-5 * std::max(1.0, std::abs(o));
+      }
+    }
+    if (!same) refuse("evaluated in float64 on a probe sequence it is not softmax(q·kᵀ/√d)·v");
+    // The layers: [q | k | v] by one dense layer, then the head.
+    const std::string scope = scope_of(r.nodes);
+    Layer qkv = start(LayerKind::dense, first);
+    qkv.name = (scope.empty() ? first.name : scope) + "/qkv";
+    qkv.ops = "MatMul+Add ×3";
+    qkv.in = f;
+    qkv.out = 3 * d;
+    const Proj* order[3] = {&projs[std::size_t(iq)], &projs[std::size_t(ik)], &projs[std::size_t(iv)]};
+    const bool any_bias = order[0]->b || order[1]->b || order[2]->b;
+    qkv.weight.stored = order[0]->w->stored;
+    qkv.weight.values.assign(f * 3 * d, 0.0f);
+    if (any_bias) qkv.bias.values.assign(3 * d, 0.0f);
+    for (std::size_t part = 0; part < 3; ++part) {
+      const Proj& p = *order[part];
+      qkv.weight.name += (part ? ", " : "") + p.w->name;
+      for (std::size_t i = 0; i < f; ++i)
+        for (std::size_t j = 0; j < d; ++j) qkv.weight.values[i * 3 * d + part * d + j] = p.w->f[i * d + j];
+      qkv.sources.push_back(param_of(*p.w));
+      if (p.b != nullptr) {
+        std::copy(p.b->f.begin(), p.b->f.end(), qkv.bias.values.begin() + std::ptrdiff_t(part * d));
+        qkv.bias.name += (qkv.bias.name.empty() ? "" : ", ") + p.b->name;
+        qkv.bias.stored = p.b->stored;
+        qkv.sources.push_back(param_of(*p.b));
+      }
+    }
+    net.layers.push_back(std::move(qkv));
+    Layer head = start(LayerKind::attention, first);
+    head.ops.clear();
+    head.name = scope.empty() ? r.out : scope;
+    for (const Node* n : r.nodes)
+      if (!projection_nodes.contains(n)) head.ops += (head.ops.empty() ? "" : "+") + n->op;
+    head.in = 3 * d;
+    head.out = d;
+    head.prescale = prescale;
+    head.causal = causal;
+    net.layers.push_back(std::move(head));
+    features_ = d;
+  }
+
   /// The layer the nodes compute, if they are one of the patterns and compute it (checked in float64).
   std::optional<Layer> read_pattern(const std::vector<const Node*>& region, const std::string& in,
                                     const std::string& out) {
@@ -378,13 +617,7 @@ class Lowering {
     const std::size_t f = need_features(first);
     // The pattern's name: its nodes' common scope ("/encoder/mlp/act/Div", "/encoder/mlp/act/Mul" ->
     // "/encoder/mlp/act"), the module the exporter wrote it for; else its first node's name.
-    std::string scope = first.name;
-    for (const Node* n : region) {
-      std::size_t k = 0;
-      while (k < scope.size() && k < n->name.size() && scope[k] == n->name[k]) ++k;
-      scope.resize(k);
-    }
-    scope.resize(scope.rfind('/') == std::string::npos ? 0 : scope.rfind('/'));
+    const std::string scope = scope_of(region);
     auto vector_operand = [&](std::string_view op) -> const Tensor* {
       for (const Node* n : region)
         if (n->op == op)

@@ -35,6 +35,7 @@ std::string_view kind_name(LayerKind k) {
     case LayerKind::rmsnorm: return "rmsnorm";
     case LayerKind::softmax: return "softmax";
     case LayerKind::add: return "add";
+    case LayerKind::attention: return "attention";
   }
   return "?";
 }
@@ -50,7 +51,8 @@ std::string_view stored_name(Stored s) {
 
 std::string_view supported_ops() {
   return "Gemm, MatMul (+ Add), Relu, Sigmoid, Tanh, Gelu and its Erf and Tanh patterns, LayerNormalization and "
-         "its pattern, RMS normalisation's pattern, Softmax, residual Add, Identity, Flatten, Reshape";
+         "its pattern, RMS normalisation's pattern, Softmax, residual Add, one-head attention (MatMul, Transpose, Div "
+         "or Mul, Softmax, MatMul), Identity, Flatten, Reshape";
 }
 
 namespace detail {
@@ -285,10 +287,23 @@ Graph read_graph(const ::onnx::ModelProto& m, const std::string& file) {
   if (!in.type().has_tensor_type() || tt.elem_type() != TensorProto::FLOAT)
     fail(file, fmt::format("input '{}' is not a float32 tensor; halfmap feeds the network float32 rows.", shown(g.input)));
   if (tt.has_shape()) {
-    if (tt.shape().dim_size() != 2)
-      fail(file, fmt::format("input '{}' has rank {}; halfmap reads rows × features (rank 2).", shown(g.input),
-                             tt.shape().dim_size()));
-    const auto& d = tt.shape().dim(1);
+    const int rank = tt.shape().dim_size();
+    if (rank != 2 && rank != 3)
+      fail(file, fmt::format("input '{}' has rank {}; halfmap reads rows × features (rank 2) or sequences × tokens × "
+                             "features (rank 3).",
+                             shown(g.input), rank));
+    if (rank == 3) {
+      const auto& t = tt.shape().dim(1);
+      if (!t.has_dim_value())
+        fail(file, fmt::format("input '{}' has a symbolic token count; halfmap reads sequences of a fixed length "
+                               "(export with a fixed second dimension).",
+                               shown(g.input)));
+      if (t.dim_value() <= 0 || t.dim_value() > std::int64_t(kMaxSeq))
+        fail(file, fmt::format("input '{}' has sequences of {} tokens; halfmap reads 1 to {}.", shown(g.input),
+                               t.dim_value(), kMaxSeq));
+      g.seq = std::size_t(t.dim_value());
+    }
+    const auto& d = tt.shape().dim(rank - 1);
     if (d.has_dim_value()) {
       if (d.dim_value() <= 0 || d.dim_value() > std::int64_t(1) << 24)
         fail(file, fmt::format("input '{}' has {} features.", shown(g.input), d.dim_value()));

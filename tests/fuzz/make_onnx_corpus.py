@@ -8,6 +8,7 @@ change them (Debian's python3-torch and python3-onnx):
 good_*.onnx are networks halfmap reads (tests/onnx_test.cpp checks the layers it reads from each); bad_*.onnx are
 files it must refuse in one sentence (onnx_test.cpp checks each sentence).
 """
+import math
 import pathlib
 
 import numpy as np
@@ -92,6 +93,83 @@ def torch_models():
     torch.onnx.export(Silu(), x, str(out / "bad_branch.onnx"), opset_version=13, input_names=["x"],
                       output_names=["y"])
 
+    class Head(torch.nn.Module):
+        """One attention head as written by hand: q, k and v projected from x, softmax(q·kᵀ/√d [+ mask])·v."""
+
+        def __init__(self, f, d, tokens, prescale, mask=None, scale=True):
+            super().__init__()
+            self.q, self.k, self.v = (torch.nn.Linear(f, d) for _ in range(3))
+            self.d, self.prescale, self.scale = d, prescale, scale
+            self.register_buffer("mask", mask if mask is not None else torch.zeros(0))
+
+        def forward(self, x):
+            q, k, v = self.q(x), self.k(x), self.v(x)
+            if self.scale and self.prescale:
+                q = q / math.sqrt(self.d)
+            a = q @ k.transpose(-2, -1)
+            if self.scale and not self.prescale:
+                a = a / math.sqrt(self.d)
+            if self.mask.numel():
+                a = a + self.mask
+            return torch.softmax(a, -1) @ v
+
+    tokens = 8
+    causal = torch.triu(torch.full((tokens, tokens), float("-inf")), 1)
+
+    class Attention(torch.nn.Module):
+        """BERT's placement (scores / √d after the product), no mask, then the output projection."""
+
+        def __init__(self):
+            super().__init__()
+            self.attn = Head(8, 16, tokens, prescale=False)
+            self.out = torch.nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.out(self.attn(x))
+
+    class Decoder(torch.nn.Module):
+        """A pre-norm decoder block: x + out(attn(ln1(x))) with q scaled before the product and a causal mask, then
+        h + fc2(gelu(fc1(ln2(h)))), then a head."""
+
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = torch.nn.LayerNorm(8), torch.nn.LayerNorm(8)
+            self.attn = Head(8, 16, tokens, prescale=True, mask=causal)
+            self.out = torch.nn.Linear(16, 8)
+            self.fc1, self.fc2 = torch.nn.Linear(8, 32), torch.nn.Linear(32, 8)
+            self.head = torch.nn.Linear(8, 5)
+
+        def forward(self, x):
+            h = x + self.out(self.attn(self.ln1(x)))
+            h = h + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(h))))
+            return self.head(h)
+
+    xs = torch.randn(6, tokens, 8)
+    with torch.no_grad():
+        np.save(data / "torch_attention_x.npy", xs.reshape(-1, 8).numpy())  # one token per row
+    attention = Attention()
+    decoder = Decoder()
+    with torch.no_grad():
+        np.save(data / "torch_attention_y.npy", attention(xs).reshape(-1, 8).numpy())
+        np.save(data / "torch_decoder_y.npy", decoder(xs).reshape(-1, 5).numpy())
+    axes = {"x": {0: "batch"}, "y": {0: "batch"}}
+    for opset in (13, 17):
+        torch.onnx.export(attention, xs, str(out / f"good_torch_attention_opset{opset}.onnx"), opset_version=opset,
+                          input_names=["x"], output_names=["y"], dynamic_axes=axes)
+        torch.onnx.export(decoder, xs, str(out / f"good_torch_decoder_opset{opset}.onnx"), opset_version=opset,
+                          input_names=["x"], output_names=["y"], dynamic_axes=axes)
+    # Refused: a padding mask (not the causal one), no 1/√d, attention over the rows of a rank-2 input, and a
+    # symbolic token count.
+    padding = torch.zeros(tokens, tokens)
+    padding[:, -2:] = float("-inf")
+    for name, head, shape in (("bad_attention_mask", Head(8, 16, tokens, True, mask=padding), (2, tokens, 8)),
+                              ("bad_attention_unscaled", Head(8, 16, tokens, True, scale=False), (2, tokens, 8)),
+                              ("bad_attention_rank2", Head(8, 16, tokens, True), (tokens, 8))):
+        torch.onnx.export(head, torch.randn(*shape), str(out / f"{name}.onnx"), opset_version=13,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+    torch.onnx.export(Head(8, 16, tokens, True), xs, str(out / "bad_seq_symbolic.onnx"), opset_version=13,
+                      input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "batch", 1: "tokens"}})
+
 
 def tensor(name, arr, dtype=TensorProto.FLOAT):
     if dtype == TensorProto.FLOAT:
@@ -146,7 +224,7 @@ def helper_models():
     ext.data_location = TensorProto.EXTERNAL
     ext.external_data.add(key="location", value="weights.bin")
     save("bad_external_data.onnx", model(ok, [ext, tensor("b", b)]))
-    save("bad_input_rank3.onnx", model(ok, inits, input_shape=["rows", 2, 2]))
+    save("bad_input_rank4.onnx", model(ok, inits, input_shape=["rows", 2, 2, 2]))
     save("bad_input_double.onnx", model(ok, inits, input_type=TensorProto.DOUBLE))
     save("bad_weight_shape.onnx", model(ok, [tensor("W", rng.normal(size=(5, 3))), tensor("b", b)]))
     save("bad_gemm_alpha.onnx", model(

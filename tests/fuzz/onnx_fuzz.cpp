@@ -53,6 +53,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (l.in != l.out || !l.weight.empty() || !l.bias.empty()) bug("a residual Add with parameters");
         break;
       }
+      case onnx::LayerKind::attention: {
+        // One head on [q | k | v] rows, after the dense layer that computes them, within sequences.
+        const std::size_t index = std::size_t(&l - net.layers.data());
+        if (net.seq == 0 || net.seq > onnx::kMaxSeq) bug("attention without sequences");
+        if (l.in != 3 * l.out || !l.weight.empty() || !l.bias.empty()) bug("attention of the wrong widths");
+        if (index == 0 || net.layers[index - 1].kind != onnx::LayerKind::dense || net.layers[index - 1].sources.empty())
+          bug("attention not after its projection");
+        break;
+      }
       default:
         if (l.in != l.out || !l.weight.empty() || !l.bias.empty()) bug("an elementwise layer with parameters");
     }
