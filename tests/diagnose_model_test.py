@@ -8,6 +8,8 @@ onnx.helper (Debian's python3-onnx) and on the one PyTorch exported (tests/fuzz/
     (f16_f32acc keeps the statistics in f32);
   * --batch 32 and 5 give the same numbers but the batch indices;
   * a NaN in a weight: data, naming the initializer;
+  * one attention head whose q·kᵀ passes 65504 when 1/√d is applied after the product: compute, the head named,
+    the fix moving the scale before it; with 1/√d on q first: ok; a causal head forward and backward under xent;
   * with --loss xent, PyTorch's MLP: every path's loss and each layer's gradients at 1, 2^15, 2^16;
   * gradients that underflow at S = 1 only: ok, with the no-loss-scaling warning naming the layer;
   * bad input (an unsupported op, a hostile file, features of the wrong width, seed-model options): exit 2, one
@@ -254,6 +256,71 @@ if rc == 0:
     check((bf16["S_min_log2"], bf16["S_max_log2"], bf16["lower_layer"], bf16["upper_layer"]) == (0, 40, None, None),
           f"grad_underflow: bf16's window is the whole search, limited by no layer: {bf16}")
 
+# One attention head on sequences of 16 tokens, q = k = 64·x (d = 16): |q·kᵀ| reaches about 2^17 on the diagonal.
+# Scaled after the product (BERT's placement) the product itself overflows fp16 on every fp16 path: compute, the
+# head named, the fix moving 1/√d before it; scaled before (PyTorch's MultiheadAttention) it peaks 2 binades lower,
+# inside fp16: ok. f32 and bf16 clear both.
+def save_attention(name, prescale, causal=False):
+    f, d, tokens = 16, 16, 16
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="attn/q"),
+             helper.make_node("MatMul", ["x", "wk"], ["k"], name="attn/k"),
+             helper.make_node("MatMul", ["x", "wv"], ["v"], name="attn/v"),
+             helper.make_node("Transpose", ["k"], ["kt"], name="attn/kt", perm=[0, 2, 1])]
+    if prescale:
+        nodes += [helper.make_node("Div", ["q", "sqrt_d"], ["qs"], name="attn/scale"),
+                  helper.make_node("MatMul", ["qs", "kt"], ["s"], name="attn/scores")]
+    else:
+        nodes += [helper.make_node("MatMul", ["q", "kt"], ["t"], name="attn/scores"),
+                  helper.make_node("Div", ["t", "sqrt_d"], ["s"], name="attn/scale")]
+    inits = [t("wq", 64 * np.eye(f, d)), t("wk", 64 * np.eye(f, d)), t("wv", np.eye(f, d)),
+             t("sqrt_d", np.sqrt(d)), t("wo", rng.normal(size=(d, 4)) / 4)]
+    if causal:
+        nodes.append(helper.make_node("Add", ["s", "mask"], ["sm"], name="attn/mask"))
+        inits.append(t("mask", np.triu(np.full((tokens, tokens), -np.inf), 1)))
+    nodes += [helper.make_node("Softmax", ["sm" if causal else "s"], ["p"], name="attn/softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"], name="attn/out"),
+              helper.make_node("MatMul", ["o", "wo"], ["y"], name="proj")]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", tokens, f])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="halfmap-test")
+    path = work / f"{name}.onnx"
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+attn_x = save_x("attn_x", rng.normal(size=(64 * 16, 16)))  # 64 sequences of 16 tokens
+post = diagnose(save_attention("attn_post", False), attn_x)
+if post:
+    v = post["verdict"]
+    head = [l for l in post["model"]["layers"] if l["kind"] == "attention"]
+    check(len(head) == 1 and head[0]["attention"] == {"scale": "postscale", "causal": False}, f"attn_post: {head}")
+    check(post["model"]["seq"] == 16 and post["data"]["batches"] == 2, f"attn_post: 64 sequences in batches of 32")
+    check(v["boundary"] == "compute" and v["layer"] == "attn", f"attn_post: {v}")
+    check("q·kᵀ" in v["reason"] and "before q·kᵀ" in v["fix"], f"attn_post: the reason and fix: {v}")
+    check({"f32", "bf16_f32acc"} <= finite_modes(post), "attn_post: f32 and bf16 clear")
+    prod = post["paths"][0]["layers"][1]["product_max_abs"]
+    check(65504 < prod < 4 * 65504, f"attn_post: the f32 product peaks past fp16's largest finite: {prod}")
+pre = diagnose(save_attention("attn_pre", True), attn_x)
+if pre:
+    check(pre["verdict"]["boundary"] == "ok", f"attn_pre: {pre['verdict']}")
+    prod = pre["paths"][0]["layers"][1]["product_max_abs"]
+    check(prod < 65504 and abs(prod * 4 - post["paths"][0]["layers"][1]["product_max_abs"]) < 1e-3 * prod * 4,
+          f"attn_pre: the product is the postscale one / √d: {prod}")
+# The causal head under cross-entropy on every token: forward and backward run; with the causal mask token 0
+# attends to itself only.
+rc, out_text, err = run("--model", save_attention("attn_causal", True, causal=True), "--features", attn_x, "--loss",
+                        "xent", "--labels", save_x("attn_cls", np.arange(64 * 16) % 4), "--json")
+check(rc == 0, f"attn_causal: exit {rc}: {err}")
+if rc == 0:
+    r = json.loads(out_text)
+    check(r["model"]["layers"][1]["attention"]["causal"], "attn_causal: the mask is read as causal")
+    keras = [p for p in r["paths"] if p["keras_like"]][0]
+    grads = {g["name"]: g for g in keras["gradients"]}
+    check(grads["attn"]["params"] is None and grads["attn"]["input"], f"attn_causal: the head's input gradient")
+    check(grads["attn/qkv"]["params"] is not None, "attn_causal: the projection's weight gradient")
+# A token count that does not divide the rows, and attention read from a rank-2 input: exit 2 (below).
+odd_x = save_x("attn_odd", rng.normal(size=(24, 16)))
+
 # Bad input: exit 2, one sentence, nothing written.
 good_x = save_x("good_x", rng.normal(size=(16, 4)))
 out = work / "report.json"
@@ -272,7 +339,9 @@ for args, says in [
          "label 9 of row 0 is not a class of the network's 8 outputs"),
         (["--model", overflow, "--features", good_x, "--loss", "hinge"], "--loss hinge: the losses are mse and xent"),
         (["--features", good_x, "--labels", good_x, "--loss", "mse"], "--loss applies to --model"),
-        (["--features", good_x], "--labels is required")]:
+        (["--features", good_x], "--labels is required"),
+        (["--model", work / "attn_post.onnx", "--features", odd_x], "takes sequences of 16 tokens"),
+        (["--model", corpus / "bad_attention_rank2.onnx", "--features", good_x], "attention needs sequences")]:
     rc, stdout, stderr = run(*args, "--out", out)
     check(rc == 2, f"{args}: exit {rc}, expected 2")
     check(stdout == "", f"{args}: nothing on stdout")

@@ -67,7 +67,8 @@
 //    "data": {rows, batches, features: [column...]}      (column as in diagnose.hpp's JSON)
 //    "weights": [{name, stored, count, nan, inf, abs_max, f16_overflow, bf16_overflow}],
 //    "paths": [{path, mode, isa, storage, keras_like, baseline, finite,
-//               layers: [{name, kernel, count, max_abs, max_abs_log2 (null), headroom_log2 (null), nonfinite,
+//               layers: [{name, kernel, count, max_abs, max_abs_log2 (null), product_max_abs (null but for
+//                         attention), headroom_log2 (null), nonfinite,
 //                         first_nonfinite: null | {batch, row, column, value}, reference_nonzero, flushed,
 //                         flush_share}],
 //               loss: null | {loss, nonfinite_batches, first_nonfinite_batch (null)},
@@ -119,6 +120,9 @@ struct LayerForward {
   std::string kernel;  // the registry kernel that ran it, or "elementwise <storage>"
   std::size_t count = 0, nonfinite = 0, reference_nonzero = 0, flushed = 0;
   double max_abs = 0;  // the largest finite |y|
+  /// attention: the largest finite |q·kᵀ| as the path computes it (the product itself, before the scale of the
+  /// postscale placement; q already scaled in the prescale one): the intermediate that overflows first.
+  double product_max_abs = 0;
   std::optional<Where> first_nonfinite;
   double flush_share() const { return reference_nonzero ? double(flushed) / double(reference_nonzero) : 0.0; }
 };
@@ -163,7 +167,8 @@ struct PathForward {
   NetWindow window;               // with a loss (low-precision paths)
   /// The first layer (network order) with a non-finite output, if any.
   std::optional<std::size_t> first_nonfinite_layer() const;
-  /// log2(largest finite of the storage type / max_abs); +inf when max_abs is 0.
+  /// log2(largest finite of the storage type / m), m = max_abs, or for attention the larger of max_abs and
+  /// product_max_abs (its q·kᵀ is what overflows); +inf when m is 0.
   double headroom_log2(std::size_t layer) const;
 };
 

@@ -69,7 +69,7 @@ std::string data_text(const ModelReport& r) {
 std::string layers_text(const ModelReport& r) {
   std::string s = "== layers ==\n";
   s += wrap("", "Per path and layer, over all batches: the largest finite |y|; its headroom to the storage type's "
-                "largest finite value, in binades; the outputs that are not finite, and the first; the share of the "
+                "largest finite value, in binades (an attention head's: of its q·kᵀ when that is larger); the outputs that are not finite, and the first; the share of the "
                 "outputs non-zero in f32 that are zero here.");
   auto one = [&](const PathForward& p) {
     s += fmt::format("{}{}\n", path_cell(p.path), p.baseline ? " (baseline)" : "");
@@ -158,6 +158,7 @@ Json jlayers(const PathForward& p) {
     j["count"] = x.count;
     j["max_abs"] = jnum(x.max_abs);
     j["max_abs_log2"] = x.max_abs > 0 ? Json(std::log2(x.max_abs)) : Json(nullptr);
+    j["product_max_abs"] = x.product_max_abs > 0 ? jnum(x.product_max_abs) : Json(nullptr);
     const double h = p.headroom_log2(l);
     j["headroom_log2"] = std::isfinite(h) ? Json(h) : Json(nullptr);
     j["nonfinite"] = x.nonfinite;

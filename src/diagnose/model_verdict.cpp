@@ -124,6 +124,33 @@ std::optional<ModelVerdict> storage(const ModelReport& r) {
   return v;
 }
 
+/// An attention head that is not finite: what overflowed is its q·kᵀ (the product the head stores), so the reason
+/// gives that product's f32 peak, and the fix the placement of 1/√d (issue 23's finding: scaling q before the
+/// product moves the overflow log2 √d binades later) or float32 for the head.
+void attention_advice(const ModelReport& r, std::size_t layer, const onnx::Layer& head, const std::string& storage,
+                      double max, ModelVerdict& v) {
+  const double prod = r.baseline.layers[layer].product_max_abs;
+  if (!(prod > 0)) return;
+  const double gain = 0.5 * std::log2(double(head.out));  // log2 √d
+  const std::string autocast = "Keras: dtype=\"float32\" on the attention layer; PyTorch: run it outside torch.autocast";
+  v.reason.pop_back();
+  v.reason += fmt::format(". Its q·kᵀ{} peaks at {} in f32, {:.1f} binades {} {}'s largest finite.",
+                          head.prescale ? " (q scaled by 1/√d first)" : " (before its 1/√d)",
+                          binades(std::log2(prod)), std::abs(std::log2(prod / max)),
+                          prod > max ? "past" : "below", storage);
+  if (!head.prescale) {
+    const double moved = std::log2(prod) - gain;
+    v.fix = fmt::format("scale q by 1/√d before q·kᵀ, as PyTorch's nn.MultiheadAttention and Keras's MultiHeadAttention "
+                        "do: the product then peaks at {} ({} {}'s {}); or keep head '{}' in float32 ({}).",
+                        binades(moved), std::pow(2.0, moved) < max ? "below" : "still past", storage, num(max),
+                        v.layer, autocast);
+  } else {
+    v.fix = fmt::format("keep head '{}' in float32 ({}), or normalise q and k (a LayerNorm on each) so that |q·kᵀ| "
+                        "stays below {}.",
+                        v.layer, autocast, num(max));
+  }
+}
+
 /// A low-precision path's layer crosses the compute boundary when an output is not finite, or when more than the
 /// underflow share of the outputs non-zero in f32 are zero (they collapsed: an fp16 variance that overflowed makes
 /// 1/√var zero, softmax probabilities below fp16's smallest subnormal vanish).
@@ -190,6 +217,8 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
     v.fix = fmt::format("keep layer '{}' in float32 (Keras: dtype=\"float32\" on that layer; PyTorch: run it outside "
                         "torch.autocast), or normalise its input so that its outputs stay below {}.",
                         v.layer, num(max_finite(first->path.storage)));
+    if (const onnx::Layer& head = layer_of(r, layer); head.kind == onnx::LayerKind::attention)
+      attention_advice(r, layer, head, storage, max_finite(first->path.storage), v);
   } else {
     v.reason = fmt::format("{} output collapses to zero on {}: {:.1f} % of its outputs that are non-zero in f32 are "
                            "zero there (an intermediate that overflowed or underflowed {}, e.g. a variance summed in "
@@ -284,8 +313,11 @@ ModelVerdict decide_model(const ModelReport& r) {
     for (std::size_t l = 1; l < p.layers.size(); ++l)
       if (p.headroom_log2(l) < p.headroom_log2(tight)) tight = l;
     if (p.layers.empty() || !std::isfinite(p.headroom_log2(tight))) continue;
-    v.notes.push_back(fmt::format("{}: the tightest layer is {}, max |y| {}, {:.1f} binades below {}'s largest finite.",
-                                  path_label(p.path), layer_text(r, tight), binades(std::log2(p.layers[tight].max_abs)),
+    const LayerForward& t = p.layers[tight];
+    const bool product = t.product_max_abs > t.max_abs;
+    v.notes.push_back(fmt::format("{}: the tightest layer is {}, {} {}, {:.1f} binades below {}'s largest finite.",
+                                  path_label(p.path), layer_text(r, tight), product ? "its q·kᵀ peaks at" : "max |y|",
+                                  binades(std::log2(product ? t.product_max_abs : t.max_abs)),
                                   p.headroom_log2(tight), dtype_name(p.path.storage)));
     for (std::size_t l = 0; l < p.layers.size(); ++l)
       if (p.layers[l].flush_share() > r.options.underflow_share)

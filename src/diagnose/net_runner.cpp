@@ -152,11 +152,13 @@ NetRunner::NetRunner(const onnx::Network& net, NetPath p, Loss loss, std::size_t
   last_bw_ = net.layers.size() - 1;
   if (loss == Loss::xent && net.layers.back().kind == onnx::LayerKind::softmax && last_bw_ > 0) --last_bw_;
   dloss_.resize(t, loss != Loss::none ? max_batch * net.layers[last_bw_].out : 0);
+  product_max_.assign(net.layers.size(), 0.0);
   for (const onnx::Layer& l : net.layers)
     if (l.kind == onnx::LayerKind::attention) {
       const std::size_t n = net.seq * l.out;
       for (TypedBuffer* b : {&q_, &k_, &v_, &dq_, &dk_, &dv_})
         if (b->size() < n) b->resize(t, n);
+      if (scores_.size() < net.seq * net.seq) scores_.resize(t, net.seq * net.seq);
     }
 }
 
@@ -177,6 +179,7 @@ void NetRunner::attention(std::size_t l, std::size_t r0, std::size_t m, const vo
                     nullptr, threads_};
     if (dy == nullptr) {
       a.o = offset(y_[l], (r0 + s0) * d);
+      a.scores = scores_.data();
     } else {
       a.dout = static_cast<const unsigned char*>(dy) + s0 * d * es;
       a.dq = dq_.data();
@@ -184,7 +187,19 @@ void NetRunner::attention(std::size_t l, std::size_t r0, std::size_t m, const vo
       a.dv = dv_.data();
     }
     p_.kernels[l]->attention(a);
-    if (dy == nullptr || dx == nullptr) continue;
+    if (dy == nullptr) {
+      // S as stored; the postscale product is S / c (c = 1/√d), within one rounding of the stored T.
+      // Under the causal mask only the products the mask keeps (j <= i).
+      double mx = 0;
+      for (std::size_t i = 0; i < L; ++i)
+        for (std::size_t j = 0; j <= (layer.causal ? i : L - 1); ++j) {
+          const double s = std::abs(scores_.get(i * L + j));
+          if (std::isfinite(s)) mx = std::max(mx, s);
+        }
+      product_max_[l] = std::max(product_max_[l], layer.prescale ? mx : mx * std::sqrt(double(d)));
+      continue;
+    }
+    if (dx == nullptr) continue;
     for (std::size_t t = 0; t < L; ++t) {
       unsigned char* row = static_cast<unsigned char*>(dx) + (s0 + t) * 3 * d * es;
       std::copy_n(static_cast<const unsigned char*>(dq_.data()) + t * d * es, d * es, row);

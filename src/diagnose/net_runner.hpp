@@ -43,6 +43,8 @@ class NetRunner {
   double backward(std::size_t r0, std::size_t m, float S);
 
   std::size_t rows() const { return m_; }
+  /// An attention layer's largest finite |q·kᵀ| over every forward so far (LayerForward::product_max_abs).
+  double product_max(std::size_t l) const { return product_max_[l]; }
   const TypedBuffer& out(std::size_t layer) const { return y_[layer]; }
   const NetPath& path() const { return p_; }
   /// Layer l's parameter gradients in one vector (dense: dW then db; norms: dγ then dβ), widened exactly; empty
@@ -72,7 +74,8 @@ class NetRunner {
   std::vector<TypedBuffer> extra_;  // per layer input: the gradient a residual Add sends back to it
   std::vector<bool> has_extra_;
   TypedBuffer dloss_;
-  TypedBuffer q_, k_, v_, dq_, dk_, dv_;  // one sequence's, for the attention layers
+  TypedBuffer q_, k_, v_, dq_, dk_, dv_, scores_;  // one sequence's, for the attention layers
+  std::vector<double> product_max_;
 };
 
 }  // namespace halfmap::diagnose

@@ -25,7 +25,7 @@ std::optional<std::size_t> PathForward::first_nonfinite_layer() const {
 }
 
 double PathForward::headroom_log2(std::size_t layer) const {
-  const double m = layers[layer].max_abs;
+  const double m = std::max(layers[layer].max_abs, layers[layer].product_max_abs);
   if (m == 0) return std::numeric_limits<double>::infinity();
   return std::log2(max_finite(path.storage)) - std::log2(m);
 }
@@ -423,6 +423,10 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
       }
     }
     progress(o, "rows", row0 + m, features.rows());
+  }
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    r.baseline.layers[l].product_max_abs = base.product_max(l);
+    for (std::size_t i = 0; i < runs.size(); ++i) r.paths[i].layers[l].product_max_abs = runs[i].product_max(l);
   }
   if (loss != Loss::none) {
     r.baseline.loss->loss /= double(r.data.batches);
