@@ -1,12 +1,17 @@
 // `halfmap diagnose --model net.onnx`: the user's own network (include/halfmap/onnx.hpp) run layer by layer on the
 // user's rows in f32 and in each precision mode, and which layer crosses which boundary first.
 //
-// Batches are those of include/halfmap/diagnose.hpp (Options::batch rows, in order). Each batch is stored once in
+// Batches are those of include/halfmap/diagnose.hpp (Options::batch rows, in order; for a rank-3 input,
+// onnx::Network::seq > 0, Options::batch sequences of seq rows, one token per row). Each batch is stored once in
 // each path's storage type (that rounding is the data boundary) and run through the layers with halfmap's kernels
 // of the path's mode:
 //   dense      dense_fwd (identity), the weights and bias rounded once from the file's values to the storage type
 //              (what a mixed-precision framework does with its float32 master weights);
 //   gelu, gelu_tanh, layernorm (ε from the file), rmsnorm, softmax   the kernels of those ops;
+//   attention  per sequence, the attention_prescale or attention_postscale kernel of the head's placement on the
+//              [q | k | v] rows its fused projection (a dense layer) wrote, causal as read; backward the same
+//              kernel's, its dq, dk and dv written side by side as that dense layer's output gradient. Its
+//              product_max_abs is the largest finite |q·kᵀ| of the kernel's stored scores (postscale: S·√d);
 //   relu, sigmoid, tanh   elementwise: widened exactly, computed in f32 (relu: x < 0 ? 0 : x, NaN passing;
 //              sigmoid: 1 / (1 + exp_f32(-x)); tanh: tanhf) and rounded once to the storage type.
 // A path is a precision mode on an ISA (as the seed model's, diagnose.hpp "Paths"): the f32 baseline on its best

@@ -200,8 +200,10 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
     if (crossed(r, p, layer)) {
       also += fmt::format("{}{}", also.empty() ? "" : ", ", p.path.name);
     } else {
-      clears += fmt::format("{}on {} it does not cross (its largest |y| {:.1f} binades below the largest finite)",
-                            clears.empty() ? "" : "; ", path_label(p.path), p.headroom_log2(layer));
+      clears += fmt::format("{}on {} it does not cross (its {} {:.1f} binades below the largest finite)",
+                            clears.empty() ? "" : "; ", path_label(p.path),
+                            p.layers[layer].product_max_abs > p.layers[layer].max_abs ? "q·kᵀ peaks" : "largest |y|",
+                            p.headroom_log2(layer));
     }
   }
   const std::string tail = fmt::format("{}{}", clears.empty() ? std::string() : fmt::format("; {}", clears),
