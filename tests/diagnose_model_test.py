@@ -260,8 +260,8 @@ if rc == 0:
 # Scaled after the product (BERT's placement) the product itself overflows fp16 on every fp16 path: compute, the
 # head named, the fix moving 1/√d before it; scaled before (PyTorch's MultiheadAttention) it peaks 2 binades lower,
 # inside fp16: ok. f32 and bf16 clear both.
-def save_attention(name, prescale, causal=False):
-    f, d, tokens = 16, 16, 16
+def save_attention(name, prescale, causal=False, tokens=16):
+    f, d = 16, 16
     nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"], name="attn/q"),
              helper.make_node("MatMul", ["x", "wk"], ["k"], name="attn/k"),
              helper.make_node("MatMul", ["x", "wv"], ["v"], name="attn/v"),
@@ -306,14 +306,14 @@ if pre:
     prod = pre["paths"][0]["layers"][1]["product_max_abs"]
     check(prod < 65504 and abs(prod * 4 - post["paths"][0]["layers"][1]["product_max_abs"]) < 1e-3 * prod * 4,
           f"attn_pre: the product is the postscale one / √d: {prod}")
-# The causal head under cross-entropy on every token: forward and backward run; with the causal mask token 0
-# attends to itself only.
-rc, out_text, err = run("--model", save_attention("attn_causal", True, causal=True), "--features", attn_x, "--loss",
-                        "xent", "--labels", save_x("attn_cls", np.arange(64 * 16) % 4), "--json")
+# A causal head of 64 tokens (the reader checks it on a probe of the first 32, its mask cut to their block) under
+# cross-entropy on every token: forward and backward run.
+rc, out_text, err = run("--model", save_attention("attn_causal", True, causal=True, tokens=64), "--features", attn_x,
+                        "--loss", "xent", "--labels", save_x("attn_cls", np.arange(64 * 16) % 4), "--json")
 check(rc == 0, f"attn_causal: exit {rc}: {err}")
 if rc == 0:
     r = json.loads(out_text)
-    check(r["model"]["layers"][1]["attention"]["causal"], "attn_causal: the mask is read as causal")
+    check(r["model"]["layers"][1]["attention"]["causal"] and r["model"]["seq"] == 64, "attn_causal: read as causal")
     keras = [p for p in r["paths"] if p["keras_like"]][0]
     grads = {g["name"]: g for g in keras["gradients"]}
     check(grads["attn"]["params"] is None and grads["attn"]["input"], f"attn_causal: the head's input gradient")

@@ -43,6 +43,14 @@ bool evaluate(const Graph& g, const std::vector<const Node*>& region, const std:
     if (n->inputs.empty() || !get(n->inputs[0], a)) return false;
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
       if (n->inputs.size() != 2 || !get(n->inputs[1], b)) return false;
+      // A probe sequence shorter than the network's: a constant L × L operand (a causal mask) is cut to its
+      // top-left block, the mask of the probe's tokens.
+      if (b.rows > a.rows && b.cols > a.cols && a.rows > 1 && a.cols > 1 && constant(g, n->inputs[1]) != nullptr) {
+        Mat cut{a.rows, a.cols, std::vector<double>(a.rows * a.cols)};
+        for (std::size_t r = 0; r < a.rows; ++r)
+          for (std::size_t c = 0; c < a.cols; ++c) cut.v[r * a.cols + c] = b.v[r * b.cols + c];
+        b = std::move(cut);
+      }
       if ((a.rows != b.rows && a.rows != 1 && b.rows != 1) || (a.cols != b.cols && a.cols != 1 && b.cols != 1))
         return false;
       y.rows = std::max(a.rows, b.rows);

@@ -530,8 +530,9 @@ class Lowering {
     for (const Node* n : r.nodes)
       if (!used.contains(n))
         refuse(fmt::format("{} has no place in one head", n->label()));
-    // The check: the region, evaluated in f64 on a probe sequence, is the head.
-    const Mat x = probe(f, g_.seq);
+    // The check: the region, evaluated in f64 on a probe sequence of at most 32 tokens (its cost is bounded
+    // whatever the file declares), is the head.
+    const Mat x = probe(f, std::min<std::size_t>(g_.seq, 32));
     auto project = [&](const Proj& p) {
       Mat y{x.rows, d, std::vector<double>(x.rows * d, 0.0)};
       for (std::size_t t = 0; t < x.rows; ++t)
