@@ -11,6 +11,8 @@ onnx.helper (Debian's python3-onnx) and on the one PyTorch exported (tests/fuzz/
   * one attention head whose q·kᵀ passes 65504 when 1/√d is applied after the product: compute, the head named,
     the fix moving the scale before it; with 1/√d on q first: ok; a causal head forward and backward under xent;
   * with --loss xent, PyTorch's MLP: every path's loss and each layer's gradients at 1, 2^15, 2^16;
+  * --train: every scaler trains (growths on schedule) on a network whose gradients stay in range; on one whose
+    fp16 forward overflows on some batches the fp16 paths' scalers collapse and bf16's trains;
   * gradients that underflow at S = 1 only: ok, with the no-loss-scaling warning naming the layer;
   * bad input (an unsupported op, a hostile file, features of the wrong width, seed-model options): exit 2, one
     sentence on stderr, nothing on stdout and no --out file.
@@ -321,6 +323,44 @@ if rc == 0:
 # A token count that does not divide the rows, and attention read from a rank-2 input: exit 2 (below).
 odd_x = save_x("attn_odd", rng.normal(size=(24, 16)))
 
+# --train: the grad_underflow network trained from its weights. Its gradients stay finite up to 2^27 on every
+# path, so no scaler skips a step and with --growth-interval 20 each doubles after steps 20, 40, 60, 80 and 100:
+# 5 growths, 5 runs of 20 steps (the last growth comes after the final step), a final scale of 2^(initial + 5).
+rc, out_text, err = run("--model", under, "--features", ux, "--loss", "mse", "--labels", work / "under_y.npy",
+                        "--train", "100", "--growth-interval", "20", "--json")
+check(rc == 0, f"--train: exit {rc}: {err}")
+if rc == 0:
+    r = json.loads(out_text)
+    check(r["options"]["train"] == 100 and r["options"]["growth_interval"] == 20, f"--train: options {r['options']}")
+    check(r["paths"][0]["simulations"] == [], "--train: the baseline has no simulation")
+    for p in r["paths"][1:]:
+        sims = p["simulations"]
+        check([m["framework"] for m in sims] == ["keras", "pytorch"], f"--train: both scalers on {p['path']}")
+        for m, initial in zip(sims, (15, 16)):
+            check(m["outcome"] == "trains" and m["skipped"] == 0 and m["growths"] == 5 and len(m["runs"]) == 5 and
+                  m["final_scale"] == 2.0 ** (initial + 5) and m["steps"] == 100,
+                  f"--train: {p['path']} {m['framework']}: {m}")
+            check(m["runs"][1] == {"scale": 2.0 ** (initial + 1), "first_step": 21, "last_step": 40},
+                  f"--train: the second run {m['runs']}")
+            check(m["final_loss"] <= r["paths"][0]["loss"]["loss"], f"--train: SGD lowers the f32 loss: {m}")
+    check(any("dynamic loss scaling on" in n and "over 100 steps" in n for n in r["verdict"]["notes"]),
+          f"--train: a note on the Keras path's scalers: {r['verdict']['notes']}")
+# fc2 overflows fp16 on some batches: on the fp16 paths the scalers skip those steps and halve to below 1
+# (collapses); bf16 trains without a skip. A tiny --lr keeps SGD from moving the weights out of range.
+rc, out_text, err = run("--model", overflow, "--features", work / "fc2_x.npy", "--loss", "mse", "--labels",
+                        save_x("fc2_y", np.zeros((256, 8))), "--train", "40", "--lr", "1e-12", "--json")
+check(rc == 0, f"--train fc2: exit {rc}: {err}")
+if rc == 0:
+    r = json.loads(out_text)
+    check(r["verdict"]["boundary"] == "compute", f"--train fc2: the forward's verdict comes first: {r['verdict']}")
+    for p in r["paths"][1:]:
+        outcomes = {m["outcome"] for m in p["simulations"]}
+        skipped = min(m["skipped"] for m in p["simulations"])
+        if p["storage"] == "f16":
+            check(outcomes == {"collapses"} and skipped > 20, f"--train fc2: {p['path']} collapses: {p['simulations']}")
+        else:
+            check(outcomes == {"trains"} and skipped == 0, f"--train fc2: {p['path']} trains: {p['simulations']}")
+
 # Bad input: exit 2, one sentence, nothing written.
 good_x = save_x("good_x", rng.normal(size=(16, 4)))
 out = work / "report.json"
@@ -341,7 +381,12 @@ for args, says in [
         (["--features", good_x, "--labels", good_x, "--loss", "mse"], "--loss applies to --model"),
         (["--features", good_x], "--labels is required"),
         (["--model", work / "attn_post.onnx", "--features", odd_x], "takes sequences of 16 tokens"),
-        (["--model", corpus / "bad_attention_rank2.onnx", "--features", good_x], "attention needs sequences")]:
+        (["--model", corpus / "bad_attention_rank2.onnx", "--features", good_x], "attention needs sequences"),
+        (["--model", overflow, "--features", good_x, "--train", "10"], "--train needs --loss mse or --loss xent"),
+        (["--model", overflow, "--features", good_x, "--loss", "xent", "--labels", save_x("c0", np.zeros(16)),
+          "--train", "0"], "--train must be between 1 and"),
+        (["--model", overflow, "--features", good_x, "--lr", "0.1"], "--lr applies to --train with --model"),
+        (["--features", good_x, "--labels", good_x, "--train", "10"], "--train applies to --model")]:
     rc, stdout, stderr = run(*args, "--out", out)
     check(rc == 2, f"{args}: exit {rc}, expected 2")
     check(stdout == "", f"{args}: nothing on stdout")

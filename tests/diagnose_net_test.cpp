@@ -3,11 +3,14 @@
 // Add's two gradient paths, attention in both placements with and without its causal mask, mse and xent with a
 // final softmax) against central finite differences of that float64
 // loss. The f32 kernels round, so the bound is relative: |g - fd| <= 2e-3 · max|fd| + 1e-6 per parameter tensor.
+// Then the model verdict's rule for --train on a synthetic report: a failing scaler is the optimization verdict.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <ostream>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "diagnose/net_runner.hpp"
@@ -159,6 +162,79 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"xent_attention_prescale_causal", Loss::xent,
              {LayerKind::dense, LayerKind::attention, LayerKind::dense, LayerKind::softmax}, 4, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace halfmap::diagnose
+
+namespace halfmap::diagnose {
+namespace {
+
+/// A report whose forward, loss and window are fine; its Keras path's simulation is given.
+ModelReport trained(Outcome keras, Outcome pytorch) {
+  ModelReport r;
+  r.loss = Loss::mse;
+  r.options.steps = 50;
+  onnx::Layer fc;
+  fc.name = "fc";
+  r.net.layers.push_back(fc);
+  auto path = [&](const char* name, Mode mode, DType storage, bool keras_like, bool baseline) {
+    PathForward p;
+    p.path.name = name;
+    p.path.mode = mode;
+    p.path.storage = storage;
+    p.path.keras_like = keras_like;
+    p.baseline = baseline;
+    LayerForward l;
+    l.name = "fc";
+    l.count = 10;
+    l.max_abs = 1;
+    p.layers.push_back(l);
+    p.loss = PathLoss{};
+    p.loss->loss = 0.5;
+    if (!baseline) {
+      p.window.batches = 8;
+      p.window.S_min_log2 = 4;
+      p.window.S_max_log2 = 12;
+      p.window.empty = false;
+      p.window.upper_layer = "fc";
+    }
+    return p;
+  };
+  r.baseline = path("f32/avx512", Mode::f32, DType::f32, false, true);
+  r.paths.push_back(path("f16_f32acc/avx512", Mode::f16_f32acc, DType::f16, true, false));
+  for (auto [framework, outcome, initial] : {std::tuple{"keras", keras, 32768.0}, {"pytorch", pytorch, 65536.0}}) {
+    Simulation m;
+    m.framework = framework;
+    m.outcome = outcome;
+    m.initial_scale = initial;
+    m.steps = 50;
+    m.skipped = outcome == Outcome::trains ? 3 : 50;
+    m.final_scale = outcome == Outcome::trains ? 4096 : 0x1p-35;
+    m.min_scale = m.final_scale;
+    if (outcome == Outcome::trains) m.settled_scale = 4096;
+    r.paths[0].simulations.push_back(m);
+  }
+  return r;
+}
+
+TEST(ModelVerdict, AScalerThatFailsIsOptimizationWithAFixedScaleInTheWindow) {
+  const ModelVerdict v = decide_model(trained(Outcome::trains, Outcome::collapses));
+  EXPECT_EQ(v.boundary, Boundary::optimization);
+  EXPECT_EQ(v.path, "f16_f32acc/avx512");
+  EXPECT_NE(v.reason.find("PyTorch's scaler (from 2^16) collapses"), std::string::npos) << v.reason;
+  EXPECT_EQ(v.reason.find("Keras's scaler"), std::string::npos) << v.reason;  // it trains
+  EXPECT_NE(v.reason.find("2^4 .. 2^12"), std::string::npos) << v.reason;
+  EXPECT_NE(v.fix.find("2^8"), std::string::npos) << v.fix;  // the window's middle
+}
+
+TEST(ModelVerdict, ScalersThatTrainAreANoteNotAFault) {
+  const ModelVerdict v = decide_model(trained(Outcome::trains, Outcome::trains));
+  EXPECT_EQ(v.boundary, Boundary::ok);
+  bool noted = false;
+  for (const std::string& n : v.notes)
+    noted = noted || n.find("Keras backs off 3 times, to 2^12, then trains") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
 
 }  // namespace
 }  // namespace halfmap::diagnose

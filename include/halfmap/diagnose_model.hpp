@@ -41,8 +41,16 @@
 // are not finite, S_min the smallest S at which they are finite with an underflow share of the parameter
 // gradients of at most Options::underflow_share (of the input gradient where the layer has no parameters); the
 // layer's window holds for every measured batch (the largest S_min, the smallest S_max); the network's is the
-// intersection of its layers', and names the layers that set its ends. The scaler simulation on the network is not
-// run yet.
+// intersection of its layers', and names the layers that set its ends.
+//
+// Training (`--train STEPS`, Options::steps, with a loss): the checkpoint trained on from the file's weights, on
+// every low-precision path with Keras's and PyTorch's dynamic loss scaling as the seed model's simulation
+// (diagnose.hpp: initial 2^15 / 2^16, x2 after Options::growth_interval good steps, x0.5 and a skipped step on a
+// non-finite gradient), plain SGD (Options::lr) on float32 master weights rounded to the path's storage type at
+// every step; step k trains on batch (k − 1) mod batches, in order. A step's gradient is every layer's parameter
+// gradients; on a good step the f32 baseline's at the same weights and rows is the reference of the underflow
+// share. Reported per path and framework as diagnose.hpp's Simulation (the scale's runs, the steps skipped, the
+// growths, the outcome), final_loss the mean batch loss of the final weights on the f32 baseline path.
 //
 // The verdict, the first that holds:
 //   1. data: a feature is NaN or inf (its column and first row);
@@ -57,18 +65,21 @@
 //      headroom at that layer; fix: keep that layer in float32, or normalise its input;
 //      With a loss, after the layers: the loss is not finite on a low-precision path (layer "loss"); fix: keep
 //      the loss in float32;
-//   6. optimization (with a loss): a low-precision path's window is empty: no loss scale keeps every layer's
+//   6. optimization (with --train): a simulated scaler fails on a low-precision path (collapses, keeps skipping
+//      after its back-off, or settles where the gradients underflow), with the window where it was measured;
+//      optimization (with a loss): a low-precision path's window is empty: no loss scale keeps every layer's
 //      gradients finite and above the underflow share; names the layer that needs S >= 2^a and the one that
 //      overflows above 2^b; fix: keep one of them in float32;
 //   7. ok, with the tightest layer of each low-precision path (its smallest headroom).
-// Notes follow every verdict: the no-loss-scaling warning, and per path the first layer whose gradients overflow
-// at 2^15 or 2^16 (where a dynamic scaler backs off).
+// Notes follow every verdict: the no-loss-scaling warning, per path the first layer whose gradients overflow
+// at 2^15 or 2^16 (where a dynamic scaler backs off), and with --train how each scaler behaved on the Keras path.
 //
 // JSON (render_model_json), keys in this order:
 //   {"halfmap_diagnose_model": 1, "options": {loss ("none" | "mse" | "xent"), batch, all_paths, path_first (null),
-//    underflow_share},
-//    "model": {file, producer, ir_version, opset, input, output, features,
-//              layers: [{name, kind, ops, in, out, weight (null | {name, stored}), bias (same), epsilon (null)}]},
+//    underflow_share, train (null | steps), lr, growth_interval (null = the frameworks')},
+//    "model": {file, producer, ir_version, opset, input, output, features, seq (0: rows),
+//              layers: [{name, kind, ops, in, out, weight (null | {name, stored}), bias (same), epsilon (null),
+//                        attention (null | {scale: "prescale" | "postscale", causal})}]},
 //    "data": {rows, batches, features: [column...]}      (column as in diagnose.hpp's JSON)
 //    "weights": [{name, stored, count, nan, inf, abs_max, f16_overflow, bf16_overflow}],
 //    "paths": [{path, mode, isa, storage, keras_like, baseline, finite,
@@ -80,7 +91,8 @@
 //               gradients: [{name, params: null | [dist at 2^0, 2^15, 2^16], input: null | [...],
 //                            window: {S_min_log2 (null), S_max_log2 (null)}}],
 //               window: null | {batches, S_min_log2 (null), S_max_log2 (null), empty, keras_inside, pytorch_inside,
-//                               lower_layer (null), upper_layer (null)}}],
+//                               lower_layer (null), upper_layer (null)},
+//               simulations: [simulation...]}],   (with --train, low-precision paths; as in diagnose.hpp's JSON)
 //      dist = {scale, count, reference_nonzero, nonfinite, zero, subnormal, underflow_share}
 //    "no_loss_scaling": null | {path, layer (null), underflow_share, warning (null)},
 //    "verdict": {boundary, layer (null; "loss" for the loss), path (null), reason, fix, notes: [...]}}
@@ -170,6 +182,7 @@ struct PathForward {
   std::optional<PathLoss> loss;   // with a loss
   std::vector<LayerGrads> grads;  // with a loss: per layer (low-precision paths)
   NetWindow window;               // with a loss (low-precision paths)
+  std::vector<Simulation> simulations;  // with --train (low-precision paths): Keras's, then PyTorch's
   /// The first layer (network order) with a non-finite output, if any.
   std::optional<std::size_t> first_nonfinite_layer() const;
   /// log2(largest finite of the storage type / m), m = max_abs, or for attention the larger of max_abs and

@@ -40,6 +40,8 @@ struct DiagnoseArgs {
   diagnose::Loss loss = diagnose::Loss::none;
   std::string loss_text;
   CLI::Option* loss_option = nullptr;
+  std::size_t train = 0;
+  CLI::Option *train_option = nullptr, *lr_option = nullptr;
 };
 
 int refuse(std::string_view sentence) {
@@ -65,9 +67,23 @@ int run_model(DiagnoseArgs& a) {
       return refuse(fmt::format("--loss {}: the losses are mse and xent.", a.loss_text));
     a.loss = a.loss_text == "mse" ? diagnose::Loss::mse : diagnose::Loss::xent;
   }
-  for (const CLI::Option* opt : a.seed_model_options)
-    if (opt->count() > 0)
-      return refuse(fmt::format("{} applies to the seed model; with --model the network is the file's.", opt->get_name()));
+  // --lr and --growth-interval shape the training of --train; the seed model's other options mean nothing here.
+  const bool training = a.train_option->count() > 0;
+  for (const CLI::Option* opt : a.seed_model_options) {
+    if (opt->count() == 0) continue;
+    if (training && (opt == a.lr_option || opt == a.growth_option)) continue;
+    if (opt == a.lr_option || opt == a.growth_option)
+      return refuse(fmt::format("{} applies to --train with --model (or to the seed model).", opt->get_name()));
+    return refuse(fmt::format("{} applies to the seed model; with --model the network is the file's.", opt->get_name()));
+  }
+  if (training) {
+    if (a.loss == diagnose::Loss::none)
+      return refuse("--train needs --loss mse or --loss xent (and --labels): training needs gradients.");
+    if (a.train < 1 || a.train > diagnose::kMaxSteps)
+      return refuse(fmt::format("--train must be between 1 and {} steps.", diagnose::kMaxSteps));
+    a.o.steps = a.train;
+    if (a.growth_option->count() > 0) a.o.growth_interval = a.growth_interval;
+  }
   if (a.loss == diagnose::Loss::none && !a.labels.empty())
     return refuse("--labels needs --loss mse or --loss xent with --model (without a loss the network's forward is "
                   "diagnosed).");
@@ -105,6 +121,8 @@ int run_model(DiagnoseArgs& a) {
 
 int run_diagnose(DiagnoseArgs& a) {
   if (!a.model.empty()) return run_model(a);
+  if (a.train_option->count() > 0)
+    return refuse("--train applies to --model; the seed model trains for --steps or --epochs.");
   if (a.loss_option->count() > 0) return refuse("--loss applies to --model; the seed model's loss is the squared error.");
   if (a.labels.empty()) return refuse("--labels is required (the labels of the seed model's squared loss), unless --model is given.");
   if (a.growth_option->count() > 0) a.o.growth_interval = a.growth_interval;
@@ -169,8 +187,9 @@ Command add_diagnose_command(CLI::App& parent) {
       "says so). A note also says what happens without loss scaling (S = 1). With --model net.onnx the network is "
       "yours (include/halfmap/diagnose_model.hpp): its forward on the features, layer by layer, on the f32 baseline "
       "and each mode's best ISA (largest |y| and headroom, non-finite and collapsed outputs, per layer), and with "
-      "--loss mse|xent --labels its gradients per layer at S = 1, 2^15, 2^16 and each layer's loss-scale window; "
-      "the verdict names the first layer and boundary.");
+      "--loss mse|xent --labels its gradients per layer at S = 1, 2^15, 2^16 and each layer's loss-scale window "
+      "(--train STEPS: the scalers simulated on the network from its weights); the verdict names the first layer "
+      "and boundary.");
   auto a = std::make_shared<DiagnoseArgs>();
   sub->add_option("--features", a->features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
   sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1); with --model --loss mse: rows x the network's outputs); required without --model");
@@ -199,8 +218,15 @@ Command add_diagnose_command(CLI::App& parent) {
                                   diagnose::kMaxSteps));
   a->shuffle_option = sub->add_option(
       "--shuffle", a->shuffle, "Shuffle the rows anew each epoch of the simulation, with this seed (default: in order)");
-  a->seed_model_options.push_back(
-      sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01, above 0 and at most 1e6)"));
+  a->lr_option =
+      sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01, above 0 and at most 1e6)");
+  a->seed_model_options.push_back(a->lr_option);
+  a->train_option = sub->add_option(
+      "--train", a->train,
+      fmt::format("With --model and --loss: train the network from the file's weights for this many steps (1 to {}) "
+                  "on every low-precision path with Keras's and PyTorch's dynamic loss scaling (--lr, "
+                  "--growth-interval apply)",
+                  diagnose::kMaxSteps));
   a->growth_option = sub->add_option("--growth-interval", a->growth_interval,
                   fmt::format("Good steps before the loss scale doubles (default: the frameworks' {}, 1 to {})",
                               loss_scale::kGrowthInterval, diagnose::kMaxSteps));

@@ -34,6 +34,15 @@ void measure_batches(const Table& x, const Table& y, const Path& base, const std
 void simulate_all(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
                   const Weights& w0, const Options& o, Report& r);
 
+/// scaling.cpp: a finished simulation's outcome (diagnose.hpp: collapses, keeps_skipping, underflows, trains).
+Outcome outcome_of(const Simulation& s, double share);
+/// verdict.cpp: what a failing scaler did, with its numbers; how one that trains behaved ("PyTorch backs off once,
+/// to 2^15, then trains").
+std::string failure_text(const Simulation& m, double share);
+std::string scaler_note(const Simulation& m);
+/// render.cpp: a scale's trajectory as runs, "2^16 (1), 2^15 (2-200)".
+std::string trajectory(const std::vector<ScaleRun>& runs);
+
 /// verdict.cpp: whether storing a column in fp16 or bf16 overflows, or flushes more than `share` of its non-zero
 /// values; a path's name, marked when it is Keras mixed_float16's.
 bool storage_crossed(const ColumnStats& c, double share);

@@ -13,6 +13,8 @@ using Json = nlohmann::ordered_json;
 Json jnum(double v);
 /// A data column (the keys of diagnose.hpp's "column").
 Json jcolumn(const ColumnStats& c);
+/// A loss-scaling simulation (the keys of diagnose.hpp's "simulations").
+Json jsim(const Simulation& m);
 /// {path, mode, isa, storage, keras_like}.
 Json jpath(const PathInfo& p);
 

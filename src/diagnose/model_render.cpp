@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/internal.hpp"
+#include "halfmap/loss_scale.hpp"
 #include "diagnose/json.hpp"
 #include "halfmap/diagnose_model.hpp"
 
@@ -175,6 +176,29 @@ Json jlayers(const PathForward& p) {
   return layers;
 }
 
+/// With --train: each low-precision path's two scalers (diagnose_model.hpp, "Training").
+std::string training_text(const ModelReport& r) {
+  const Options& o = r.options;
+  std::string s = "== training ==\n";
+  s += wrap("", fmt::format("{} steps of SGD (lr {}) from the file's weights on batches in order, f32 master weights "
+                            "rounded to each path's storage type; dynamic loss scaling x2 after {} good steps, x0.5 "
+                            "and a skipped step on a non-finite gradient; final loss on the f32 path over every "
+                            "batch; underflow over the good steps.",
+                            *o.steps, num(o.lr), o.growth_interval.value_or(loss_scale::kGrowthInterval)));
+  s += fmt::format("  {:<28} {:<8} {:>8} {:>7} {:>7} {:>10} {:>10}  {}\n", "path", "scaler", "skipped", "growths",
+                   "final", "underflow", "final loss", "outcome");
+  std::string runs;
+  for (const PathForward& p : r.paths)
+    for (std::size_t i = 0; i < p.simulations.size(); ++i) {
+      const Simulation& m = p.simulations[i];
+      s += fmt::format("  {:<28} {:<8} {:>8} {:>7} {:>7} {:>9.2f}% {:>10}  {}\n", i == 0 ? path_cell(p.path) : "",
+                       m.framework, m.skipped, m.growths, scale_text(m.final_scale),
+                       100 * m.good_steps.underflow_share(), num(m.final_loss), outcome_name(m.outcome));
+      runs += wrap("  ", fmt::format("{} {}: {}", p.path.name, m.framework, trajectory(m.runs)));
+    }
+  return s + "the scale's runs (scale (steps)):\n" + runs;
+}
+
 }  // namespace
 
 std::string render_model_text(const ModelReport& r) {
@@ -182,6 +206,9 @@ std::string render_model_text(const ModelReport& r) {
                                        "each precision mode. * marks f16_f32acc (fp16 storage, f32 accumulation: "
                                        "Keras mixed_float16's GEMMs).",
                                        r.data.rows));
+  if (r.loss != Loss::none && r.options.steps)
+    return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r), gradients_text(r), training_text(r)},
+                                r.verdict.boundary, r.verdict.reason, r.verdict.fix, r.verdict.notes);
   if (r.loss != Loss::none)
     return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r), gradients_text(r)},
                                 r.verdict.boundary, r.verdict.reason, r.verdict.fix, r.verdict.notes);
@@ -196,7 +223,10 @@ std::string render_model_json(const ModelReport& r) {
                       {"batch", r.options.batch},
                       {"all_paths", r.options.all_paths},
                       {"path_first", r.options.path_first.empty() ? Json(nullptr) : Json(r.options.path_first)},
-                      {"underflow_share", r.options.underflow_share}};
+                      {"underflow_share", r.options.underflow_share},
+                      {"train", r.options.steps ? Json(*r.options.steps) : Json(nullptr)},
+                      {"lr", r.options.lr},
+                      {"growth_interval", r.options.growth_interval ? Json(*r.options.growth_interval) : Json(nullptr)}};
   Json layers = Json::array();
   for (const onnx::Layer& l : r.net.layers)
     layers.push_back(Json{{"name", l.name},
@@ -258,6 +288,9 @@ std::string render_model_json(const ModelReport& r) {
     } else {
       x["window"] = nullptr;
     }
+    Json sims = Json::array();
+    for (const Simulation& m : p.simulations) sims.push_back(jsim(m));
+    x["simulations"] = sims;
     paths.push_back(std::move(x));
   };
   add(r.baseline);

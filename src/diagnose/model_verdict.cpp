@@ -234,7 +234,47 @@ std::optional<ModelVerdict> compute(const ModelReport& r) {
   return v;
 }
 
+std::string window_range(const NetWindow& w) {
+  if (w.batches == 0) return "not measured";
+  if (w.empty) return "empty";
+  return fmt::format("2^{} .. 2^{}", *w.S_min_log2, *w.S_max_log2);
+}
+
 std::optional<ModelVerdict> optimization(const ModelReport& r) {
+  // --train: a simulated scaler that fails (the Keras path's first, as the user runs it).
+  std::vector<const PathForward*> order;
+  for (const PathForward& p : r.paths)
+    if (p.path.keras_like) order.push_back(&p);
+  for (const PathForward& p : r.paths)
+    if (!p.path.keras_like) order.push_back(&p);
+  for (const PathForward* p : order) {
+    std::string what;
+    for (const Simulation& m : p->simulations)
+      if (m.outcome != Outcome::trains) what += (what.empty() ? "" : "; ") + failure_text(m, r.options.underflow_share);
+    if (what.empty()) continue;
+    ModelVerdict v;
+    v.boundary = Boundary::optimization;
+    v.path = p->path.name;
+    v.layer = p->window.lower_layer.empty() ? p->window.upper_layer : p->window.lower_layer;
+    std::string ends;
+    if (!p->window.lower_layer.empty()) ends = fmt::format("its lower end set by '{}'", p->window.lower_layer);
+    if (!p->window.upper_layer.empty())
+      ends += fmt::format("{}its upper end set by '{}'", ends.empty() ? "" : ", ", p->window.upper_layer);
+    v.reason = fmt::format("training from the file's weights on {}: {}. The network's loss-scale window there is {}{}.",
+                           path_label(p->path), what, window_range(p->window),
+                           ends.empty() ? std::string() : fmt::format(" ({})", ends));
+    if (!p->window.empty && p->window.batches > 0) {
+      const int k = std::min((*p->window.S_min_log2 + *p->window.S_max_log2) / 2, 24);
+      v.fix = fmt::format("use a fixed loss scale inside the window, e.g. 2^{}: Keras LossScaleOptimizer(opt, "
+                          "dynamic=False, initial_scale=2**{}), PyTorch GradScaler(init_scale=2**{}, "
+                          "growth_interval=10**9); or keep the layers that set its ends in float32.",
+                          k, k, k);
+    } else {
+      v.fix = "no loss scale serves every layer on this path: keep the layers that underflow or overflow in float32 "
+              "(Keras: dtype=\"float32\"; PyTorch: outside torch.autocast), or normalise their inputs.";
+    }
+    return v;
+  }
   for (const PathForward& p : r.paths) {
     if (!p.loss || !p.window.empty || p.window.batches == 0) continue;
     const NetWindow& w = p.window;
@@ -279,6 +319,20 @@ std::vector<std::string> gradient_notes(const ModelReport& r) {
                                 path_label(p.path), *w.S_min_log2, *w.S_max_log2,
                                 set_by.empty() ? std::string() : fmt::format(" ({})", set_by),
                                 w.keras_inside ? "inside" : "outside", w.pytorch_inside ? "inside" : "outside"));
+  }
+  for (const PathForward& p : r.paths) {
+    if (!p.path.keras_like || p.simulations.empty()) continue;
+    std::string s;
+    bool backed_off = false;
+    for (const Simulation& m : p.simulations)
+      if (m.outcome == Outcome::trains) {
+        s += (s.empty() ? "" : "; ") + scaler_note(m);
+        backed_off = backed_off || m.skipped > 0;
+      }
+    if (s.empty()) continue;
+    notes.push_back(fmt::format("dynamic loss scaling on {} over {} steps from the file's weights: {}{}.",
+                                path_label(p.path), p.simulations.front().steps, s,
+                                backed_off ? "; backing off from the initial scale is the scaler doing its job" : ""));
   }
   for (const PathForward& p : r.paths) {
     std::string over;

@@ -209,6 +209,14 @@ void NetRunner::attention(std::size_t l, std::size_t r0, std::size_t m, const vo
   }
 }
 
+void NetRunner::set_params(const onnx::Network& w) {
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    const onnx::Layer& x = w.layers[l];
+    for (std::size_t i = 0; i < x.weight.values.size(); ++i) w_[l].set(i, double(x.weight.values[i]));
+    for (std::size_t i = 0; i < x.bias.values.size(); ++i) b_[l].set(i, double(x.bias.values[i]));
+  }
+}
+
 void NetRunner::load(const Table& x, const Table* y, std::size_t row0, std::size_t m) {
   m_ = m;
   const std::size_t d = net_.features;

@@ -33,6 +33,9 @@ class NetRunner {
   NetRunner(const onnx::Network& net, NetPath p, Loss loss, std::size_t max_rows, std::size_t max_batch,
             unsigned threads);
 
+  /// Rounds the weights and biases of `w` (the network's layers with other values: a simulation's master
+  /// weights) to the storage type, in place of the file's.
+  void set_params(const onnx::Network& w);
   /// Stores rows row0 .. row0 + m - 1 of the features (and the labels, with a loss), rounded once to the storage
   /// type (labels of xent as int32).
   void load(const Table& x, const Table* y, std::size_t row0, std::size_t m);
@@ -77,5 +80,11 @@ class NetRunner {
   TypedBuffer q_, k_, v_, dq_, dk_, dv_, scores_;  // one sequence's, for the attention layers
   std::vector<double> product_max_;
 };
+
+/// model_train.cpp: with Options::steps (`--train`), Keras's and PyTorch's dynamic loss scaling on each of `low`'s
+/// paths (r.paths in the same order), trained from the file's weights on batches of `batch_rows` rows in order;
+/// fills each r.paths[i].simulations (diagnose_model.hpp, "Training").
+void simulate_model(const onnx::Network& net, const Table& x, const Table* y, Loss loss, const NetPath& base,
+                    const std::vector<NetPath>& low, std::size_t batch_rows, const Options& o, ModelReport& r);
 
 }  // namespace halfmap::diagnose

@@ -135,6 +135,8 @@ std::string window_cell(const std::optional<int>& k) {
   return *k == kWindowMaxLog2 ? fmt::format(">=2^{}", *k) : fmt::format("2^{}", *k);
 }
 
+}  // namespace
+
 std::string trajectory(const std::vector<ScaleRun>& runs) {
   auto one = [](const ScaleRun& x) {
     return x.first_step == x.last_step ? fmt::format("{} ({})", scale_text(x.scale), x.first_step)
@@ -147,6 +149,8 @@ std::string trajectory(const std::vector<ScaleRun>& runs) {
   }
   return fmt::format("{}, ..., {} [{} runs]", one(runs.front()), one(runs.back()), runs.size());
 }
+
+namespace {
 
 std::string worst_text(const BatchDistribution& d) {
   std::string s;

@@ -95,6 +95,8 @@ Json jdist(const BatchDistribution& d) {
               {"worst", worst}};
 }
 
+}  // namespace
+
 Json jsim(const Simulation& m) {
   Json runs = Json::array();
   for (const ScaleRun& x : m.runs) {
@@ -116,6 +118,8 @@ Json jsim(const Simulation& m) {
               {"outcome", outcome_name(m.outcome)},
               {"runs", runs}};
 }
+
+namespace {
 
 Json jopt(const OptimizationReport& o) {
   Json j = jpath(o.path);

@@ -88,6 +88,8 @@ std::vector<double> final_losses(const Table& x, const Table& y, const Path& bas
   return out;
 }
 
+}  // namespace
+
 Outcome outcome_of(const Simulation& s, double share) {
   if (!s.settled_scale || s.min_scale < 1.0) return Outcome::collapses;
   const double allowed = std::log2(s.initial_scale / s.final_scale) + 1.0 + double(s.growths);
@@ -95,6 +97,8 @@ Outcome outcome_of(const Simulation& s, double share) {
   if (s.good_steps.underflow_share() > share) return Outcome::underflows;
   return Outcome::trains;
 }
+
+namespace {
 
 /// One simulation; its final weights are left in `w` (from `start`), for final_losses.
 Simulation simulate(const Table& x, const Table& y, const Path& path, const Path& base, const Weights& start,

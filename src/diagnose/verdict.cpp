@@ -165,6 +165,8 @@ std::string times(std::size_t n) {
   return fmt::format("{} times", n);
 }
 
+}  // namespace
+
 /// What a failing scaler did, with the numbers.
 std::string failure_text(const Simulation& m, double share) {
   const std::string who = fmt::format("{}'s scaler (from {})", framework_name(m), scale_text(m.initial_scale));
@@ -189,6 +191,8 @@ std::string failure_text(const Simulation& m, double share) {
   }
   return who + " trains";
 }
+
+namespace {
 
 std::optional<Verdict> optimization(const Report& r) {
   const double share = r.options.underflow_share;
@@ -223,6 +227,8 @@ std::optional<Verdict> optimization(const Report& r) {
   return v;
 }
 
+}  // namespace
+
 /// How one scaler that trains behaved: "PyTorch backs off once, to 2^15, then trains".
 std::string scaler_note(const Simulation& m) {
   if (m.skipped == 0) {
@@ -231,6 +237,8 @@ std::string scaler_note(const Simulation& m) {
   return fmt::format("{} backs off {}, to {}, then trains", framework_name(m), times(m.skipped),
                      scale_text(m.final_scale));
 }
+
+namespace {
 
 std::vector<std::string> ok_notes(const Report& r) {
   std::vector<std::string> notes;
