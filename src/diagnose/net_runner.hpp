@@ -45,6 +45,9 @@ class NetRunner {
   /// scale S, every layer's gradients from the last forward(): grads(l) and input_grad(l) until the next call.
   double backward(std::size_t r0, std::size_t m, float S);
 
+  /// The threads of the kernels' calls from now on (the forward over a chunk uses several; the backward of one
+  /// batch, one per path).
+  void set_threads(unsigned threads) { threads_ = threads; }
   std::size_t rows() const { return m_; }
   /// An attention layer's largest finite |q·kᵀ| over every forward so far (LayerForward::product_max_abs).
   double product_max(std::size_t l) const { return product_max_[l]; }

@@ -375,6 +375,8 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
   std::size_t windows_done = 0;
   for (std::size_t row0 = 0; row0 < features.rows(); row0 += chunk) {
     const std::size_t m = std::min(chunk, features.rows() - row0);
+    base.set_threads(threads);
+    for (NetRunner& run : runs) run.set_threads(threads);
     base.load(features, labels, row0, m);
     base.forward();
     accumulate(net, r.baseline, base, base, batch, row0, threads);
@@ -384,6 +386,8 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
       accumulate(net, r.paths[i], runs[i], base, batch, row0, threads);
     }
     if (loss != Loss::none) {
+      base.set_threads(1);
+      for (NetRunner& run : runs) run.set_threads(1);
       for (std::size_t r0 = 0; r0 < m; r0 += batch) {
         const std::size_t mb = std::min(batch, m - r0), b = (row0 + r0) / batch;
         add_loss(*r.baseline.loss, base.backward(r0, mb, 1.0f), b);
@@ -392,7 +396,9 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
           ref_params[l] = base.param_grads(l, nf);
           ref_inputs[l] = base.input_grads(l, nf);
         }
-        for (std::size_t i = 0; i < runs.size(); ++i) {
+        // The paths' backward passes of a batch are independent: one path per thread, each kernel on one thread
+        // (a batch of 32 rows is too small to split; teams of threads on it mostly wait at their barriers).
+        parallel_for(runs.size(), threads, [&](std::size_t i) {
           PathForward& f = r.paths[i];
           for (int k = 0; k < 3; ++k) {
             const double L = runs[i].backward(r0, mb, float(kScales[k]));
@@ -418,7 +424,7 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
           if (sampled[b])
             fold_window(f, scan_window(runs[i], f, r0, mb, ref_params, ref_inputs, o.underflow_share),
                         windows_done == 0);
-        }
+        });
         if (sampled[b]) ++windows_done;
       }
     }
