@@ -1,0 +1,102 @@
+// The OCP 8-bit floating-point storage types (OCP 8-bit Floating Point Specification (OFP8), rev. 1.0; NUMERICS.md
+// "fp8 and microscaling"): E4M3 and E5M2, their exact decoding and their rounding from float32. This is the model
+// every fp8 conversion kernel of halfmap is tested against, bit for bit.
+//
+//   E4M3  sign, 4 exponent bits (bias 7), 3 mantissa bits. No infinities; S.1111.111 is NaN (one pattern per
+//         sign). Largest finite 448 (S.1111.110), smallest normal 2^-6, smallest subnormal 2^-9.
+//   E5M2  sign, 5 exponent bits (bias 15), 2 mantissa bits: the upper byte of an IEEE binary16. Infinities
+//         S.11111.00, NaNs S.11111.{01,10,11}. Largest finite 57344 (S.11110.11), smallest subnormal 2^-16.
+//
+// Rounding from float32 (to_fp8): round to nearest, ties to even, as if the exponent range were unbounded above;
+// subnormal results are kept (never flushed), the sign of zero is kept. What each conversion does where the
+// rounded value does not fit (|x| > 464 for E4M3, where 448 + half its ulp ties to 448, the even one; |x| >=
+// 61440 for E5M2, whose tie goes up to 2^16), with an infinity and with a NaN:
+//
+//                        finite past the largest   ±inf              NaN
+//   E4M3 saturating      ±448                      ±448              NaN (S.1111.111, the input's sign)
+//   E4M3 non-saturating  NaN (S.1111.111)          NaN (S.1111.111)  NaN (S.1111.111)
+//   E5M2 saturating      ±57344                    ±57344            NaN (S.11111.10, quiet)
+//   E5M2 non-saturating  ±inf                      ±inf              NaN (S.11111.10, quiet)
+//
+// Saturating is what the fp8 GEMMs' output conversions and Transformer Engine's casts do (NVIDIA's cvt with
+// .satfinite: "inf and values past the largest finite become the largest finite"); non-saturating is IEEE-style
+// overflow, the OCP specification's other mode.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+namespace halfmap {
+
+enum class Fp8 { e4m3, e5m2 };
+enum class Fp8Overflow { saturate, nonsaturating };
+
+constexpr std::string_view fp8_name(Fp8 f) { return f == Fp8::e4m3 ? "e4m3" : "e5m2"; }
+
+/// The parameters of a format.
+struct Fp8Format {
+  int mant_bits;         // stored mantissa bits
+  int bias;
+  int emin, emax;        // unbiased exponents of the smallest and largest normal binade
+  std::uint8_t max_bits; // the largest finite (positive)
+  std::uint8_t nan_bits; // the NaN written (positive; the sign is the input's)
+  std::uint8_t inf_bits; // the infinity (E5M2), or 0 where there is none
+  float max;
+};
+
+constexpr Fp8Format fp8_format(Fp8 f) {
+  return f == Fp8::e4m3 ? Fp8Format{3, 7, -6, 8, 0x7E, 0x7F, 0x00, 448.0f}
+                        : Fp8Format{2, 15, -14, 15, 0x7B, 0x7E, 0x7C, 57344.0f};
+}
+
+constexpr bool fp8_is_nan(std::uint8_t bits, Fp8 f) {
+  return f == Fp8::e4m3 ? (bits & 0x7F) == 0x7F : (bits & 0x7F) > 0x7C;
+}
+constexpr bool fp8_is_inf(std::uint8_t bits, Fp8 f) { return f == Fp8::e5m2 && (bits & 0x7F) == 0x7C; }
+
+/// The exact value of an fp8 pattern (NaN for the NaN patterns).
+constexpr float from_fp8(std::uint8_t bits, Fp8 f) {
+  const Fp8Format F = fp8_format(f);
+  const float sign = (bits & 0x80) ? -1.0f : 1.0f;
+  if (fp8_is_nan(bits, f)) return std::numeric_limits<float>::quiet_NaN();
+  if (fp8_is_inf(bits, f)) return sign * std::numeric_limits<float>::infinity();
+  const int field = (bits & 0x7F) >> F.mant_bits;
+  const int mant = bits & ((1 << F.mant_bits) - 1);
+  // value = significand · 2^(exponent − mant_bits), the significand with its implicit bit for normals.
+  const int significand = field == 0 ? mant : mant | (1 << F.mant_bits);
+  const int exponent = (field == 0 ? F.emin : field - F.bias) - F.mant_bits;
+  float scale = 1.0f;
+  for (int k = 0; k < (exponent < 0 ? -exponent : exponent); ++k) scale *= exponent < 0 ? 0.5f : 2.0f;
+  return sign * float(significand) * scale;
+}
+
+/// float32 -> fp8, round to nearest even, overflow as the table above says.
+constexpr std::uint8_t to_fp8(float x, Fp8 f, Fp8Overflow o) {
+  const Fp8Format F = fp8_format(f);
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  const auto sign = static_cast<std::uint8_t>((u >> 24) & 0x80);
+  const std::uint32_t a = u & 0x7FFFFFFFu;
+  const std::uint8_t overflow = static_cast<std::uint8_t>(
+      sign | (o == Fp8Overflow::saturate ? F.max_bits : f == Fp8::e4m3 ? F.nan_bits : F.inf_bits));
+  if (a > 0x7F800000u) return static_cast<std::uint8_t>(sign | F.nan_bits);  // NaN
+  if (a == 0x7F800000u) return overflow;                                      // ±inf
+  const int e = int(a >> 23) - 127;  // unbiased; float32 subnormals are far below every fp8 value
+  if (e > F.emax + 1) return overflow;
+  if (e < F.emin - F.mant_bits - 1) return sign;  // below half the smallest subnormal: ±0
+  const std::uint32_t m = (a & 0x7FFFFFu) | 0x800000u;  // significand with the implicit bit
+  // Units of the result: 2^(e − mant_bits) for normals, 2^(emin − mant_bits) for subnormals.
+  const int shift = e >= F.emin ? 23 - F.mant_bits : 23 - F.mant_bits + (F.emin - e);
+  std::uint32_t q = m >> shift;
+  const std::uint32_t rem = m & ((std::uint32_t{1} << shift) - 1), half = std::uint32_t{1} << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) ++q;
+  // Normals: q in [2^M, 2^(M+1)], and the exponent field added below it lets a carry move up a binade;
+  // subnormals: q <= 2^M is the whole encoding (2^M: the smallest normal).
+  const std::uint32_t enc = e >= F.emin ? (std::uint32_t(e - F.emin) << F.mant_bits) + q : q;
+  if (enc > F.max_bits) return overflow;
+  return static_cast<std::uint8_t>(sign | enc);
+}
+
+}  // namespace halfmap
