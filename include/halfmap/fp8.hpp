@@ -73,6 +73,34 @@ constexpr float from_fp8(std::uint8_t bits, Fp8 f) {
   return sign * float(significand) * scale;
 }
 
+namespace detail {
+
+/// A small binary float format, by its magnitude: mant_bits stored mantissa bits, normal exponents emin .. emax,
+/// the largest finite encoding max_bits (positive). The rounding shared by fp8.hpp and mx.hpp's element types.
+struct MiniFormat {
+  int mant_bits, emin, emax;
+  std::uint32_t max_bits;
+};
+
+/// |x| (finite, its float32 bits without the sign) rounded to nearest even into the format: the positive encoding,
+/// or a value above max_bits when it does not fit (as if the exponent range were unbounded above).
+constexpr std::uint32_t round_mini(std::uint32_t a, MiniFormat F) {
+  const int e = int(a >> 23) - 127;  // unbiased; float32 subnormals are far below every value of these formats
+  if (e > F.emax + 1) return F.max_bits + 1;
+  if (e < F.emin - F.mant_bits - 1) return 0;  // below half the smallest subnormal: zero
+  const std::uint32_t m = (a & 0x7FFFFFu) | 0x800000u;  // significand with the implicit bit
+  // Units of the result: 2^(e − mant_bits) for normals, 2^(emin − mant_bits) for subnormals.
+  const int shift = e >= F.emin ? 23 - F.mant_bits : 23 - F.mant_bits + (F.emin - e);
+  std::uint32_t q = m >> shift;
+  const std::uint32_t rem = m & ((std::uint32_t{1} << shift) - 1), half = std::uint32_t{1} << (shift - 1);
+  if (rem > half || (rem == half && (q & 1))) ++q;
+  // Normals: q in [2^M, 2^(M+1)], and the exponent field added below it lets a carry move up a binade;
+  // subnormals: q <= 2^M is the whole encoding (2^M: the smallest normal).
+  return e >= F.emin ? (std::uint32_t(e - F.emin) << F.mant_bits) + q : q;
+}
+
+}  // namespace detail
+
 /// float32 -> fp8, round to nearest even, overflow as the table above says.
 constexpr std::uint8_t to_fp8(float x, Fp8 f, Fp8Overflow o) {
   const Fp8Format F = fp8_format(f);
@@ -83,18 +111,7 @@ constexpr std::uint8_t to_fp8(float x, Fp8 f, Fp8Overflow o) {
       sign | (o == Fp8Overflow::saturate ? F.max_bits : f == Fp8::e4m3 ? F.nan_bits : F.inf_bits));
   if (a > 0x7F800000u) return static_cast<std::uint8_t>(sign | F.nan_bits);  // NaN
   if (a == 0x7F800000u) return overflow;                                      // ±inf
-  const int e = int(a >> 23) - 127;  // unbiased; float32 subnormals are far below every fp8 value
-  if (e > F.emax + 1) return overflow;
-  if (e < F.emin - F.mant_bits - 1) return sign;  // below half the smallest subnormal: ±0
-  const std::uint32_t m = (a & 0x7FFFFFu) | 0x800000u;  // significand with the implicit bit
-  // Units of the result: 2^(e − mant_bits) for normals, 2^(emin − mant_bits) for subnormals.
-  const int shift = e >= F.emin ? 23 - F.mant_bits : 23 - F.mant_bits + (F.emin - e);
-  std::uint32_t q = m >> shift;
-  const std::uint32_t rem = m & ((std::uint32_t{1} << shift) - 1), half = std::uint32_t{1} << (shift - 1);
-  if (rem > half || (rem == half && (q & 1))) ++q;
-  // Normals: q in [2^M, 2^(M+1)], and the exponent field added below it lets a carry move up a binade;
-  // subnormals: q <= 2^M is the whole encoding (2^M: the smallest normal).
-  const std::uint32_t enc = e >= F.emin ? (std::uint32_t(e - F.emin) << F.mant_bits) + q : q;
+  const std::uint32_t enc = detail::round_mini(a, {F.mant_bits, F.emin, F.emax, F.max_bits});
   if (enc > F.max_bits) return overflow;
   return static_cast<std::uint8_t>(sign | enc);
 }
