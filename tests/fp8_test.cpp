@@ -15,15 +15,12 @@
 
 #include "halfmap/fp8.hpp"
 #include "halfmap/half.hpp"
+#include "test_util.hpp"
 
 namespace halfmap {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__aarch64__)
-constexpr std::uint64_t kStride = 4099;
-#else
-constexpr std::uint64_t kStride = 97;
-#endif
+using test::kPatternStride;
 
 struct Oracle {
   Fp8 f;
@@ -159,7 +156,7 @@ TEST_P(Fp8Test, RoundsAsTheOracleOnStridedAndBoundaryPatterns) {
     }
   };
   for (std::uint32_t u : probes) check(u);
-  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += kStride) check(std::uint32_t(u));
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += kPatternStride) check(std::uint32_t(u));
   EXPECT_EQ(mismatches, 0u);
 }
 

@@ -14,15 +14,12 @@
 #include <vector>
 
 #include "halfmap/mx.hpp"
+#include "test_util.hpp"
 
 namespace halfmap {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__aarch64__)
-constexpr std::uint64_t kStride = 4099;
-#else
-constexpr std::uint64_t kStride = 97;
-#endif
+using test::kPatternStride;
 
 /// The element type's positive values from the definition, encoding k at index k.
 std::vector<double> values_of(MxElem t) {
@@ -105,7 +102,7 @@ TEST_P(MxElemTest, RoundsAsTheOracleOnStridedAndBoundaryPatterns) {
       check(u);
       check(u | 0x80000000u);
     }
-  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += kStride) check(std::uint32_t(u));
+  for (std::uint64_t u = 0; u < (std::uint64_t{1} << 32); u += kPatternStride) check(std::uint32_t(u));
   EXPECT_EQ(mismatches, 0u);
 }
 

@@ -34,6 +34,24 @@ void measure_batches(const Table& x, const Table& y, const Path& base, const std
 void simulate_all(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
                   const Weights& w0, const Options& o, Report& r);
 
+/// scaling.cpp: dynamic loss scaling as both frameworks ship it (halfmap/loss_scale.hpp), keeping a Simulation's
+/// record: call step() at the start of each step, then skip() on a non-finite gradient or good() once the step's
+/// update is applied; finish() sets the final scale and the outcome.
+class DynamicScaler {
+ public:
+  DynamicScaler(Simulation& sim, double initial);
+  double scale() const { return scale_; }
+  void step(std::size_t k);  // k counts from 1
+  void skip();
+  void good();
+  void finish(double underflow_share);
+
+ private:
+  Simulation& sim_;
+  double scale_;
+  std::size_t good_ = 0;
+};
+
 /// scaling.cpp: a finished simulation's outcome (diagnose.hpp: collapses, keeps_skipping, underflows, trains).
 Outcome outcome_of(const Simulation& s, double share);
 /// verdict.cpp: what a failing scaler did, with its numbers; how one that trains behaved ("PyTorch backs off once,

@@ -14,8 +14,6 @@ namespace halfmap::diagnose {
 
 namespace {
 
-constexpr double kMinScale = 0x1p-126;  // the kernels take the scale as an f32 (as the seed model's simulation)
-
 /// Every layer's parameter gradients of the runner's last backward, in layer order; their non-finite count.
 std::vector<double> all_param_grads(const NetRunner& run, std::size_t layers, std::size_t& nonfinite) {
   std::vector<double> g;
@@ -38,18 +36,15 @@ Simulation simulate(const onnx::Network& net, const Table& x, const Table* y, Lo
                     double initial, onnx::Network& w) {
   Simulation sim;
   sim.framework = std::move(framework);
-  sim.initial_scale = initial;
   sim.growth_interval = o.growth_interval.value_or(loss_scale::kGrowthInterval);
   sim.steps = *o.steps;
   NetRunner run(net, path, loss, batches.per, batches.per, 1), ref(net, base, loss, batches.per, batches.per, 1);
   w = net;
   const float lr = float(o.lr);
-  double scale = initial;
-  sim.min_scale = initial;
-  std::size_t good = 0;
+  DynamicScaler scaler(sim, initial);
   for (std::size_t step = 1; step <= sim.steps; ++step) {
-    if (sim.runs.empty() || sim.runs.back().scale != scale) sim.runs.push_back({scale, step, step});
-    sim.runs.back().last_step = step;
+    scaler.step(step);
+    const double scale = scaler.scale();
     const std::size_t b = (step - 1) % batches.count, m = batches.size(b);
     run.set_params(w);
     run.load(x, y, batches.first(b), m);
@@ -58,14 +53,9 @@ Simulation simulate(const onnx::Network& net, const Table& x, const Table* y, Lo
     std::size_t nf = 0;
     const std::vector<double> g = all_param_grads(run, net.layers.size(), nf);
     if (nf > 0) {  // skip the step and back off, as both frameworks do
-      ++sim.skipped;
-      ++(sim.settled_scale ? sim.late_skipped : sim.backoff_skipped);
-      scale = std::max(scale * loss_scale::kBackoffFactor, kMinScale);
-      sim.min_scale = std::min(sim.min_scale, scale);
-      good = 0;
+      scaler.skip();
       continue;
     }
-    if (!sim.settled_scale) sim.settled_scale = scale;
     ref.set_params(w);
     ref.load(x, y, batches.first(b), m);
     ref.forward();
@@ -79,14 +69,9 @@ Simulation simulate(const onnx::Network& net, const Table& x, const Table* y, Lo
     for (std::size_t l = 0; l < w.layers.size() && l <= run.last_backward_layer(); ++l)
       for (std::vector<float>* p : {&w.layers[l].weight.values, &w.layers[l].bias.values})
         for (float& v : *p) v -= lr * float(g[i++] / scale);
-    if (++good == sim.growth_interval) {
-      scale *= loss_scale::kGrowthFactor;
-      ++sim.growths;
-      good = 0;
-    }
+    scaler.good();
   }
-  sim.final_scale = scale;
-  sim.outcome = outcome_of(sim, o.underflow_share);
+  scaler.finish(o.underflow_share);
   return sim;
 }
 

@@ -98,6 +98,38 @@ Outcome outcome_of(const Simulation& s, double share) {
   return Outcome::trains;
 }
 
+DynamicScaler::DynamicScaler(Simulation& sim, double initial) : sim_(sim), scale_(initial) {
+  sim_.initial_scale = initial;
+  sim_.min_scale = initial;
+}
+
+void DynamicScaler::step(std::size_t k) {
+  if (sim_.runs.empty() || sim_.runs.back().scale != scale_) sim_.runs.push_back({scale_, k, k});
+  sim_.runs.back().last_step = k;
+}
+
+void DynamicScaler::skip() {
+  ++sim_.skipped;
+  ++(sim_.settled_scale ? sim_.late_skipped : sim_.backoff_skipped);
+  scale_ = std::max(scale_ * loss_scale::kBackoffFactor, kMinScale);
+  sim_.min_scale = std::min(sim_.min_scale, scale_);
+  good_ = 0;
+}
+
+void DynamicScaler::good() {
+  if (!sim_.settled_scale) sim_.settled_scale = scale_;
+  if (++good_ == sim_.growth_interval) {
+    scale_ *= loss_scale::kGrowthFactor;
+    ++sim_.growths;
+    good_ = 0;
+  }
+}
+
+void DynamicScaler::finish(double underflow_share) {
+  sim_.final_scale = scale_;
+  sim_.outcome = outcome_of(sim_, underflow_share);
+}
+
 namespace {
 
 /// One simulation; its final weights are left in `w` (from `start`), for final_losses.
@@ -105,7 +137,6 @@ Simulation simulate(const Table& x, const Table& y, const Path& path, const Path
                     const Options& o, std::string framework, double initial, Weights& w) {
   Simulation sim;
   sim.framework = std::move(framework);
-  sim.initial_scale = initial;
   sim.growth_interval = o.growth_interval.value_or(loss_scale::kGrowthInterval);
   sim.steps = total_steps(x.rows(), o);
   const std::size_t per = o.batch == 0 ? x.rows() : std::min(o.batch, x.rows());
@@ -113,12 +144,11 @@ Simulation simulate(const Table& x, const Table& y, const Path& path, const Path
   BatchOrder order(x.rows(), per, o.shuffle);
   w = start;
   const float lr = float(o.lr);
-  double scale = initial;
-  sim.min_scale = initial;
-  std::size_t good = 0, nf = 0;
+  DynamicScaler scaler(sim, initial);
+  std::size_t nf = 0;
   for (std::size_t step = 1; step <= sim.steps; ++step) {
-    if (sim.runs.empty() || sim.runs.back().scale != scale) sim.runs.push_back({scale, step, step});
-    sim.runs.back().last_step = step;
+    scaler.step(step);
+    const double scale = scaler.scale();
     std::size_t row0 = 0;
     const std::size_t* idx = nullptr;
     const std::size_t m = order.next(step - 1, row0, idx);
@@ -127,14 +157,9 @@ Simulation simulate(const Table& x, const Table& y, const Path& path, const Path
     r.forward();
     const std::vector<double>& g = r.gradients(scale, nf);
     if (nf > 0) {  // skip the step and back off, as both frameworks do
-      ++sim.skipped;
-      ++(sim.settled_scale ? sim.late_skipped : sim.backoff_skipped);
-      scale = std::max(scale * loss_scale::kBackoffFactor, kMinScale);
-      sim.min_scale = std::min(sim.min_scale, scale);
-      good = 0;
+      scaler.skip();
       continue;
     }
-    if (!sim.settled_scale) sim.settled_scale = scale;
     // The reference: the f32 baseline's gradient at the same weights on the same rows.
     ref_runner.set_weights(w);
     ref_runner.load(x, y, row0, m, idx);
@@ -147,14 +172,9 @@ Simulation simulate(const Table& x, const Table& y, const Path& path, const Path
     for (std::vector<float>* p : {&w.w1, &w.b1, &w.w2, &w.b2}) {
       for (float& v : *p) v -= lr * float(g[i++] / scale);
     }
-    if (++good == sim.growth_interval) {
-      scale *= loss_scale::kGrowthFactor;
-      ++sim.growths;
-      good = 0;
-    }
+    scaler.good();
   }
-  sim.final_scale = scale;
-  sim.outcome = outcome_of(sim, o.underflow_share);
+  scaler.finish(o.underflow_share);
   return sim;
 }
 
