@@ -206,7 +206,7 @@ Command add_diagnose_command(CLI::App& parent) {
   a->seed_model_options.push_back(sub->add_option("--hidden", a->o.hidden,
                   fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden)));
   a->seed_model_options.push_back(sub->add_option("--seed", a->o.seed, "Seed of the Glorot-uniform initial weights (default 1)"));
-  sub->add_option("--batch", a->o.batch, "Rows per mini-batch (default 32, Keras fit's default; 0: all rows)");
+  sub->add_option("--batch", a->o.batch, "Rows per mini-batch, or sequences for a --model of sequences (default 32, Keras fit's default; 0: all rows)");
   a->steps_option = sub->add_option(
       "--steps", a->steps,
       fmt::format("Training steps of the loss-scaling simulation (default {}, 1 to {})", diagnose::kDefaultSteps,
