@@ -1,5 +1,6 @@
 // Shared by the ONNX reader's two steps: onnx_read.cpp validates the protobuf into a Graph of checked constants and
-// nodes; onnx_lower.cpp turns the Graph into halfmap's layers (include/halfmap/onnx.hpp).
+// nodes; onnx_lower.cpp turns the Graph into halfmap's layers (include/halfmap/onnx.hpp), with onnx_attention.cpp
+// for attention heads and onnx_eval.cpp's float64 evaluation for checking what it read.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "halfmap/onnx.hpp"
@@ -68,6 +70,40 @@ inline const Tensor* constant(const Graph& g, const std::string& v) {
   const auto it = g.constants.find(v);
   return it == g.constants.end() ? nullptr : &it->second;
 }
+
+inline Param param_of(const Tensor& t) { return Param{t.name, t.stored, t.f}; }
+
+/// A float constant of n elements laid out as (n) or (1, n): a per-feature vector, or null.
+inline const Tensor* feature_vector(const Graph& g, const std::string& v, std::size_t n) {
+  const Tensor* t = constant(g, v);
+  if (t == nullptr || t->integer || t->f.size() != n) return nullptr;
+  if (t->dims.size() == 1 || (t->dims.size() == 2 && t->dims[0] == 1)) return t;
+  return nullptr;
+}
+
+/// The nodes' common scope ("/encoder/mlp/act/Div", "/encoder/mlp/act/Mul" -> "/encoder/mlp/act"): the module
+/// the exporter wrote them for; empty when they share none.
+inline std::string scope_of(const std::vector<const Node*>& nodes) {
+  std::string scope = nodes.front()->name;
+  for (const Node* n : nodes) {
+    std::size_t k = 0;
+    while (k < scope.size() && k < n->name.size() && scope[k] == n->name[k]) ++k;
+    scope.resize(k);
+  }
+  scope.resize(scope.rfind('/') == std::string::npos ? 0 : scope.rfind('/'));
+  return scope;
+}
+
+// ---- onnx_attention.cpp: one attention head (include/halfmap/onnx.hpp, "attention") ---------------------------
+
+/// True if the nodes (a region of more than one node) hold a Softmax and a product of two computed values.
+bool is_attention(const Graph& g, const std::vector<const Node*>& nodes);
+/// The head the nodes from value `in` to value `out` compute, as two layers: the dense layer writing [q | k | v]
+/// (the three projections side by side, Layer::sources their initializers) and the attention layer. Every node
+/// must have a role, and the whole is checked in float64 on a probe sequence; else fails with a sentence naming
+/// the nodes. `features`: the width of `in` (0 when the input's is symbolic).
+std::pair<Layer, Layer> read_attention(const Graph& g, const std::vector<const Node*>& nodes, const std::string& in,
+                                       const std::string& out, std::size_t features);
 
 // ---- onnx_eval.cpp: float64 evaluation of a region on probe rows (the pattern check) ---------------------------
 
