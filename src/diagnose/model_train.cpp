@@ -97,7 +97,7 @@ void simulate_model(const onnx::Network& net, const Table& x, const Table* y, Lo
     for (std::size_t b = 0; b < batches.count; ++b) {
       eval.load(x, y, batches.first(b), batches.size(b));
       eval.forward();
-      sum += eval.backward(0, batches.size(b), 1.0f);
+      sum += eval.loss(0, batches.size(b));
     }
     sims[i].final_loss = sum / double(batches.count);
   });

@@ -168,20 +168,20 @@ void NetRunner::attention(std::size_t l, std::size_t r0, std::size_t m, const vo
   const onnx::Layer& layer = net_.layers[l];
   const std::size_t L = net_.seq, d = layer.out, es = dtype_size(p_.info.storage);
   const auto* in = static_cast<const unsigned char*>(input_of(l, r0));
+  TypedBuffer* const parts[3] = {&q_, &k_, &v_};
+  TypedBuffer* const grads[3] = {&dq_, &dk_, &dv_};
+  const std::size_t part = d * es;  // bytes of one token's q (or k, or v)
+  auto bytes = [](TypedBuffer* b) { return static_cast<unsigned char*>(b->data()); };
   for (std::size_t s0 = 0; s0 < m; s0 += L) {
-    for (std::size_t t = 0; t < L; ++t) {
-      const unsigned char* row = in + (s0 + t) * 3 * d * es;
-      std::copy_n(row, d * es, static_cast<unsigned char*>(q_.data()) + t * d * es);
-      std::copy_n(row + d * es, d * es, static_cast<unsigned char*>(k_.data()) + t * d * es);
-      std::copy_n(row + 2 * d * es, d * es, static_cast<unsigned char*>(v_.data()) + t * d * es);
-    }
+    for (std::size_t t = 0; t < L; ++t)
+      for (std::size_t k = 0; k < 3; ++k) std::copy_n(in + ((s0 + t) * 3 + k) * part, part, bytes(parts[k]) + t * part);
     AttentionArgs a{L, d, layer.causal, q_.data(), k_.data(), v_.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
                     nullptr, threads_};
     if (dy == nullptr) {
       a.o = offset(y_[l], (r0 + s0) * d);
       a.scores = scores_.data();
     } else {
-      a.dout = static_cast<const unsigned char*>(dy) + s0 * d * es;
+      a.dout = static_cast<const unsigned char*>(dy) + s0 * part;
       a.dq = dq_.data();
       a.dk = dk_.data();
       a.dv = dv_.data();
@@ -200,12 +200,9 @@ void NetRunner::attention(std::size_t l, std::size_t r0, std::size_t m, const vo
       continue;
     }
     if (dx == nullptr) continue;
-    for (std::size_t t = 0; t < L; ++t) {
-      unsigned char* row = static_cast<unsigned char*>(dx) + (s0 + t) * 3 * d * es;
-      std::copy_n(static_cast<const unsigned char*>(dq_.data()) + t * d * es, d * es, row);
-      std::copy_n(static_cast<const unsigned char*>(dk_.data()) + t * d * es, d * es, row + d * es);
-      std::copy_n(static_cast<const unsigned char*>(dv_.data()) + t * d * es, d * es, row + 2 * d * es);
-    }
+    for (std::size_t t = 0; t < L; ++t)
+      for (std::size_t k = 0; k < 3; ++k)
+        std::copy_n(bytes(grads[k]) + t * part, part, static_cast<unsigned char*>(dx) + ((s0 + t) * 3 + k) * part);
   }
 }
 
@@ -320,18 +317,18 @@ void NetRunner::elementwise_backward(std::size_t l, std::size_t r0, std::size_t 
   }
 }
 
+double NetRunner::loss(std::size_t r0, std::size_t m, float S) {
+  const std::size_t out = net_.layers.back().out;
+  if (loss_ == Loss::mse)
+    return p_.loss->loss(LossArgs{m * out, offset(y_.back(), r0 * out), offset(labels_, r0 * out), S, dloss_.data()});
+  // Under xent a final softmax is the loss's own: the logits are its input, as the frameworks' fused loss.
+  const std::size_t w = net_.layers[last_bw_].out;
+  return p_.loss->xent(XentArgs{m, w, offset(y_[last_bw_], r0 * w), classes_.data() + r0, S, nullptr, dloss_.data()});
+}
+
 double NetRunner::backward(std::size_t r0, std::size_t m, float S) {
   bm_ = m;
-  const std::size_t out = net_.layers.back().out;
-  double loss = 0;
-  if (loss_ == Loss::mse) {
-    loss = p_.loss->loss(LossArgs{m * out, offset(y_.back(), r0 * out), offset(labels_, r0 * out), S, dloss_.data()});
-  } else {
-    // Under xent a final softmax is the loss's own: the logits are its input, as the frameworks' fused loss.
-    const std::size_t w = net_.layers[last_bw_].out;
-    loss = p_.loss->xent(XentArgs{m, w, offset(y_[last_bw_], r0 * w), classes_.data() + r0, S, nullptr,
-                                  dloss_.data()});
-  }
+  const double loss = this->loss(r0, m, S);
   has_extra_.assign(net_.layers.size(), false);
   for (std::size_t i = last_bw_ + 1; i-- > 0;) {
     const onnx::Layer& l = net_.layers[i];

@@ -44,6 +44,8 @@ class NetRunner {
   /// The loss of rows r0 .. r0 + m - 1 of the loaded ones (as the loss kernel returns it, widened) and, at loss
   /// scale S, every layer's gradients from the last forward(): grads(l) and input_grad(l) until the next call.
   double backward(std::size_t r0, std::size_t m, float S);
+  /// The loss alone (as backward returns it, at S = 1 unless given): no layer's gradients are computed.
+  double loss(std::size_t r0, std::size_t m, float S = 1.0f);
 
   /// The threads of the kernels' calls from now on (the forward over a chunk uses several; the backward of one
   /// batch, one per path).

@@ -351,9 +351,9 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
   const std::vector<NetPath> low = low_precision_net_paths(net, loss, o);
   const std::size_t batch = (o.batch == 0 ? samples : std::min(o.batch, samples)) * seq;
   // Every layer works on rows (attention on sequences) independently and every kernel computes a row the same way
-  // whatever the number of rows it is given (tests/diagnose_model_test.py checks that --batch changes no number but the batch indices),
-  // so the forward runs in chunks of whole batches of about kChunkRows rows: the dense kernels pack their
-  // weights once per chunk, not once per batch of 32. The loss and the gradients are per batch.
+  // whatever the number of rows it is given (tests/diagnose_model_test.py checks that --batch changes no number
+  // but the batch indices), so the forward runs in chunks of whole batches of about kChunkRows rows: the dense
+  // kernels pack their weights once per chunk, not once per batch of 32. The loss and the gradients are per batch.
   constexpr std::size_t kChunkRows = 4096;
   const std::size_t chunk = std::min(features.rows(), std::max<std::size_t>(1, kChunkRows / batch) * batch);
   const unsigned threads = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
