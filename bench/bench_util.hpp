@@ -166,6 +166,10 @@ std::string attention_description();
 /// in the registry (bench_attention.cpp).
 void register_attention_benchmarks();
 
+/// Registers fp8_encode/<conversion>/<level>, fp8_encode_nonsat/<conversion>/<level> and
+/// fp8_decode/<conversion>/<level> for every fp8 conversion in the registry (bench_convert.cpp).
+void register_convert_benchmarks();
+
 /// The peer libraries built into this binary and missing from it, their versions and threading, and the result
 /// of each peer's correctness and floating-point-environment checks, for the benchmark context
 /// (bench_peers.cpp). The checks run here, once, before any benchmark.

@@ -169,6 +169,7 @@ int main(int argc, char** argv) {
   halfmap::bench::register_dense_benchmarks();
   halfmap::bench::register_nn_benchmarks();
   halfmap::bench::register_attention_benchmarks();
+  halfmap::bench::register_convert_benchmarks();
   halfmap::bench::register_roof_benchmarks();
   halfmap::bench::register_peer_benchmarks();
   benchmark::RunSpecifiedBenchmarks();

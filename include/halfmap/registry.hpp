@@ -9,6 +9,7 @@
 
 #include "halfmap/cpu.hpp"
 #include "halfmap/f16_model.hpp"
+#include "halfmap/fp8.hpp"
 
 namespace halfmap {
 
@@ -332,6 +333,31 @@ struct Kernel {
   /// maps its forward.
   bool forward_only = false;
 };
+
+// ---- fp8 conversions -----------------------------------------------------------------------------------------
+/// n float32 values rounded to fp8: y[i] = to_fp8(x[i], format, overflow) (include/halfmap/fp8.hpp) bit for bit.
+/// Arrays need no alignment; nothing is read or written past n.
+using Fp8EncodeFn = void (*)(const float* x, std::uint8_t* y, std::size_t n);
+/// n fp8 values widened exactly to float32: y[i] = from_fp8(x[i], format) bit for bit, every NaN pattern giving the
+/// quiet NaN 0x7FC00000 (no sign, no payload), as from_fp8 does.
+using Fp8DecodeFn = void (*)(const std::uint8_t* x, float* y, std::size_t n);
+
+/// One path's conversions between float32 and one fp8 format, named <format>_convert__<isa> (e4m3_convert__avx2).
+/// Listed apart from the Kernels: they are storage conversions, not ops of a precision mode.
+struct Fp8Conversion {
+  std::string_view name;
+  Fp8 format;
+  Isa isa;
+  Fp8EncodeFn encode_saturate;       // Fp8Overflow::saturate
+  Fp8EncodeFn encode_nonsaturating;  // Fp8Overflow::nonsaturating
+  Fp8DecodeFn decode;
+  Fp8EncodeFn encode(Fp8Overflow o) const {
+    return o == Fp8Overflow::saturate ? encode_saturate : encode_nonsaturating;
+  }
+};
+/// Every fp8 conversion compiled into this build, ref first, whether or not this CPU can run it.
+std::span<const Fp8Conversion> fp8_conversions();
+inline bool conversion_enabled(const Fp8Conversion& c) { return isa_enabled(c.isa); }
 
 /// Every kernel compiled into this build, whether or not this CPU can run it (src/kernels/registry.cpp joins the
 /// lists of the ISA folders compiled), then, in a binary that links the peers (the `halfmap` CLI built with

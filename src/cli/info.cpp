@@ -1,6 +1,6 @@
 // `halfmap info`: what this build and this machine can run, and the conditions results are produced under:
 // the CPU and its raw feature flags, every ISA path (compiled / supported / enabled under HALFMAP_ISA), every
-// registered kernel, the floating-point environment (read, never changed) and the build. Text for people,
+// registered kernel and fp8 conversion, the floating-point environment (read, never changed) and the build. Text for people,
 // `--json` for scripts; both come from the same facts, gathered once. `--kernel-spec`: every kernel's recipe
 // (include/halfmap/kernel_spec.hpp) as Markdown, README.md's tables.
 #include <algorithm>
@@ -121,6 +121,18 @@ std::string format_text(const FpEnv& env) {
   }
   line("");
 
+  // The fp8 conversions (registry.hpp's Fp8Conversion): float32 -> fp8 in both overflow modes, and back.
+  std::size_t conv_w = 4;
+  for (const Fp8Conversion& c : fp8_conversions()) conv_w = std::max(conv_w, c.name.size());
+  line("fp8 conversions ({} registered; float32 -> fp8 saturating and non-saturating, fp8 -> float32)",
+       fp8_conversions().size());
+  line("  {:<{}}  {:<6}  {:<{}}  {}", "name", conv_w, "format", "isa", kisa_w, "runs here");
+  for (const Fp8Conversion& c : fp8_conversions()) {
+    line("  {:<{}}  {:<6}  {:<{}}  {}", c.name, conv_w, fp8_name(c.format), isa_name(c.isa), kisa_w,
+         conversion_enabled(c) ? std::string("yes") : fmt::format("no ({})", why_disabled(c.isa)));
+  }
+  line("");
+
   line("Floating-point environment");
   line("  {}", env.describe());
   line("");
@@ -175,6 +187,14 @@ std::string format_json(const FpEnv& env) {
                             {"recipe", spec.recipe},
                             {"recipe_text", kernel_recipe_text(spec.recipe)},
                             {"supported", kernel_enabled(k)}});
+  }
+
+  j["fp8_conversions"] = json::array();
+  for (const Fp8Conversion& c : fp8_conversions()) {
+    j["fp8_conversions"].push_back({{"name", c.name},
+                                    {"format", fp8_name(c.format)},
+                                    {"isa", isa_name(c.isa)},
+                                    {"supported", conversion_enabled(c)}});
   }
 
   j["fp_env"] = {{"arch", env.arch}, {"ftz", env.ftz},   {"daz", env.daz},

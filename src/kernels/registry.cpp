@@ -10,6 +10,14 @@
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
 
+// The fp8 lists: weak, so a folder that defines none (avx512bf16, the arm64 folders past neon) leaves its null.
+#define HALFMAP_KERNEL_LIST(isa)                         \
+  namespace halfmap::paths::isa {                        \
+  [[gnu::weak]] std::span<const Fp8Conversion> fp8_list(); \
+  }
+#include "kernel_lists.inc"
+#undef HALFMAP_KERNEL_LIST
+
 namespace halfmap {
 
 // The peers' lists (src/peers/registry.cpp), linked only into binaries that opt in (the CLI's object library
@@ -34,6 +42,18 @@ std::span<const Kernel> kernels() {
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
     if (peers_linked()) add(peers::linked_kernels());
+    return v;
+  }();
+  return all;
+}
+
+std::span<const Fp8Conversion> fp8_conversions() {
+  static const std::vector<Fp8Conversion> all = [] {
+    std::vector<Fp8Conversion> v;
+#define HALFMAP_KERNEL_LIST(isa) \
+  if (paths::isa::fp8_list != nullptr) v.insert(v.end(), paths::isa::fp8_list().begin(), paths::isa::fp8_list().end());
+#include "kernel_lists.inc"
+#undef HALFMAP_KERNEL_LIST
     return v;
   }();
   return all;

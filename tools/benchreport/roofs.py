@@ -22,9 +22,9 @@ roof of their arithmetic on this machine.
 
 import re
 
-from .results import COMPUTE_OPS, is_peer, number
+from .results import COMPUTE_OPS, FP8_OPS, is_peer, number
 
-COPY_OPS = ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh")
+COPY_OPS = ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh") + FP8_OPS
 STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 F16C_ISAS = ("avx2", "avx512")
 F16C_OPS = ("sum", "sumsq", "dot")  # one rounded add or FMA per element; maxabs rounds nothing

@@ -7,6 +7,7 @@
 //                latency), 32 for mse/softmax/xent (4 registers), each dense output in k order.
 #include "kernels/avx2/ops.hpp"
 #include "kernels/common/gemm.hpp"
+#include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/attention.hpp"
 #include "kernels/common/microkernel.hpp"
@@ -110,8 +111,15 @@ const Kernel kList[] = {
     k<Op::attention_postscale, Mode::f16>(attention<kAttF16, false>, kNnLanes, kF),
 };
 
+// fp8 conversions (kernels/common/fp8_convert.hpp) on this path's 32-bit integer lanes.
+const Fp8Conversion kFp8List[] = {
+    detail::fp8_conversion<I32, Fp8::e4m3, kIsa>(),
+    detail::fp8_conversion<I32, Fp8::e5m2, kIsa>(),
+};
+
 }  // namespace
 
 std::span<const Kernel> list() { return kList; }
+std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
 
 }  // namespace halfmap::paths::avx2

@@ -137,4 +137,42 @@ struct F16 {
   }
 };
 
+/// 32-bit integer lanes on one ymm register (8 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
+struct I32 {
+  using I = __m256i;
+  using M = __m256i;
+  static constexpr std::size_t kW = 8;
+  static I load(const float* p) { return _mm256_castps_si256(_mm256_loadu_ps(p)); }
+  static void store(float* p, I v) { _mm256_storeu_ps(p, _mm256_castsi256_ps(v)); }
+  static I load_bytes(const std::uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
+  /// Each lane's low byte: gathered into the low 4 bytes of each 128-bit half, then the halves joined.
+  static void store_bytes(std::uint8_t* p, I v) {
+    const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                               0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i t = _mm256_shuffle_epi8(v, low_bytes);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p),
+                     _mm_unpacklo_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
+  }
+  static I set1(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
+  static I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
+  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  template <int s>
+  static I srl(I v) { return _mm256_srli_epi32(v, s); }
+  template <int s>
+  static I sll(I v) { return _mm256_slli_epi32(v, s); }
+  static M gt(I a, I b) { return _mm256_cmpgt_epi32(a, b); }
+  static M eq(I a, I b) { return _mm256_cmpeq_epi32(a, b); }
+  static I select(M m, I a, I b) { return _mm256_blendv_epi8(b, a, m); }
+  static I fadd(I a, I b) {
+    return _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
+  }
+  static I i2f_scaled(I v, float c) {
+    return _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(c)));
+  }
+};
+
 }  // namespace halfmap::paths::avx2

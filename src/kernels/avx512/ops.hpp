@@ -121,9 +121,44 @@ struct F16T {
   }
 };
 
+/// 32-bit integer lanes on one zmm register (16 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
+template <class Tag>
+struct I32T {
+  using I = __m512i;
+  using M = __mmask16;
+  static constexpr std::size_t kW = 16;
+  static I load(const float* p) { return _mm512_castps_si512(_mm512_loadu_ps(p)); }
+  static void store(float* p, I v) { _mm512_storeu_ps(p, _mm512_castsi512_ps(v)); }
+  static I load_bytes(const std::uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void store_bytes(std::uint8_t* p, I v) {  // vpmovdb: each lane's low byte
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v));
+  }
+  static I set1(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
+  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
+  template <int s>
+  static I srl(I v) { return _mm512_srli_epi32(v, s); }
+  template <int s>
+  static I sll(I v) { return _mm512_slli_epi32(v, s); }
+  static M gt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }
+  static M eq(I a, I b) { return _mm512_cmpeq_epi32_mask(a, b); }
+  static I select(M m, I a, I b) { return _mm512_mask_blend_epi32(m, b, a); }
+  static I fadd(I a, I b) {
+    return _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
+  }
+  static I i2f_scaled(I v, float c) {
+    return _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(c)));
+  }
+};
+
 /// This folder's own instantiations.
 struct Tag {};
 using F32 = F32T<Tag>;
 using F16 = F16T<Tag>;
+using I32 = I32T<Tag>;
 
 }  // namespace halfmap::paths::avx512

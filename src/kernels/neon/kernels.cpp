@@ -2,6 +2,7 @@
 // f32, and f16_f32acc (fcvtl widens fp16 exactly, while packing for dense; f32 arithmetic; fcvtn rounds once to
 // fp16 at each output). fp16 arithmetic is the neonfp16 path.
 #include "kernels/common/gemm.hpp"
+#include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/attention.hpp"
 #include "kernels/common/microkernel.hpp"
@@ -73,8 +74,15 @@ const Kernel kList[] = {
     k<Op::attention_postscale, Mode::f16_f32acc>(attention<kAttF16F32Acc, false>),
 };
 
+// fp8 conversions (kernels/common/fp8_convert.hpp) on this path's 32-bit integer lanes.
+const Fp8Conversion kFp8List[] = {
+    detail::fp8_conversion<I32, Fp8::e4m3, kIsa>(),
+    detail::fp8_conversion<I32, Fp8::e5m2, kIsa>(),
+};
+
 }  // namespace
 
 std::span<const Kernel> list() { return kList; }
+std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
 
 }  // namespace halfmap::paths::neon

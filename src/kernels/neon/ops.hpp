@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace halfmap::paths::neon {
 
@@ -67,8 +68,47 @@ struct F32T {
   }
 };
 
+/// 32-bit integer lanes on one q register (4 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
+template <class Tag>
+struct I32T {
+  using I = uint32x4_t;
+  using M = uint32x4_t;
+  static constexpr std::size_t kW = 4;
+  static I load(const float* p) { return vreinterpretq_u32_f32(vld1q_f32(p)); }
+  static void store(float* p, I v) { vst1q_f32(p, vreinterpretq_f32_u32(v)); }
+  static I load_bytes(const std::uint8_t* p) {
+    std::uint32_t w;
+    std::memcpy(&w, p, 4);
+    return vmovl_u16(vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w)))));
+  }
+  static void store_bytes(std::uint8_t* p, I v) {
+    const uint16x4_t h = vmovn_u32(v);
+    const std::uint32_t w = vget_lane_u32(vreinterpret_u32_u8(vmovn_u16(vcombine_u16(h, h))), 0);
+    std::memcpy(p, &w, 4);
+  }
+  static I set1(std::uint32_t v) { return vdupq_n_u32(v); }
+  static I and_(I a, I b) { return vandq_u32(a, b); }
+  static I or_(I a, I b) { return vorrq_u32(a, b); }
+  static I add(I a, I b) { return vaddq_u32(a, b); }
+  static I sub(I a, I b) { return vsubq_u32(a, b); }
+  template <int s>
+  static I srl(I v) { return vshrq_n_u32(v, s); }
+  template <int s>
+  static I sll(I v) { return vshlq_n_u32(v, s); }
+  static M gt(I a, I b) { return vcgtq_s32(vreinterpretq_s32_u32(a), vreinterpretq_s32_u32(b)); }
+  static M eq(I a, I b) { return vceqq_u32(a, b); }
+  static I select(M m, I a, I b) { return vbslq_u32(m, a, b); }
+  static I fadd(I a, I b) {
+    return vreinterpretq_u32_f32(vaddq_f32(vreinterpretq_f32_u32(a), vreinterpretq_f32_u32(b)));
+  }
+  static I i2f_scaled(I v, float c) {
+    return vreinterpretq_u32_f32(vmulq_n_f32(vcvtq_f32_s32(vreinterpretq_s32_u32(v)), c));
+  }
+};
+
 /// This folder's own instantiation.
 struct Tag {};
 using F32 = F32T<Tag>;
+using I32 = I32T<Tag>;
 
 }  // namespace halfmap::paths::neon

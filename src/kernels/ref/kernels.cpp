@@ -9,6 +9,7 @@
 
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
+#include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/attention.hpp"
 #include "kernels/common/gelu.hpp"
@@ -379,8 +380,15 @@ const Kernel kList[] = {
     k<Op::attention_postscale, Mode::bf16_f32acc>(attention<kAttBf16, false>),
 };
 
+// fp8 conversions (kernels/common/fp8_convert.hpp) on this path's 32-bit integer lanes.
+const Fp8Conversion kFp8List[] = {
+    detail::fp8_conversion<I32, Fp8::e4m3, Isa::ref>(),
+    detail::fp8_conversion<I32, Fp8::e5m2, Isa::ref>(),
+};
+
 }  // namespace
 
 std::span<const Kernel> list() { return kList; }
+std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
 
 }  // namespace halfmap::paths::ref

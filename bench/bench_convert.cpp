@@ -1,0 +1,85 @@
+// fp8_encode/<conversion>/<level>, fp8_encode_nonsat/<conversion>/<level> and fp8_decode/<conversion>/<level>:
+// every fp8 conversion of the registry (registry.hpp's Fp8Conversion) at the reductions' three size levels
+// (bench_util.hpp), n = level bytes / 4 elements per call, so that the float32 side of each conversion is the
+// level's size:
+//   fp8_encode         float32 -> fp8, saturating (what the fp8 GEMMs' outputs and Transformer Engine's casts do),
+//                      from the level's f32 input buffer (uniform in [-1, 1): normals and subnormals of both
+//                      formats) into output_buffer();
+//   fp8_encode_nonsat  the same, non-saturating;
+//   fp8_decode         fp8 -> float32, from the first n bytes of the same buffer read as fp8 patterns (every
+//                      pattern, NaNs included) into output_buffer().
+// The conversions have no data-dependent branch, so the inputs' values do not change their speed.
+//
+// Counters (tools/bench_report.py reads them):
+//   elements_per_second     values converted per second;
+//   bytes_per_second        bytes read per second (4 per element encoding, 1 decoding);
+//   bytes_moved_per_second  bytes read + written per second (5 per element either way);
+//   n                       elements per call (not a rate);
+//   roof_fraction           bytes_moved_per_second / the copy roof of the level (bench_roof.cpp): a conversion
+//                           streams its input to its output like a copy, whose bytes moved it is compared with.
+// Label: op=<suite> mode=fp8 isa=<isa> storage=<format> roof=copy/<level>.
+#include <cstdint>
+#include <string>
+
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "bench_util.hpp"
+
+namespace halfmap::bench {
+namespace {
+
+enum class Direction { encode, encode_nonsat, decode };
+
+constexpr std::string_view suite_name(Direction d) {
+  return d == Direction::encode ? "fp8_encode" : d == Direction::encode_nonsat ? "fp8_encode_nonsat" : "fp8_decode";
+}
+
+void run_convert(benchmark::State& state, const Fp8Conversion& c, Direction d, const Level& level) {
+  state.SetLabel(fmt::format("op={} mode=fp8 isa={} storage={} roof=copy/{}", suite_name(d), isa_name(c.isa),
+                             fp8_name(c.format), level.name));
+  if (const std::string reason = isa_skip_reason(c.isa); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    return;
+  }
+  const std::size_t n = level.bytes / sizeof(float);
+  const void* in = input_buffer(DType::f32, level);
+  void* out = output_buffer();
+  if (d == Direction::decode) {
+    for (auto _ : state) {
+      c.decode(static_cast<const std::uint8_t*>(in), static_cast<float*>(out), n);
+      benchmark::ClobberMemory();
+    }
+  } else {
+    const Fp8EncodeFn encode = c.encode(d == Direction::encode ? Fp8Overflow::saturate : Fp8Overflow::nonsaturating);
+    for (auto _ : state) {
+      encode(static_cast<const float*>(in), static_cast<std::uint8_t*>(out), n);
+      benchmark::ClobberMemory();
+    }
+  }
+  const auto iterations = static_cast<double>(state.iterations());
+  const double elements = iterations * static_cast<double>(n);
+  state.counters["elements_per_second"] = benchmark::Counter(elements, benchmark::Counter::kIsRate);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(elements * (d == Direction::decode ? 1.0 : 4.0), benchmark::Counter::kIsRate);
+  state.counters["bytes_moved_per_second"] = benchmark::Counter(elements * 5.0, benchmark::Counter::kIsRate);
+  state.counters["n"] = benchmark::Counter(static_cast<double>(n));
+  add_copy_roof_fraction(state, level, 5.0 * static_cast<double>(n));
+}
+
+}  // namespace
+
+void register_convert_benchmarks() {
+  for (Direction d : {Direction::encode, Direction::encode_nonsat, Direction::decode}) {
+    for (const Fp8Conversion& c : fp8_conversions()) {
+      for (const Level& level : kLevels) {
+        const std::string name = fmt::format("{}/{}/{}", suite_name(d), c.name, level.name);
+        benchmark::RegisterBenchmark(name.c_str(), [&c, d, &level](benchmark::State& state) {
+          run_convert(state, c, d, level);
+        });
+      }
+    }
+  }
+}
+
+}  // namespace halfmap::bench

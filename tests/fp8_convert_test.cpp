@@ -1,0 +1,220 @@
+// The fp8 conversion kernels (registry.hpp's Fp8Conversion, kernels/common/fp8_convert.hpp) against fp8.hpp's
+// model, bit for bit, on every path this CPU runs:
+//   encoding: every float32 pattern (all 2^32 in release builds; under ASan and on arm64, which runs under qemu,
+//     every 251st plus every pattern within ±4096 of each boundary of the formats), in both overflow modes;
+//   decoding: all 256 patterns;
+//   every length from 0 to 3 vectors past the widest path, at every misalignment, with guard bytes on both sides
+//   (the vector body, the tail, and nothing written outside).
+// fp8_test checks the model itself against an oracle written from the definition.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "halfmap/fp8.hpp"
+#include "halfmap/registry.hpp"
+#include "test_util.hpp"
+
+namespace halfmap {
+namespace {
+
+std::vector<const Fp8Conversion*> enabled(Fp8 f) {
+  std::vector<const Fp8Conversion*> v;
+  for (const Fp8Conversion& c : fp8_conversions())
+    if (c.format == f && conversion_enabled(c)) v.push_back(&c);
+  return v;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__aarch64__)
+constexpr bool kAllPatterns = false;
+#else
+constexpr bool kAllPatterns = true;
+#endif
+
+/// A prime, so every residue of the low bits is visited: 17 million patterns, a few seconds under qemu or ASan.
+constexpr std::uint64_t kSampleStride = 251;
+
+/// The patterns to encode, in blocks: all 2^32, or the sampled subset.
+std::vector<std::uint32_t> sampled_patterns() {
+  std::vector<std::uint32_t> v;
+  for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += kSampleStride) v.push_back(std::uint32_t(u));
+  // The formats' boundaries: largest finite, the overflow ties (464, 61440), the binades around them, the smallest
+  // normals and subnormals and half of these, 1, zero and the float32 subnormals, inf and the NaNs.
+  const float kBoundaries[] = {448.0f,  464.0f, 480.0f,   512.0f,   57344.0f, 61440.0f, 65536.0f, 0x1p-6f,
+                               0x1p-9f, 0x1p-10f, 0x1p-14f, 0x1p-16f, 0x1p-17f, 1.0f,     0.0f};
+  std::vector<std::uint32_t> centres;
+  for (float b : kBoundaries) centres.push_back(std::bit_cast<std::uint32_t>(b));
+  centres.push_back(0x7F800000u);
+  centres.push_back(0x7FC00000u);
+  for (std::uint32_t c : centres)
+    for (std::uint32_t s : {0u, 0x80000000u})
+      for (std::int64_t d = -4096; d <= 4096; ++d) {
+        const std::int64_t u = std::int64_t(c | s) + d;
+        if (u >= 0 && u <= 0xFFFFFFFFll) v.push_back(std::uint32_t(u));
+      }
+  return v;
+}
+
+/// Mismatches per kernel and overflow mode: a count and the first few.
+class Mismatches {
+ public:
+  void add(const std::string& where, std::uint32_t input, unsigned got, unsigned want) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& [count, first] = by_kernel_[where];
+    if (++count <= 8) first += fmt::format("\n  {} -> 0x{:02X}, want 0x{:02X}", test::hex32(input), got, want);
+  }
+  std::string report() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string s;
+    for (const auto& [where, entry] : by_kernel_) s += fmt::format("\n{}: {} mismatches{}", where, entry.first, entry.second);
+    return s;
+  }
+  bool empty() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return by_kernel_.empty();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::pair<std::uint64_t, std::string>> by_kernel_;
+};
+
+class Fp8Encode : public ::testing::TestWithParam<Fp8> {};
+
+TEST_P(Fp8Encode, EveryFloat32PatternMatchesTheModelOnEveryPath) {
+  const Fp8 f = GetParam();
+  const std::vector<const Fp8Conversion*> convs = enabled(f);
+  ASSERT_FALSE(convs.empty()) << "the ref conversion is always enabled";
+  Mismatches bad;
+  // One block: the model once per pattern and overflow mode, then every kernel on the same inputs.
+  auto check = [&](const std::uint32_t* patterns, std::size_t count) {
+    const float* x = reinterpret_cast<const float*>(patterns);
+    std::vector<std::uint8_t> want(count), got(count);
+    for (Fp8Overflow o : {Fp8Overflow::saturate, Fp8Overflow::nonsaturating}) {
+      for (std::size_t j = 0; j < count; ++j) want[j] = to_fp8(std::bit_cast<float>(patterns[j]), f, o);
+      for (const Fp8Conversion* c : convs) {
+        c->encode(o)(x, got.data(), count);
+        for (std::size_t j = 0; j < count; ++j)
+          if (got[j] != want[j])
+            bad.add(fmt::format("{} {}", c->name, o == Fp8Overflow::saturate ? "saturating" : "non-saturating"),
+                    patterns[j], got[j], want[j]);
+      }
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t checked = 0;
+  if (kAllPatterns) {
+    constexpr std::uint64_t kBlock = 1u << 16, kBlocks = (std::uint64_t{1} << 32) / kBlock;
+    std::atomic<std::uint64_t> next{0};
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+      pool.emplace_back([&] {
+        std::vector<std::uint32_t> block(kBlock);
+        for (std::uint64_t b; (b = next.fetch_add(1)) < kBlocks;) {
+          for (std::uint64_t j = 0; j < kBlock; ++j) block[j] = std::uint32_t(b * kBlock + j);
+          check(block.data(), block.size());
+        }
+      });
+    for (auto& th : pool) th.join();
+    checked = std::uint64_t{1} << 32;
+  } else {
+    const std::vector<std::uint32_t> patterns = sampled_patterns();
+    check(patterns.data(), patterns.size());
+    checked = patterns.size();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string names;
+  for (const Fp8Conversion* c : convs) names += std::string(names.empty() ? "" : ", ") + std::string(c->name);
+  std::printf("  %llu patterns, both overflow modes, on %s in %.1f s\n", static_cast<unsigned long long>(checked),
+              names.c_str(), seconds);
+  EXPECT_TRUE(bad.empty()) << "kernel (got) differs from to_fp8 (want):" << bad.report();
+}
+
+TEST_P(Fp8Encode, Every8BitPatternDecodesAsTheModelOnEveryPath) {
+  const Fp8 f = GetParam();
+  std::vector<std::uint8_t> all(256);
+  for (unsigned b = 0; b < 256; ++b) all[b] = static_cast<std::uint8_t>(b);
+  for (const Fp8Conversion* c : enabled(f)) {
+    std::vector<float> got(256);
+    c->decode(all.data(), got.data(), all.size());
+    for (unsigned b = 0; b < 256; ++b) {
+      const std::uint32_t want = test::bits_of(from_fp8(std::uint8_t(b), f));
+      EXPECT_EQ(test::bits_of(got[b]), want) << fmt::format("{}: 0x{:02X}", c->name, b);
+    }
+  }
+}
+
+// Every length through the vector body and the tail, at every misalignment, with guard values on both sides. The
+// inputs mix normals, subnormals, overflows, infinities and NaNs of both signs.
+TEST_P(Fp8Encode, EveryLengthAndAlignmentWritesExactlyItsOutputs) {
+  const Fp8 f = GetParam();
+  constexpr std::size_t kMaxN = 3 * 16 + 1, kGuard = 8;
+  constexpr std::uint8_t kGuardByte = 0xA5;
+  const float kValues[] = {0.0f,     -0.0f,     1.0f,     -1.5f,     0x1p-8f,  -0x1p-12f, 0x1p-17f,  300.0f,
+                           -464.0f,  470.0f,    6e4f,     -61440.0f, 1e30f,    -1e-30f,   0.1f,      -3.3f};
+  std::vector<float> src(kMaxN + 16);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = kValues[(i * 7) % std::size(kValues)];
+  src[5] = std::numeric_limits<float>::infinity();
+  src[11] = -std::numeric_limits<float>::quiet_NaN();
+  for (const Fp8Conversion* c : enabled(f)) {
+    for (std::size_t off = 0; off < 16; ++off) {
+      for (std::size_t n = 0; n <= kMaxN; ++n) {
+        for (Fp8Overflow o : {Fp8Overflow::saturate, Fp8Overflow::nonsaturating}) {
+          std::vector<std::uint8_t> out(n + 2 * kGuard + off, kGuardByte);
+          c->encode(o)(src.data() + off, out.data() + kGuard + off, n);
+          for (std::size_t i = 0; i < out.size(); ++i) {
+            const bool inside = i >= kGuard + off && i < kGuard + off + n;
+            const std::uint8_t want = inside ? to_fp8(src[off + i - kGuard - off], f, o) : kGuardByte;
+            ASSERT_EQ(out[i], want) << fmt::format("{} n={} offset={} byte {}", c->name, n, off, i);
+          }
+          // And back: the decoded values land exactly where they belong.
+          std::vector<float> back(n + 2 * kGuard + off, -7.0f);
+          c->decode(out.data() + kGuard + off, back.data() + kGuard + off, n);
+          for (std::size_t i = 0; i < back.size(); ++i) {
+            const bool inside = i >= kGuard + off && i < kGuard + off + n;
+            const std::uint32_t want = test::bits_of(inside ? from_fp8(out[i], f) : -7.0f);
+            ASSERT_EQ(test::bits_of(back[i]), want) << fmt::format("{} decode n={} offset={} float {}", c->name, n,
+                                                                   off, i);
+          }
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, Fp8Encode, ::testing::Values(Fp8::e4m3, Fp8::e5m2),
+                         [](const auto& info) { return std::string(fp8_name(info.param)); });
+
+// The paths that have conversions: ref everywhere, avx2 and avx512 on x86-64, neon on arm64; each format once per
+// path, named <format>_convert__<isa>.
+TEST(Fp8Conversions, EveryCompiledVectorPathHasBothFormats) {
+#if defined(__x86_64__)
+  const Isa kPaths[] = {Isa::ref, Isa::avx2, Isa::avx512};
+#else
+  const Isa kPaths[] = {Isa::ref, Isa::neon};
+#endif
+  for (Isa isa : kPaths) {
+    for (Fp8 f : {Fp8::e4m3, Fp8::e5m2}) {
+      const auto n = std::count_if(fp8_conversions().begin(), fp8_conversions().end(), [&](const Fp8Conversion& c) {
+        return c.isa == isa && c.format == f &&
+               c.name == fmt::format("{}_convert__{}", fp8_name(f), isa_name(isa));
+      });
+      EXPECT_EQ(n, 1) << fp8_name(f) << " on " << isa_name(isa);
+    }
+  }
+  EXPECT_EQ(fp8_conversions().size(), 2 * std::size(kPaths));
+}
+
+}  // namespace
+}  // namespace halfmap
