@@ -31,7 +31,9 @@
 //   data          per feature column and for the labels: count, NaN, inf, first row holding NaN/inf, min, max,
 //                 p01, p99 (numpy's linear interpolation, over finite values), abs max, mean, std (population),
 //                 near-zero spread (max - min <= 1e-6 * max(1, abs max)), and for fp16 and bf16 storage how many
-//                 finite values overflow to inf, how many non-zero values flush to zero, how many become subnormal.
+//                 finite values overflow to inf, how many non-zero values flush to zero, how many become subnormal;
+//                 and for fp8 (E4M3, E5M2 with current scaling) and the MX formats, the values clipped, flushed,
+//                 stored subnormal and lost (Fp8Effect).
 //   compute       the f32 baseline's and every low-precision path's forward at the initial weights over every
 //                 batch: the mean of the batch losses (as the mse kernel returns them), the largest batch loss,
 //                 how many batches are non-finite, and the first stage holding a non-finite value in row order:
@@ -89,7 +91,8 @@
 //    growth_interval (null = framework defaults), underflow_share, all_paths, path_first (null)},
 //    "data": {rows, feature_columns, batches, features: [column...], labels: column},
 //      column = {name, count, nan, inf, first_nonfinite_row (null), min, max, p01, p99, abs_max, mean, std,
-//                near_zero_spread, f16: {overflow, flushed, subnormal}, bf16: {...}}   (null for undefined stats)
+//                near_zero_spread, f16: {overflow, flushed, subnormal}, bf16: {...},
+//                fp8: [{format, scale (null for MX), clipped, flushed, subnormal, lost}...]}   (null for undefined stats)
 //    "compute": {baseline: forward, paths: [forward...]},
 //      forward = {path, mode, isa, storage, keras_like, loss, max_batch_loss, nonfinite_batches, finite,
 //                 first_nonfinite: null | {stage, row, column, value, accumulated}}
@@ -190,6 +193,26 @@ struct StorageEffect {
   std::size_t subnormal = 0;  // stored values that are subnormal
 };
 
+/// What storing a column in one fp8 or MX format does (src/diagnose/fp8.cpp), in the order of kFp8Storages:
+///   e4m3, e5m2   the whole column cast at once with Transformer Engine's current scaling (fp8_scaling.hpp): every
+///                value times s = fp8_max / amax in float32 (amax = max |x| over the column; where amax is not a
+///                positive finite number, s = 1), then rounded to nearest even, saturating;
+///   mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4_e2m1   OCP MX blocks of 32 consecutive rows (mx.hpp;
+///                the last block may be shorter, as if padded with zeros).
+/// Values are taken as float32 first (a float64 column rounded once), as a framework would hold them.
+struct Fp8Effect {
+  std::string format;
+  double scale = 0;           // e4m3, e5m2: the scale s the cast used; the MX formats: 0 (one scale per block)
+  std::size_t clipped = 0;    // values stored smaller in magnitude than rounding allows: past the largest finite
+                              // (per-tensor), or above the top of the element type (MX), and saturated; ±inf too
+  std::size_t flushed = 0;    // non-zero finite values stored as zero
+  std::size_t subnormal = 0;  // values stored as subnormals of the format or element type
+  std::size_t lost = 0;       // MX: values of blocks holding a NaN or an inf (the NaN scale); per-tensor: 0
+};
+/// The formats of ColumnStats::fp8, in order.
+inline constexpr std::string_view kFp8Storages[] = {"e4m3",       "e5m2",       "mxfp8_e4m3", "mxfp8_e5m2",
+                                                    "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4_e2m1"};
+
 struct ColumnStats {
   std::string name;  // "x0", "x1", ... or "y"
   std::size_t count = 0, nan = 0, inf = 0, nonzero = 0;
@@ -198,6 +221,7 @@ struct ColumnStats {
   double min = 0, max = 0, p01 = 0, p99 = 0, abs_max = 0, mean = 0, std = 0;
   bool near_zero_spread = false;
   StorageEffect f16, bf16;
+  std::vector<Fp8Effect> fp8;  // one per kFp8Storages entry
 };
 
 struct DataReport {

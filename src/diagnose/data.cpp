@@ -1,5 +1,5 @@
-// The data section: per-column statistics and what fp16 and bf16 storage do to the values, one column at a time
-// (contiguous in the Table), columns on threads.
+// The data section: per-column statistics and what fp16 and bf16 storage (and fp8 and MX: fp8.cpp) do to the
+// values, one column at a time (contiguous in the Table), columns on threads.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -80,6 +80,7 @@ ColumnStats column_stats(std::string name, const T* values, std::size_t n) {
     sum += v;
     count_storage(v, c.f16, c.bf16);
   }
+  c.fp8 = fp8_effects(values, n);
   if (finite.empty()) {
     c.min = c.max = c.p01 = c.p99 = c.abs_max = c.mean = c.std = kNaN;
     return c;

@@ -17,6 +17,9 @@ namespace halfmap::diagnose {
 template <class T>
 ColumnStats column_stats(std::string name, const T* values, std::size_t n);
 DataReport data_section(const Table& features, const Table& labels, const Options& o);
+/// fp8.cpp: what storing the column in each fp8 and MX format does (ColumnStats::fp8).
+template <class T>
+std::vector<Fp8Effect> fp8_effects(const T* values, std::size_t n);
 
 /// Gradient statistics of `g` (at scale S) against the f32 reference gradients `ref` (at S = 1) of the same
 /// batch: count, elements non-zero in the reference, and among those the zero and subnormal ones.

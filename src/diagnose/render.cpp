@@ -97,6 +97,19 @@ std::string data_text(const Report& r) {
                      c->first_nonfinite_row ? fmt::format("row {}", *c->first_nonfinite_row) : "-", c->f16.overflow,
                      c->f16.flushed, c->f16.subnormal, c->bf16.overflow, c->bf16.flushed, c->bf16.subnormal);
   }
+  s += "\nfp8 and MX storage: clipped/flushed values of each column (+lost: in MX blocks with a NaN or inf).\n"
+       "e4m3, e5m2: the column cast with Transformer Engine's current scaling, s = max / amax; mx*: OCP MX\n"
+       "blocks of 32 rows, one power-of-two scale each. Subnormal counts in --json.\n";
+  s += fmt::format("{:<8}", "column");
+  for (std::string_view f : kFp8Storages) s += fmt::format("{:>12}", f);
+  s += "\n";
+  for (const ColumnStats* c : cols) {
+    s += fmt::format("{:<8}", c->name);
+    for (const Fp8Effect& e : c->fp8)
+      s += fmt::format("{:>12}", e.lost > 0 ? fmt::format("{}/{} +{}", e.clipped, e.flushed, e.lost)
+                                            : fmt::format("{}/{}", e.clipped, e.flushed));
+    s += "\n";
+  }
   if (hidden > 0) s += fmt::format("({} more feature columns without findings: see --json)\n", hidden);
   return s;
 }

@@ -39,6 +39,15 @@ Json jcolumn(const ColumnStats& c) {
   j["near_zero_spread"] = c.near_zero_spread;
   j["f16"] = jstorage(c.f16);
   j["bf16"] = jstorage(c.bf16);
+  j["fp8"] = Json::array();
+  for (const Fp8Effect& e : c.fp8) {
+    j["fp8"].push_back({{"format", e.format},
+                        {"scale", e.scale == 0 ? Json(nullptr) : jnum(e.scale)},
+                        {"clipped", e.clipped},
+                        {"flushed", e.flushed},
+                        {"subnormal", e.subnormal},
+                        {"lost", e.lost}});
+  }
   return j;
 }
 
