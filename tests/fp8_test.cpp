@@ -163,5 +163,29 @@ TEST_P(Fp8Test, RoundsAsTheOracleOnStridedAndBoundaryPatterns) {
 INSTANTIATE_TEST_SUITE_P(Formats, Fp8Test, ::testing::Values(Fp8::e4m3, Fp8::e5m2),
                          [](const auto& info) { return std::string(fp8_name(info.param)); });
 
+// The rounding thresholds, at the ties the header's table states: E4M3's 464 ties down to 448 (even), E5M2's 61440
+// up, the largest subnormal's tie up into the smallest normal (its pattern is odd), half the smallest subnormal
+// down to zero. And each threshold against to_fp8 on both sides.
+TEST(Fp8Thresholds, SitOnTheTies) {
+  constexpr RoundingThresholds e4 = fp8_thresholds(Fp8::e4m3), e5 = fp8_thresholds(Fp8::e5m2);
+  EXPECT_EQ(e4.clip_min, std::nextafter(464.0f, 1e9f));
+  EXPECT_EQ(e4.flush_max, 0x1p-10f);
+  EXPECT_EQ(e4.normal_min, 7.5f * 0x1p-9f);
+  EXPECT_EQ(e5.clip_min, 61440.0f);
+  EXPECT_EQ(e5.flush_max, 0x1p-17f);
+  EXPECT_EQ(e5.normal_min, 3.5f * 0x1p-16f);
+  for (Fp8 f : {Fp8::e4m3, Fp8::e5m2}) {
+    const RoundingThresholds t = fp8_thresholds(f);
+    const Fp8Format F = fp8_format(f);
+    auto enc = [&](float y) { return to_fp8(y, f, Fp8Overflow::nonsaturating) & 0x7F; };
+    EXPECT_EQ(enc(t.flush_max), 0);
+    EXPECT_NE(enc(std::nextafter(t.flush_max, 1.0f)), 0);
+    EXPECT_GE(enc(t.normal_min), 1 << F.mant_bits);
+    EXPECT_LT(enc(std::nextafter(t.normal_min, 0.0f)), 1 << F.mant_bits);
+    EXPECT_GT(enc(t.clip_min), F.max_bits);
+    EXPECT_EQ(enc(std::nextafter(t.clip_min, 0.0f)), F.max_bits);
+  }
+}
+
 }  // namespace
 }  // namespace halfmap

@@ -99,7 +99,38 @@ constexpr std::uint32_t round_mini(std::uint32_t a, MiniFormat F) {
   return e >= F.emin ? (std::uint32_t(e - F.emin) << F.mant_bits) + q : q;
 }
 
+/// The smallest positive float32 pattern whose rounding into F is at least `enc` (round_mini is monotone).
+constexpr std::uint32_t first_rounding_to(MiniFormat F, std::uint32_t enc) {
+  std::uint32_t lo = 0, hi = 0x7F800000u;  // the largest finite float32 rounds past every format's largest finite
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (round_mini(mid, F) >= enc) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
 }  // namespace detail
+
+/// What rounding a magnitude y (float32, non-negative) to nearest even into a small format does, as three
+/// thresholds, since the rounding is monotone: y at or below flush_max rounds to zero, y below normal_min to a
+/// subnormal, y at or above clip_min past the largest finite (where a saturating conversion clips it).
+struct RoundingThresholds {
+  float flush_max, normal_min, clip_min;
+};
+
+constexpr RoundingThresholds rounding_thresholds(detail::MiniFormat F) {
+  return {std::bit_cast<float>(detail::first_rounding_to(F, 1) - 1),
+          std::bit_cast<float>(detail::first_rounding_to(F, std::uint32_t{1} << F.mant_bits)),
+          std::bit_cast<float>(detail::first_rounding_to(F, F.max_bits + 1))};
+}
+constexpr RoundingThresholds fp8_thresholds(Fp8 f) {
+  const Fp8Format F = fp8_format(f);
+  return rounding_thresholds({F.mant_bits, F.emin, F.emax, F.max_bits});
+}
 
 /// float32 -> fp8, round to nearest even, overflow as the table above says.
 constexpr std::uint8_t to_fp8(float x, Fp8 f, Fp8Overflow o) {

@@ -84,6 +84,12 @@ constexpr float mx_elem_value(std::uint8_t bits, MxElem t) {
   return ((bits & sign_bit) ? -1.0f : 1.0f) * float(significand) * scale;
 }
 
+/// The element type's rounding thresholds (fp8.hpp's RoundingThresholds), on a value already divided by the scale.
+constexpr RoundingThresholds mx_thresholds(MxElem t) {
+  const MxElemFormat F = mx_format(t);
+  return rounding_thresholds({F.mant_bits, F.emin, F.emax, F.max_bits});
+}
+
 /// float32 -> element, round to nearest even, subnormals kept, saturating at the largest finite (an infinity
 /// too); a NaN gives +0 (a block holding one has the NaN scale).
 constexpr std::uint8_t mx_round_elem(float x, MxElem t) {

@@ -2,11 +2,11 @@
 // Transformer Engine's current scaling, and in each MX format, does to its values.
 //
 // Nothing is stored: rounding to nearest even is monotone, so each format is summed up by three thresholds on the
-// scaled magnitude y (found once from fp8.hpp's and mx.hpp's rounding, detail::round_mini, by bisection over the
-// float32 patterns): y at or below flush_max rounds to zero, y below normal_min to a subnormal, y at or above
+// scaled magnitude y (fp8.hpp's RoundingThresholds, found from the rounding itself by bisection over the float32
+// patterns): y at or below flush_max rounds to zero, y below normal_min to a subnormal, y at or above
 // clip_min past the largest finite (saturated). y is exact where it matters: per-tensor, y = |x|·s is the float32
 // product the cast itself rounds; MX, y = |x|·2^-e with e the block's shared exponent, exact unless below 2^-126,
-// far under every flush threshold. tests/diagnose_test.cpp checks the counts against the models value by value.
+// far under every flush threshold. tests/diagnose_fp8_test.cpp checks the counts against the models value by value.
 #include <array>
 #include <bit>
 #include <cmath>
@@ -22,31 +22,7 @@
 namespace halfmap::diagnose {
 namespace {
 
-struct Thresholds {
-  float flush_max;   // the largest y that rounds to zero
-  float normal_min;  // the smallest y that rounds to a normal
-  float clip_min;    // the smallest y that rounds past the largest finite
-};
-
-/// The smallest positive float32 pattern whose rounding into F is at least `enc`.
-std::uint32_t first_rounding_to(detail::MiniFormat F, std::uint32_t enc) {
-  std::uint32_t lo = 0, hi = 0x7F800000u;  // round_mini(hi - 1) is past every format's largest finite
-  while (lo < hi) {
-    const std::uint32_t mid = lo + (hi - lo) / 2;
-    if (detail::round_mini(mid, F) >= enc) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return lo;
-}
-
-Thresholds thresholds_of(detail::MiniFormat F) {
-  return {std::bit_cast<float>(first_rounding_to(F, 1) - 1),
-          std::bit_cast<float>(first_rounding_to(F, std::uint32_t{1} << F.mant_bits)),
-          std::bit_cast<float>(first_rounding_to(F, F.max_bits + 1))};
-}
+using Thresholds = RoundingThresholds;
 
 struct Storage {
   bool mx;
@@ -61,12 +37,10 @@ constexpr std::size_t kPerTensor = 2;
 const std::array<Storage, std::size(kFp8Storages)>& storages() {
   static const std::array<Storage, std::size(kFp8Storages)> s = [] {
     auto fp8 = [](Fp8 f) {
-      const Fp8Format F = fp8_format(f);
-      return Storage{false, f, MxElem::e4m3, thresholds_of({F.mant_bits, F.emin, F.emax, F.max_bits})};
+      return Storage{false, f, MxElem::e4m3, fp8_thresholds(f)};
     };
     auto mx = [](MxElem e) {
-      const MxElemFormat F = mx_format(e);
-      return Storage{true, Fp8::e4m3, e, thresholds_of({F.mant_bits, F.emin, F.emax, F.max_bits})};
+      return Storage{true, Fp8::e4m3, e, mx_thresholds(e)};
     };
     return std::array<Storage, std::size(kFp8Storages)>{fp8(Fp8::e4m3),     fp8(Fp8::e5m2),     mx(MxElem::e4m3),
                                                         mx(MxElem::e5m2),   mx(MxElem::e3m2),   mx(MxElem::e2m3),
