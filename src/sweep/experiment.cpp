@@ -41,12 +41,9 @@ std::string_view family_name(FamilyKind f) {
   return "?";
 }
 
-namespace {
-
-/// The base draw of one role: `count` values from the distribution, from the stream (seed, family, dist, role).
-/// Reductions share their draws (sum, sumsq, maxabs and dot see the same x), and so do softmax and softmax_naive.
-std::vector<double> base_draw(std::uint64_t seed, FamilyKind fam, Dist d, unsigned role, std::size_t count) {
-  det::Xoshiro256ss rng(seed, det::name_key(family_name(fam)), det::name_key(dist_name(d)), role);
+std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role,
+                                std::size_t count) {
+  det::Xoshiro256ss rng(seed, det::name_key(stream), det::name_key(dist_name(d)), role);
   det::Normal normal;
   std::vector<double> v(count);
   for (double& x : v) {
@@ -62,6 +59,14 @@ std::vector<double> base_draw(std::uint64_t seed, FamilyKind fam, Dist d, unsign
     }
   }
   return v;
+}
+
+namespace {
+
+/// The base draw of one role: `count` values from the distribution, from the stream (seed, family, dist, role).
+/// Reductions share their draws (sum, sumsq, maxabs and dot see the same x), and so do softmax and softmax_naive.
+std::vector<double> base_draw(std::uint64_t seed, FamilyKind fam, Dist d, unsigned role, std::size_t count) {
+  return stream_draw(seed, family_name(fam), d, role, count);
 }
 
 }  // namespace

@@ -55,6 +55,10 @@ struct Input {
 enum class FamilyKind { reduce, dense, mse, softmax, xent, norm, gelu, attention };
 FamilyKind family_of(Op op);
 std::string_view family_name(FamilyKind f);
+/// `count` draws of distribution d from the stream (seed, stream, d, role): the families' base draws use their
+/// family's name as the stream.
+std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role,
+                                std::size_t count);
 
 /// One experiment family. The Runner fills `inputs` (their tensors and `val`) before forward(); everything else
 /// is the family's to fill.

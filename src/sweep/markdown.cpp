@@ -281,6 +281,7 @@ std::string thresholds_markdown(const json& doc) {
     if (grad) windows_table(line, st, results, op);
   }
   kernels_section(line, results);
+  if (doc.contains("fp8")) line.md += fp8_markdown(doc["fp8"]);
   return line.md;
 }
 

@@ -31,8 +31,12 @@ std::string utc_now();
 /// Shortest round-trip text of a double (fmt's `{}`), the same on every machine; "inf", "-inf", "nan".
 std::string num(double v);
 
-/// The thresholds.json document: format, settings, results (one object per item, in index order).
+/// The thresholds.json document: format, settings, results (one object per item, in index order), fp8.
 json thresholds_doc(const json& settings, const json& results);
+/// Its "fp8" object (src/sweep/fp8_tables.cpp): the fp8 and MX formats' ranges and Transformer Engine's delayed
+/// scaling under a spike of the amax, from the models and the settings' draws alone; and its thresholds.md section.
+json fp8_json(const json& settings);
+std::string fp8_markdown(const json& fp8);
 /// Its text: dumped with an indent of 2 and a trailing newline.
 std::string thresholds_text(const json& doc);
 /// thresholds.md from the document.

@@ -67,6 +67,7 @@ json thresholds_doc(const json& settings, const json& results) {
   doc["format"] = kThresholdsFormat;
   doc["settings"] = settings;
   doc["results"] = results;
+  doc["fp8"] = fp8_json(settings);
   return doc;
 }
 
