@@ -1,4 +1,5 @@
-// fp8_encode/<conversion>/<level>, fp8_encode_nonsat/<conversion>/<level> and fp8_decode/<conversion>/<level>:
+// fp8_encode/<conversion>/<level>, fp8_encode_nonsat/<conversion>/<level>, fp8_decode/<conversion>/<level> and
+// mx_quantize/<conversion>/<level>:
 // every fp8 conversion of the registry (registry.hpp's Fp8Conversion) at the reductions' three size levels
 // (bench_util.hpp), n = level bytes / 4 elements per call, so that the float32 side of each conversion is the
 // level's size:
@@ -7,17 +8,19 @@
 //                      formats) into output_buffer();
 //   fp8_encode_nonsat  the same, non-saturating;
 //   fp8_decode         fp8 -> float32, from the first n bytes of the same buffer read as fp8 patterns (every
-//                      pattern, NaNs included) into output_buffer().
+//                      pattern, NaNs included) into output_buffer();
+//   mx_quantize        the same float32 values as OCP MX blocks of 32 of each element type (registry.hpp's
+//                      MxConversion::quantize): scales and elements into output_buffer().
 // The conversions have no data-dependent branch, so the inputs' values do not change their speed.
 //
 // Counters (tools/bench_report.py reads them):
 //   elements_per_second     values converted per second;
 //   bytes_per_second        bytes read per second (4 per element encoding, 1 decoding);
-//   bytes_moved_per_second  bytes read + written per second (5 per element either way);
+//   bytes_moved_per_second  bytes read + written per second (5 per element either way; mx_quantize 5 + 1/32);
 //   n                       elements per call (not a rate);
 //   roof_fraction           bytes_moved_per_second / the copy roof of the level (bench_roof.cpp): a conversion
 //                           streams its input to its output like a copy, whose bytes moved it is compared with.
-// Label: op=<suite> mode=fp8 isa=<isa> storage=<format> roof=copy/<level>.
+// Label: op=<suite> mode=fp8 (mx) isa=<isa> storage=<format> roof=copy/<level>.
 #include <cstdint>
 #include <string>
 
@@ -67,9 +70,40 @@ void run_convert(benchmark::State& state, const Fp8Conversion& c, Direction d, c
   add_copy_roof_fraction(state, level, 5.0 * static_cast<double>(n));
 }
 
+/// mx_quantize/<conversion>/<level>: n = level bytes / 4 float32 values in blocks of 32, quantised (scales and
+/// elements written).
+void run_mx(benchmark::State& state, const MxConversion& c, const Level& level) {
+  state.SetLabel(fmt::format("op=mx_quantize mode=mx isa={} storage={} roof=copy/{}", isa_name(c.isa),
+                             mx_name(c.elem), level.name));
+  if (const std::string reason = isa_skip_reason(c.isa); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    return;
+  }
+  const std::size_t blocks = level.bytes / sizeof(float) / kMxBlock, n = blocks * kMxBlock;
+  const auto* in = static_cast<const float*>(input_buffer(DType::f32, level));
+  auto* out = static_cast<std::uint8_t*>(output_buffer());
+  for (auto _ : state) {
+    c.quantize(in, blocks, out, out + blocks);
+    benchmark::ClobberMemory();
+  }
+  const double elements = static_cast<double>(state.iterations()) * static_cast<double>(n);
+  const double moved = 5.0 + 1.0 / double(kMxBlock);  // 4 bytes read, 1 element and 1/32 of a scale written
+  state.counters["elements_per_second"] = benchmark::Counter(elements, benchmark::Counter::kIsRate);
+  state.counters["bytes_per_second"] = benchmark::Counter(elements * 4.0, benchmark::Counter::kIsRate);
+  state.counters["bytes_moved_per_second"] = benchmark::Counter(elements * moved, benchmark::Counter::kIsRate);
+  state.counters["n"] = benchmark::Counter(static_cast<double>(n));
+  add_copy_roof_fraction(state, level, moved * static_cast<double>(n));
+}
+
 }  // namespace
 
 void register_convert_benchmarks() {
+  for (const MxConversion& c : mx_conversions()) {
+    for (const Level& level : kLevels) {
+      const std::string name = fmt::format("mx_quantize/{}/{}", c.name, level.name);
+      benchmark::RegisterBenchmark(name.c_str(), [&c, &level](benchmark::State& state) { run_mx(state, c, level); });
+    }
+  }
   for (Direction d : {Direction::encode, Direction::encode_nonsat, Direction::decode}) {
     for (const Fp8Conversion& c : fp8_conversions()) {
       for (const Level& level : kLevels) {

@@ -5,7 +5,9 @@
 //   decoding: all 256 patterns;
 //   every length from 0 to 3 vectors past the widest path, at every misalignment, with guard bytes on both sides
 //   (the vector body, the tail, and nothing written outside).
-// fp8_test checks the model itself against an oracle written from the definition.
+// The MX element conversions (registry.hpp's MxConversion) likewise against mx.hpp: encoding on a strided sample
+// plus every pattern near each element type's boundaries, every element decoded, and whole blocks quantised.
+// fp8_test and mx_test check the models themselves against oracles written from the definitions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,11 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
+#include <limits>
 #include <map>
+#include <random>
+#include <span>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,6 +29,7 @@
 #include <fmt/format.h>
 
 #include "halfmap/fp8.hpp"
+#include "halfmap/mx.hpp"
 #include "halfmap/registry.hpp"
 #include "test_util.hpp"
 
@@ -214,6 +221,113 @@ TEST(Fp8Conversions, EveryCompiledVectorPathHasBothFormats) {
     }
   }
   EXPECT_EQ(fp8_conversions().size(), 2 * std::size(kPaths));
+}
+
+// ---- MX element conversions and block quantisation (registry.hpp's MxConversion) -------------------------------
+
+std::vector<const MxConversion*> enabled_mx(MxElem t) {
+  std::vector<const MxConversion*> v;
+  for (const MxConversion& c : mx_conversions())
+    if (c.elem == t && conversion_enabled(c)) v.push_back(&c);
+  return v;
+}
+
+class MxConvert : public ::testing::TestWithParam<MxElem> {};
+
+// Every 97th float32 pattern (every 4099th under ASan and qemu) and every pattern within ±4096 of the element
+// type's boundaries: its largest finite and the tie above it, its smallest normal and subnormal and half of that.
+TEST_P(MxConvert, EncodeMatchesTheModel) {
+  const MxElem t = GetParam();
+  const MxElemFormat F = mx_format(t);
+  std::vector<std::uint32_t> patterns;
+  for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += test::kPatternStride) patterns.push_back(std::uint32_t(u));
+  const float top_tie = F.max + std::ldexp(0.5f, F.emax - F.mant_bits);
+  for (float c : {F.max, top_tie, std::ldexp(1.0f, F.emin), std::ldexp(1.0f, F.emin - F.mant_bits),
+                  std::ldexp(1.0f, F.emin - F.mant_bits - 1), 1.0f, 0.0f, std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN()})
+    for (std::uint32_t s : {0u, 0x80000000u})
+      for (std::int64_t d = -4096; d <= 4096; ++d) {
+        const std::int64_t u = std::int64_t(std::bit_cast<std::uint32_t>(c) | s) + d;
+        if (u >= 0 && u <= 0xFFFFFFFFll) patterns.push_back(std::uint32_t(u));
+      }
+  const float* x = reinterpret_cast<const float*>(patterns.data());
+  std::vector<std::uint8_t> want(patterns.size()), got(patterns.size());
+  for (std::size_t j = 0; j < patterns.size(); ++j) want[j] = mx_round_elem(x[j], t);
+  for (const MxConversion* c : enabled_mx(t)) {
+    c->encode(x, got.data(), patterns.size());
+    std::size_t bad = 0;
+    for (std::size_t j = 0; j < patterns.size(); ++j)
+      if (got[j] != want[j] && ++bad <= 8)
+        ADD_FAILURE() << fmt::format("{}: {} -> 0x{:02X}, want 0x{:02X}", c->name, test::hex32(patterns[j]), got[j],
+                                     want[j]);
+    EXPECT_EQ(bad, 0u) << c->name << " over " << patterns.size() << " patterns";
+  }
+}
+
+TEST_P(MxConvert, EveryElementDecodesAsTheModel) {
+  const MxElem t = GetParam();
+  const unsigned count = 1u << mx_format(t).bits;
+  std::vector<std::uint8_t> all(count);
+  for (unsigned b = 0; b < count; ++b) all[b] = static_cast<std::uint8_t>(b);
+  for (const MxConversion* c : enabled_mx(t)) {
+    std::vector<float> got(count);
+    c->decode(all.data(), got.data(), count);
+    for (unsigned b = 0; b < count; ++b)
+      EXPECT_EQ(test::bits_of(got[b]), test::bits_of(mx_elem_value(std::uint8_t(b), t)))
+          << fmt::format("{}: 0x{:02X}", c->name, b);
+  }
+}
+
+// Blocks of every kind: magnitudes from float32's subnormals to its largest, zero blocks, blocks holding a NaN or an
+// inf, and blocks whose elements span more binades than the element type (flushing inside the block).
+TEST_P(MxConvert, QuantizeMatchesTheModelBlockByBlock) {
+  const MxElem t = GetParam();
+  constexpr std::size_t kBlocks = 600;
+  std::mt19937_64 rng(test::case_seed(static_cast<std::uint64_t>(t), 25));
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> sign(0, 1), spread(0, 40), centre(-140, 120);
+  std::vector<float> x(kBlocks * kMxBlock);
+  for (std::size_t b = 0; b < kBlocks; ++b) {
+    const int c = centre(rng), w = spread(rng);
+    for (std::size_t i = 0; i < kMxBlock; ++i) {
+      const int e = std::clamp(c - std::uniform_int_distribution<int>(0, w)(rng), -149, 127);
+      x[b * kMxBlock + i] = (sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), e);
+    }
+    if (b % 50 == 1) std::fill_n(x.begin() + long(b * kMxBlock), kMxBlock, 0.0f);
+    if (b % 50 == 2) x[b * kMxBlock + 7] = std::numeric_limits<float>::quiet_NaN();
+    if (b % 50 == 3) x[b * kMxBlock + 31] = -std::numeric_limits<float>::infinity();
+    if (b % 50 == 4) x[b * kMxBlock] = std::numeric_limits<float>::max();
+  }
+  for (const MxConversion* c : enabled_mx(t)) {
+    std::vector<std::uint8_t> scales(kBlocks), elems(kBlocks * kMxBlock);
+    c->quantize(x.data(), kBlocks, scales.data(), elems.data());
+    for (std::size_t b = 0; b < kBlocks; ++b) {
+      const MxBlock want = mx_quantize(std::span<const float, kMxBlock>(x.data() + b * kMxBlock, kMxBlock), t);
+      ASSERT_EQ(scales[b], want.scale) << c->name << " block " << b;
+      for (std::size_t i = 0; i < kMxBlock; ++i)
+        ASSERT_EQ(elems[b * kMxBlock + i], want.elems[i]) << c->name << " block " << b << " element " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Elements, MxConvert,
+                         ::testing::Values(MxElem::e4m3, MxElem::e5m2, MxElem::e3m2, MxElem::e2m3, MxElem::e2m1),
+                         [](const auto& info) { return std::string(mx_name(info.param)); });
+
+TEST(MxConversions, EveryCompiledVectorPathHasEveryElementType) {
+#if defined(__x86_64__)
+  const Isa kPaths[] = {Isa::ref, Isa::avx2, Isa::avx512};
+#else
+  const Isa kPaths[] = {Isa::ref, Isa::neon};
+#endif
+  for (Isa isa : kPaths)
+    for (MxElem t : {MxElem::e4m3, MxElem::e5m2, MxElem::e3m2, MxElem::e2m3, MxElem::e2m1}) {
+      const auto n = std::count_if(mx_conversions().begin(), mx_conversions().end(), [&](const MxConversion& c) {
+        return c.isa == isa && c.elem == t && c.name == fmt::format("{}_convert__{}", mx_name(t), isa_name(isa));
+      });
+      EXPECT_EQ(n, 1) << mx_name(t) << " on " << isa_name(isa);
+    }
+  EXPECT_EQ(mx_conversions().size(), 5 * std::size(kPaths));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "halfmap/cpu.hpp"
 #include "halfmap/f16_model.hpp"
 #include "halfmap/fp8.hpp"
+#include "halfmap/mx.hpp"
 
 namespace halfmap {
 
@@ -358,6 +359,27 @@ struct Fp8Conversion {
 /// Every fp8 conversion compiled into this build, ref first, whether or not this CPU can run it.
 std::span<const Fp8Conversion> fp8_conversions();
 inline bool conversion_enabled(const Fp8Conversion& c) { return isa_enabled(c.isa); }
+
+/// `blocks` OCP MX blocks of kMxBlock float32 values each (x, contiguous) quantised as mx.hpp's mx_quantize does,
+/// bit for bit: scales[b] the E8M0 scale of block b, elems[32·b + i] its elements (one per byte, in the low
+/// mx_format(t).bits bits).
+using MxQuantizeFn = void (*)(const float* x, std::size_t blocks, std::uint8_t* scales, std::uint8_t* elems);
+
+/// One path's conversions for one MX element type, named <mx format>_convert__<isa> (mxfp4_e2m1_convert__avx2):
+/// encode is mx_round_elem elementwise (a value already divided by its scale, to nearest even, saturating, NaN as
+/// +0), decode mx_elem_value (the element's value without the scale; the FP8 elements' NaN patterns as
+/// 0x7FC00000), quantize whole blocks.
+struct MxConversion {
+  std::string_view name;
+  MxElem elem;
+  Isa isa;
+  Fp8EncodeFn encode;
+  Fp8DecodeFn decode;
+  MxQuantizeFn quantize;
+};
+/// Every MX conversion compiled into this build, ref first.
+std::span<const MxConversion> mx_conversions();
+inline bool conversion_enabled(const MxConversion& c) { return isa_enabled(c.isa); }
 
 /// Every kernel compiled into this build, whether or not this CPU can run it (src/kernels/registry.cpp joins the
 /// lists of the ISA folders compiled), then, in a binary that links the peers (the `halfmap` CLI built with

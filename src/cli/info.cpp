@@ -1,6 +1,6 @@
 // `halfmap info`: what this build and this machine can run, and the conditions results are produced under:
 // the CPU and its raw feature flags, every ISA path (compiled / supported / enabled under HALFMAP_ISA), every
-// registered kernel and fp8 conversion, the floating-point environment (read, never changed) and the build. Text for people,
+// registered kernel and fp8 and MX conversion, the floating-point environment (read, never changed) and the build. Text for people,
 // `--json` for scripts; both come from the same facts, gathered once. `--kernel-spec`: every kernel's recipe
 // (include/halfmap/kernel_spec.hpp) as Markdown, README.md's tables.
 #include <algorithm>
@@ -133,6 +133,18 @@ std::string format_text(const FpEnv& env) {
   }
   line("");
 
+  // The MX element conversions and block quantisation (registry.hpp's MxConversion).
+  std::size_t mx_w = 4;
+  for (const MxConversion& c : mx_conversions()) mx_w = std::max(mx_w, c.name.size());
+  line("MX conversions ({} registered; elements float32 -> element and back, blocks of 32 quantised)",
+       mx_conversions().size());
+  line("  {:<{}}  {:<10}  {:<{}}  {}", "name", mx_w, "element", "isa", kisa_w, "runs here");
+  for (const MxConversion& c : mx_conversions()) {
+    line("  {:<{}}  {:<10}  {:<{}}  {}", c.name, mx_w, mx_name(c.elem).substr(6), isa_name(c.isa), kisa_w,
+         conversion_enabled(c) ? std::string("yes") : fmt::format("no ({})", why_disabled(c.isa)));
+  }
+  line("");
+
   line("Floating-point environment");
   line("  {}", env.describe());
   line("");
@@ -195,6 +207,14 @@ std::string format_json(const FpEnv& env) {
                                     {"format", fp8_name(c.format)},
                                     {"isa", isa_name(c.isa)},
                                     {"supported", conversion_enabled(c)}});
+  }
+
+  j["mx_conversions"] = json::array();
+  for (const MxConversion& c : mx_conversions()) {
+    j["mx_conversions"].push_back({{"name", c.name},
+                                   {"format", mx_name(c.elem)},
+                                   {"isa", isa_name(c.isa)},
+                                   {"supported", conversion_enabled(c)}});
   }
 
   j["fp_env"] = {{"arch", env.arch}, {"ftz", env.ftz},   {"daz", env.daz},

@@ -1,6 +1,7 @@
 // The one registry: the lists of the ISA folders compiled into this build, in the order of HALFMAP_ISAS (ref
 // first). CMake writes kernel_lists.inc with one HALFMAP_KERNEL_LIST(<isa>) line per folder, so adding an ISA
 // folder needs no edit here.
+#include <initializer_list>
 #include <vector>
 
 #include "halfmap/registry.hpp"
@@ -10,10 +11,11 @@
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
 
-// The fp8 lists: weak, so a folder that defines none (avx512bf16, the arm64 folders past neon) leaves its null.
+// The fp8 and MX lists: weak, so a folder that defines none (avx512bf16, the arm64 folders past neon) leaves its null.
 #define HALFMAP_KERNEL_LIST(isa)                         \
   namespace halfmap::paths::isa {                        \
   [[gnu::weak]] std::span<const Fp8Conversion> fp8_list(); \
+  [[gnu::weak]] std::span<const MxConversion> mx_list();   \
   }
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
@@ -47,15 +49,34 @@ std::span<const Kernel> kernels() {
   return all;
 }
 
+namespace {
+
+/// The lists of the folders that define one (a weak function left null where a folder defines none), joined.
+template <class T>
+std::vector<T> join(std::initializer_list<std::span<const T> (*)()> lists) {
+  std::vector<T> v;
+  for (auto list : lists)
+    if (list != nullptr) v.insert(v.end(), list().begin(), list().end());
+  return v;
+}
+
+}  // namespace
+
 std::span<const Fp8Conversion> fp8_conversions() {
-  static const std::vector<Fp8Conversion> all = [] {
-    std::vector<Fp8Conversion> v;
-#define HALFMAP_KERNEL_LIST(isa) \
-  if (paths::isa::fp8_list != nullptr) v.insert(v.end(), paths::isa::fp8_list().begin(), paths::isa::fp8_list().end());
+#define HALFMAP_KERNEL_LIST(isa) paths::isa::fp8_list,
+  static const std::vector<Fp8Conversion> all = join<Fp8Conversion>({
 #include "kernel_lists.inc"
+  });
 #undef HALFMAP_KERNEL_LIST
-    return v;
-  }();
+  return all;
+}
+
+std::span<const MxConversion> mx_conversions() {
+#define HALFMAP_KERNEL_LIST(isa) paths::isa::mx_list,
+  static const std::vector<MxConversion> all = join<MxConversion>({
+#include "kernel_lists.inc"
+  });
+#undef HALFMAP_KERNEL_LIST
   return all;
 }
 

@@ -419,13 +419,14 @@ FP8_WHAT = {
     "fp8_encode": "float32 -> fp8, saturating",
     "fp8_encode_nonsat": "float32 -> fp8, non-saturating",
     "fp8_decode": "fp8 -> float32",
+    "mx_quantize": "float32 -> MX blocks of 32 (scale and elements)",
 }
 
 
 def fp8_section(results, roofs):
-    out = ["## fp8 conversions", ""]
+    out = ["## fp8 and MX conversions", ""]
     out.append("Values converted per second (G/s), and the fraction of the copy roof of the level that the bytes "
-               "read + written (5 per value: 4 of float32, 1 of fp8) make: a conversion streams its input to its "
+               "read + written (5 per value: 4 of float32, 1 of fp8; MX: and a scale per 32) make: a conversion streams its input to its "
                "output like a copy. n = level bytes / 4 values per call. The vector paths run one integer "
                "algorithm (src/kernels/common/fp8_convert.hpp); ref runs it one value at a time. No peer: none of "
                "Debian's libraries converts to fp8 (peers.md).")
@@ -452,7 +453,7 @@ def fp8_section(results, roofs):
         out += spread_line(results, op, kernels, levels, "elements_per_second")
         out += not_run_lines(results, op, kernels)
     if not found:
-        out += ["", "No fp8_encode/, fp8_encode_nonsat/ or fp8_decode/ benchmarks in this run."]
+        out += ["", "No fp8_encode/, fp8_encode_nonsat/, fp8_decode/ or mx_quantize/ benchmarks in this run."]
     return out
 
 

@@ -27,7 +27,10 @@
 // Tails shorter than kW go through the model itself.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -35,25 +38,57 @@
 #include <string_view>
 
 #include "halfmap/fp8.hpp"
+#include "halfmap/mx.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/list.hpp"
 
 namespace halfmap::detail {
 
-template <class O, Fp8 kF, Fp8Overflow kO>
-void fp8_encode(const float* x, std::uint8_t* y, std::size_t n) {
-  constexpr Fp8Format F = fp8_format(kF);
-  constexpr int kShift = 23 - F.mant_bits;
-  constexpr std::uint32_t kNormalMin = std::uint32_t(F.emin + 127) << 23;
-  constexpr std::uint32_t kMagic = std::uint32_t(F.emin - F.mant_bits + 23 + 127) << 23;
-  constexpr std::uint32_t kRebias = std::uint32_t(127 - F.bias) << F.mant_bits;
-  constexpr std::uint32_t kOverflow =
-      kO == Fp8Overflow::saturate ? F.max_bits : kF == Fp8::e4m3 ? F.nan_bits : F.inf_bits;
+/// A small float format as the conversions see it: fp8 in either overflow mode, or an MX element type.
+struct MiniSpec {
+  int mant_bits, emin, bias;
+  std::uint32_t max_bits;   // the largest finite encoding (positive)
+  int bits;                 // storage bits, the top one the sign: 8 (fp8), 6 (FP6), 4 (FP4)
+  std::uint32_t overflow;   // a value past the largest finite (or ±inf) becomes this, signed
+  std::uint32_t nan;        // a NaN becomes this
+  bool nan_signed;          // ... with the input's sign (fp8), or as it is (MX elements: +0)
+  std::uint32_t inf_bits;   // decoding: the infinity's magnitude (E5M2), or 0: none
+  std::uint32_t nan_above;  // decoding: magnitudes above this are NaN (the largest magnitude: none)
+};
+
+constexpr MiniSpec fp8_spec(Fp8 f, Fp8Overflow o) {
+  const Fp8Format F = fp8_format(f);
+  const std::uint32_t overflow = o == Fp8Overflow::saturate ? F.max_bits : f == Fp8::e4m3 ? F.nan_bits : F.inf_bits;
+  return {F.mant_bits, F.emin, F.bias, F.max_bits, 8, overflow, F.nan_bits, true, F.inf_bits,
+          f == Fp8::e4m3 ? 0x7Eu : 0x7Cu};
+}
+/// MX elements: saturating, a NaN as +0 (mx.hpp's mx_round_elem; a block holding one gets the NaN scale).
+constexpr MiniSpec mx_spec(MxElem t) {
+  const MxElemFormat F = mx_format(t);
+  const std::uint32_t mag_max = (std::uint32_t{1} << (F.bits - 1)) - 1u;
+  const bool fp8 = t == MxElem::e4m3 || t == MxElem::e5m2;
+  return {F.mant_bits, F.emin, F.bias, F.max_bits, F.bits, F.max_bits, 0, false,
+          t == MxElem::e5m2 ? 0x7Cu : 0u, fp8 ? (t == MxElem::e4m3 ? 0x7Eu : 0x7Cu) : mag_max};
+}
+
+constexpr float pow2f(int e) {
+  float v = 1.0f;
+  for (int k = 0; k < (e < 0 ? -e : e); ++k) v *= e < 0 ? 0.5f : 2.0f;
+  return v;
+}
+
+/// float32 -> the format, every value bit-exact to kScalar (the model), which also converts the tail.
+template <class O, MiniSpec S, auto kScalar>
+void mini_encode(const float* x, std::uint8_t* y, std::size_t n) {
+  constexpr int kShift = 23 - S.mant_bits;
+  constexpr std::uint32_t kNormalMin = std::uint32_t(S.emin + 127) << 23;
+  constexpr std::uint32_t kMagic = std::uint32_t(S.emin - S.mant_bits + 23 + 127) << 23;
+  constexpr std::uint32_t kRebias = std::uint32_t(127 - S.bias) << S.mant_bits;
   using I = typename O::I;
-  const I abs_mask = O::set1(0x7FFFFFFFu), sign_byte = O::set1(0x80u), one = O::set1(1u);
+  const I abs_mask = O::set1(0x7FFFFFFFu), sign_bit = O::set1(std::uint32_t{1} << (S.bits - 1)), one = O::set1(1u);
   const I round_bias = O::set1((std::uint32_t{1} << (kShift - 1)) - 1u), rebias = O::set1(kRebias);
-  const I normal_min = O::set1(kNormalMin), magic = O::set1(kMagic), max_bits = O::set1(F.max_bits);
-  const I overflow = O::set1(kOverflow), inf = O::set1(0x7F800000u), nan = O::set1(F.nan_bits);
+  const I normal_min = O::set1(kNormalMin), magic = O::set1(kMagic), max_bits = O::set1(S.max_bits);
+  const I overflow = O::set1(S.overflow), inf = O::set1(0x7F800000u), nan = O::set1(S.nan);
   std::size_t i = 0;
   for (; i + O::kW <= n; i += O::kW) {
     const I u = O::load(x + i);
@@ -63,47 +98,126 @@ void fp8_encode(const float* x, std::uint8_t* y, std::size_t n) {
     const I subnormal = O::sub(O::fadd(a, magic), magic);
     I enc = O::select(O::gt(normal_min, a), subnormal, normal);
     enc = O::select(O::gt(enc, max_bits), overflow, enc);
-    enc = O::select(O::gt(a, inf), nan, enc);
-    O::store_bytes(y + i, O::or_(enc, O::and_(O::template srl<24>(u), sign_byte)));
+    const I sign = O::and_(O::template srl<32 - S.bits>(u), sign_bit);
+    if constexpr (S.nan_signed) {
+      enc = O::or_(O::select(O::gt(a, inf), nan, enc), sign);
+    } else {
+      enc = O::select(O::gt(a, inf), nan, O::or_(enc, sign));
+    }
+    O::store_bytes(y + i, enc);
   }
-  for (; i < n; ++i) y[i] = to_fp8(x[i], kF, kO);
+  for (; i < n; ++i) y[i] = kScalar(x[i]);
 }
 
-template <class O, Fp8 kF>
-void fp8_decode(const std::uint8_t* x, float* y, std::size_t n) {
-  constexpr Fp8Format F = fp8_format(kF);
-  constexpr std::uint32_t kMantMask = (std::uint32_t{1} << F.mant_bits) - 1u;
-  constexpr std::uint32_t kRebias = std::uint32_t(127 - F.bias) << 23;
-  // 2^(emin - M): the subnormal unit, a normal float32 for both formats.
-  constexpr float kUnit = kF == Fp8::e4m3 ? 0x1p-9f : 0x1p-16f;
+/// The format -> float32, exact; a NaN pattern gives 0x7FC00000, as the models do.
+template <class O, MiniSpec S, auto kScalar>
+void mini_decode(const std::uint8_t* x, float* y, std::size_t n) {
+  constexpr std::uint32_t kSignBit = std::uint32_t{1} << (S.bits - 1);
+  constexpr std::uint32_t kMantMask = (std::uint32_t{1} << S.mant_bits) - 1u;
+  constexpr std::uint32_t kRebias = std::uint32_t(127 - S.bias) << 23;
+  constexpr float kUnit = pow2f(S.emin - S.mant_bits);  // the subnormal unit, a normal float32 for every format
   using I = typename O::I;
-  const I mag_mask = O::set1(0x7Fu), sign_byte = O::set1(0x80u), mant_mask = O::set1(kMantMask);
+  const I mag_mask = O::set1(kSignBit - 1u), sign_bit = O::set1(kSignBit), mant_mask = O::set1(kMantMask);
   const I rebias = O::set1(kRebias), nan_f32 = O::set1(0x7FC00000u), inf_f32 = O::set1(0x7F800000u);
-  const I inf_bits = O::set1(F.inf_bits), nan_above = O::set1(kF == Fp8::e4m3 ? 0x7Eu : 0x7Cu);
+  const I inf_bits = O::set1(S.inf_bits), nan_above = O::set1(S.nan_above);
   std::size_t i = 0;
   for (; i + O::kW <= n; i += O::kW) {
     const I b = O::load_bytes(x + i);
-    const I mag = O::and_(b, mag_mask), sign = O::template sll<24>(O::and_(b, sign_byte));
-    const I normal = O::add(O::template sll<23 - F.mant_bits>(mag), rebias);
+    const I mag = O::and_(b, mag_mask), sign = O::template sll<32 - S.bits>(O::and_(b, sign_bit));
+    const I normal = O::add(O::template sll<23 - S.mant_bits>(mag), rebias);
     const I subnormal = O::i2f_scaled(O::and_(mag, mant_mask), kUnit);
     I v = O::select(O::gt(mag, mant_mask), normal, subnormal);  // exponent field >= 1: normal
-    if constexpr (kF == Fp8::e5m2) v = O::select(O::eq(mag, inf_bits), inf_f32, v);
-    v = O::select(O::gt(mag, nan_above), nan_f32, O::or_(v, sign));
+    if constexpr (S.inf_bits != 0) v = O::select(O::eq(mag, inf_bits), inf_f32, v);
+    v = O::or_(v, sign);
+    if constexpr (S.nan_above < kSignBit - 1u) v = O::select(O::gt(mag, nan_above), nan_f32, v);
     O::store(y + i, v);
   }
-  for (; i < n; ++i) y[i] = from_fp8(x[i], kF);
+  for (; i < n; ++i) y[i] = kScalar(x[i]);
+}
+
+template <Fp8 kF, Fp8Overflow kO>
+std::uint8_t fp8_model(float x) {
+  return to_fp8(x, kF, kO);
+}
+template <Fp8 kF>
+float fp8_value_model(std::uint8_t b) {
+  return from_fp8(b, kF);
+}
+template <MxElem kT>
+std::uint8_t mx_model(float x) {
+  return mx_round_elem(x, kT);
+}
+template <MxElem kT>
+float mx_value_model(std::uint8_t b) {
+  return mx_elem_value(b, kT);
+}
+
+template <class O, Fp8 kF, Fp8Overflow kO>
+void fp8_encode(const float* x, std::uint8_t* y, std::size_t n) {
+  mini_encode<O, fp8_spec(kF, kO), fp8_model<kF, kO>>(x, y, n);
+}
+template <class O, Fp8 kF>
+void fp8_decode(const std::uint8_t* x, float* y, std::size_t n) {
+  mini_decode<O, fp8_spec(kF, Fp8Overflow::saturate), fp8_value_model<kF>>(x, y, n);
+}
+
+/// MX blocks: each block's amax and finiteness in float32, its scale by mx.hpp's rule, the 32 values divided by
+/// the scale (a multiplication by 2^-e, exact, or rounded as ldexp rounds where it leaves the normal range), then
+/// encoded by the path's element conversion.
+template <Fp8EncodeFn kEncode, MxElem kT>
+void mx_quantize_blocks(const float* x, std::size_t blocks, std::uint8_t* scales, std::uint8_t* elems) {
+  const int emax = mx_format(kT).emax;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const float* v = x + b * kMxBlock;
+    std::uint8_t* q = elems + b * kMxBlock;
+    // amax as the largest magnitude's bits: non-negative float32 patterns order like their values, and every
+    // NaN and inf pattern is at least 0x7F800000 (an integer max, which the compiler vectorises).
+    std::uint32_t amax_bits = 0;
+    for (std::size_t i = 0; i < kMxBlock; ++i) amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(v[i]) & 0x7FFFFFFFu);
+    if (amax_bits >= 0x7F800000u) {
+      scales[b] = kE8M0Nan;
+      std::fill(q, q + kMxBlock, std::uint8_t{0});
+      continue;
+    }
+    // ⌊log2 amax⌋: the exponent field of a normal, std::ilogb for a float32 subnormal.
+    const int log2_amax = amax_bits >= 0x00800000u ? int(amax_bits >> 23) - 127 : std::ilogb(std::bit_cast<float>(amax_bits));
+    const int e = amax_bits == 0 ? -127 : std::clamp(log2_amax - emax, -127, 127);
+    scales[b] = static_cast<std::uint8_t>(e + 127);
+    // 2^-e, from its bits: a normal for e <= 126, the subnormal 2^-127 for e = 127.
+    const float unscale = std::bit_cast<float>(e <= 126 ? std::uint32_t(127 - e) << 23 : 0x00400000u);
+    float scaled[kMxBlock];
+    for (std::size_t i = 0; i < kMxBlock; ++i) scaled[i] = v[i] * unscale;
+    kEncode(scaled, q, kMxBlock);
+  }
+}
+
+template <class O, MxElem kT>
+void mx_encode(const float* x, std::uint8_t* y, std::size_t n) {
+  mini_encode<O, mx_spec(kT), mx_model<kT>>(x, y, n);
+}
+template <class O, MxElem kT>
+void mx_decode(const std::uint8_t* x, float* y, std::size_t n) {
+  mini_decode<O, mx_spec(kT), mx_value_model<kT>>(x, y, n);
+}
+
+template <Fp8 kF>
+constexpr std::string_view fp8_name_of() {
+  return fp8_name(kF);
+}
+template <MxElem kT>
+constexpr std::string_view mx_name_of() {
+  return mx_name(kT);
 }
 
 /// The composed name <format>_convert__<isa>, stored once per (format, isa).
-template <Fp8 kF, Isa kIsa>
-struct Fp8ConversionName {
-  static constexpr std::string_view kParts[2] = {fp8_name(kF), paths::name_isa(kIsa)};
-  static constexpr std::string_view kMiddle = "_convert__";
-  static constexpr std::size_t kSize = kParts[0].size() + kMiddle.size() + kParts[1].size();
+template <std::string_view (*kFormat)(), Isa kIsa>
+struct ConversionName {
+  static constexpr std::string_view kParts[3] = {kFormat(), "_convert__", paths::name_isa(kIsa)};
+  static constexpr std::size_t kSize = kParts[0].size() + kParts[1].size() + kParts[2].size();
   static constexpr std::array<char, kSize> kChars = [] {
     std::array<char, kSize> c{};
     std::size_t n = 0;
-    for (std::string_view s : {kParts[0], kMiddle, kParts[1]})
+    for (std::string_view s : kParts)
       for (char ch : s) c[n++] = ch;
     return c;
   }();
@@ -113,8 +227,22 @@ struct Fp8ConversionName {
 /// One path's entry for one format.
 template <class O, Fp8 kF, Isa kIsa>
 constexpr Fp8Conversion fp8_conversion() {
-  return {Fp8ConversionName<kF, kIsa>::value, kF, kIsa, fp8_encode<O, kF, Fp8Overflow::saturate>,
+  return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa, fp8_encode<O, kF, Fp8Overflow::saturate>,
           fp8_encode<O, kF, Fp8Overflow::nonsaturating>, fp8_decode<O, kF>};
+}
+
+template <class O, MxElem kT, Isa kIsa>
+constexpr MxConversion mx_conversion() {
+  return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, mx_encode<O, kT>, mx_decode<O, kT>,
+          mx_quantize_blocks<mx_encode<O, kT>, kT>};
+}
+
+/// One path's MX list: the five element types.
+template <class O, Isa kIsa>
+constexpr std::array<MxConversion, 5> mx_conversions_of() {
+  return {mx_conversion<O, MxElem::e4m3, kIsa>(), mx_conversion<O, MxElem::e5m2, kIsa>(),
+          mx_conversion<O, MxElem::e3m2, kIsa>(), mx_conversion<O, MxElem::e2m3, kIsa>(),
+          mx_conversion<O, MxElem::e2m1, kIsa>()};
 }
 
 }  // namespace halfmap::detail

@@ -385,10 +385,12 @@ const Fp8Conversion kFp8List[] = {
     detail::fp8_conversion<I32, Fp8::e4m3, Isa::ref>(),
     detail::fp8_conversion<I32, Fp8::e5m2, Isa::ref>(),
 };
+constexpr auto kMxList = detail::mx_conversions_of<I32, Isa::ref>();
 
 }  // namespace
 
 std::span<const Kernel> list() { return kList; }
 std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
+std::span<const MxConversion> mx_list() { return kMxList; }
 
 }  // namespace halfmap::paths::ref
