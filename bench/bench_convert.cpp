@@ -38,6 +38,17 @@ constexpr std::string_view suite_name(Direction d) {
   return d == Direction::encode ? "fp8_encode" : d == Direction::encode_nonsat ? "fp8_encode_nonsat" : "fp8_decode";
 }
 
+/// The counters of one benchmark converting n values per call, reading `read` and moving (reading + writing)
+/// `moved` bytes per value.
+void add_counters(benchmark::State& state, const Level& level, std::size_t n, double read, double moved) {
+  const double elements = static_cast<double>(state.iterations()) * static_cast<double>(n);
+  state.counters["elements_per_second"] = benchmark::Counter(elements, benchmark::Counter::kIsRate);
+  state.counters["bytes_per_second"] = benchmark::Counter(elements * read, benchmark::Counter::kIsRate);
+  state.counters["bytes_moved_per_second"] = benchmark::Counter(elements * moved, benchmark::Counter::kIsRate);
+  state.counters["n"] = benchmark::Counter(static_cast<double>(n));
+  add_copy_roof_fraction(state, level, moved * static_cast<double>(n));
+}
+
 void run_convert(benchmark::State& state, const Fp8Conversion& c, Direction d, const Level& level) {
   state.SetLabel(fmt::format("op={} mode=fp8 isa={} storage={} roof=copy/{}", suite_name(d), isa_name(c.isa),
                              fp8_name(c.format), level.name));
@@ -60,14 +71,7 @@ void run_convert(benchmark::State& state, const Fp8Conversion& c, Direction d, c
       benchmark::ClobberMemory();
     }
   }
-  const auto iterations = static_cast<double>(state.iterations());
-  const double elements = iterations * static_cast<double>(n);
-  state.counters["elements_per_second"] = benchmark::Counter(elements, benchmark::Counter::kIsRate);
-  state.counters["bytes_per_second"] =
-      benchmark::Counter(elements * (d == Direction::decode ? 1.0 : 4.0), benchmark::Counter::kIsRate);
-  state.counters["bytes_moved_per_second"] = benchmark::Counter(elements * 5.0, benchmark::Counter::kIsRate);
-  state.counters["n"] = benchmark::Counter(static_cast<double>(n));
-  add_copy_roof_fraction(state, level, 5.0 * static_cast<double>(n));
+  add_counters(state, level, n, d == Direction::decode ? 1.0 : 4.0, 5.0);
 }
 
 /// mx_quantize/<conversion>/<level>: n = level bytes / 4 float32 values in blocks of 32, quantised (scales and
@@ -86,13 +90,7 @@ void run_mx(benchmark::State& state, const MxConversion& c, const Level& level) 
     c.quantize(in, blocks, out, out + blocks);
     benchmark::ClobberMemory();
   }
-  const double elements = static_cast<double>(state.iterations()) * static_cast<double>(n);
-  const double moved = 5.0 + 1.0 / double(kMxBlock);  // 4 bytes read, 1 element and 1/32 of a scale written
-  state.counters["elements_per_second"] = benchmark::Counter(elements, benchmark::Counter::kIsRate);
-  state.counters["bytes_per_second"] = benchmark::Counter(elements * 4.0, benchmark::Counter::kIsRate);
-  state.counters["bytes_moved_per_second"] = benchmark::Counter(elements * moved, benchmark::Counter::kIsRate);
-  state.counters["n"] = benchmark::Counter(static_cast<double>(n));
-  add_copy_roof_fraction(state, level, moved * static_cast<double>(n));
+  add_counters(state, level, n, 4.0, 5.0 + 1.0 / double(kMxBlock));  // 1 element and 1/32 of a scale written
 }
 
 }  // namespace

@@ -174,5 +174,20 @@ TEST(MxBlock, EveryElementIsItsQuotientRoundedOnRandomBlocks) {
   }
 }
 
+// The shared exponent read from amax's bits, against std::ilogb (normals, float32 subnormals, the clamp's both
+// ends and zero), and 2^-e from its bits against std::ldexp for every exponent.
+TEST(MxSharedExp, FromBitsMatchesIlogbAndLdexp) {
+  for (MxElem t : {MxElem::e4m3, MxElem::e5m2, MxElem::e3m2, MxElem::e2m3, MxElem::e2m1}) {
+    const int emax = mx_format(t).emax;
+    for (std::uint32_t bits : {0x00000001u, 0x00000003u, 0x00400000u, 0x007FFFFFu, 0x00800000u, 0x3F800000u,
+                               0x3FFFFFFFu, 0x7F7FFFFFu, 0x0A000000u, 0x75000000u}) {
+      const float amax = std::bit_cast<float>(bits);
+      EXPECT_EQ(mx_shared_exp_of(amax, t), std::clamp(std::ilogb(amax) - emax, -127, 127)) << test::hex32(bits);
+    }
+    EXPECT_EQ(mx_shared_exp_of(0.0f, t), -127);
+  }
+  for (int e = -127; e <= 127; ++e) EXPECT_EQ(mx_unscale(e), std::ldexp(1.0f, -e)) << e;
+}
+
 }  // namespace
 }  // namespace halfmap

@@ -47,10 +47,14 @@ TEST(SweepFp8, SpikeSharesMatchTheModelCastValueByValue) {
     const auto& fl = t["flushed_after_spike"];
     const int onset = t["flush_onset_k"].get<int>();
     EXPECT_GT(fl[onset - 1].get<double>(), t["flushed_steady"].get<double>());
-    if (onset > 1) EXPECT_LE(fl[onset - 2].get<double>(), t["flushed_steady"].get<double>());
+    if (onset > 1) {
+      EXPECT_LE(fl[onset - 2].get<double>(), t["flushed_steady"].get<double>());
+    }
     const int one = t["flush_1pct_k"].get<int>();
     EXPECT_GE(fl[one - 1].get<double>(), 0.01);
-    if (one > 1) EXPECT_LT(fl[one - 2].get<double>(), 0.01);
+    if (one > 1) {
+      EXPECT_LT(fl[one - 2].get<double>(), 0.01);
+    }
     for (const auto& [h, steps] : t["steps_with_the_spike_scale"].items()) EXPECT_EQ(std::to_string(steps.get<int>()), h);
   }
 }

@@ -25,6 +25,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string_view>
@@ -130,6 +131,31 @@ constexpr RoundingThresholds rounding_thresholds(detail::MiniFormat F) {
 constexpr RoundingThresholds fp8_thresholds(Fp8 f) {
   const Fp8Format F = fp8_format(f);
   return rounding_thresholds({F.mant_bits, F.emin, F.emax, F.max_bits});
+}
+
+/// What rounding n values, each multiplied by s in float32, does: how many round past the largest finite (an
+/// infinity too), how many non-zero ones round to zero, how many to a subnormal; a zero and a NaN count nowhere.
+/// Branch-free, in chunks with 32-bit counters, so that the compiler vectorises it.
+struct RoundingCounts {
+  std::size_t clipped = 0, flushed = 0, subnormal = 0;
+};
+inline RoundingCounts count_rounding(const float* x, std::size_t n, float s, const RoundingThresholds& t) {
+  constexpr std::size_t kChunk = std::size_t{1} << 24;
+  RoundingCounts r;
+  for (std::size_t c = 0; c < n; c += kChunk) {
+    std::uint32_t clipped = 0, flushed = 0, subnormal = 0;
+    const std::size_t end = n - c < kChunk ? n : c + kChunk;
+    for (std::size_t i = c; i < end; ++i) {
+      const float y = (x[i] < 0 ? -x[i] : x[i]) * s;
+      clipped += y >= t.clip_min;
+      flushed += (x[i] != 0.0f) & (y <= t.flush_max);
+      subnormal += (y > t.flush_max) & (y < t.normal_min);
+    }
+    r.clipped += clipped;
+    r.flushed += flushed;
+    r.subnormal += subnormal;
+  }
+  return r;
 }
 
 /// float32 -> fp8, round to nearest even, overflow as the table above says.

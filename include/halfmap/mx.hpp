@@ -117,14 +117,29 @@ struct MxBlock {
   std::array<std::uint8_t, kMxBlock> elems{};  // each in its low mx_format(t).bits bits
 };
 
-/// The block's shared exponent as the specification computes it, clamped to [−127, 127]; for a block of zeros
-/// −127. Precondition: every value is finite.
+/// The shared exponent of a block whose largest magnitude is amax (finite, non-negative), as the specification
+/// computes it: ⌊log2 amax⌋ − emax, clamped to [−127, 127]; −127 for amax = 0. ⌊log2⌋ is read from the float32
+/// bits: the exponent field of a normal, the bit width of a subnormal's mantissa (value = bits · 2^-149).
+constexpr int mx_shared_exp_of(float amax, MxElem t) {
+  const std::uint32_t a = std::bit_cast<std::uint32_t>(amax) & 0x7FFFFFFFu;
+  if (a == 0) return -127;
+  const int log2_amax = a >= 0x00800000u ? int(a >> 23) - 127 : int(std::bit_width(a)) - 1 - 149;
+  const int e = log2_amax - mx_format(t).emax;
+  return e < -127 ? -127 : e > 127 ? 127 : e;
+}
+
+/// The block's shared exponent. Precondition: every value is finite.
 inline int mx_shared_exp(std::span<const float, kMxBlock> v, MxElem t) {
   float amax = 0;
   for (float x : v) amax = std::max(amax, std::abs(x));
-  if (amax == 0) return -127;
-  const int e = std::ilogb(amax) - mx_format(t).emax;  // ⌊log2 amax⌋, exact also for float32 subnormals
-  return e < -127 ? -127 : e > 127 ? 127 : e;
+  return mx_shared_exp_of(amax, t);
+}
+
+/// 2^-e for a shared exponent e in [−127, 127], from its bits: a normal float32 for e <= 126, the subnormal 2^-127
+/// for e = 127. Multiplying by it divides by the scale exactly (rounded as ldexp rounds where the quotient leaves
+/// the normal range).
+constexpr float mx_unscale(int e) {
+  return std::bit_cast<float>(e <= 126 ? std::uint32_t(127 - e) << 23 : 0x00400000u);
 }
 
 /// Quantises one block (the header's rule).

@@ -11,6 +11,7 @@
 // |x|·2^k·s reaches the clip threshold saturate; afterwards the history holds a·2^k and every later cast of x uses
 // a scale 2^k too small, flushing the values whose |x|·s' falls to the flush threshold, for as many steps as the
 // history is long. The steps are counted by running the DelayedScaler itself over 3·history_len + 1 steps.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -40,9 +41,12 @@ std::vector<Range> ranges() {
   std::vector<Range> r = {
       {"fp16", "IEEE binary16", 65504.0, 0x1p-14, 0x1p-24},
       {"bf16", "bfloat16", double(to_f32(bf16{0x7F7F})), 0x1p-126, 0x1p-133},
-      {"e4m3", "OCP FP8 E4M3 (MXFP8 element)", 448.0, 0x1p-6, 0x1p-9},
-      {"e5m2", "OCP FP8 E5M2 (MXFP8 element)", 57344.0, 0x1p-14, 0x1p-16},
   };
+  for (Fp8 f : {Fp8::e4m3, Fp8::e5m2}) {
+    const Fp8Format F = fp8_format(f);
+    r.push_back({std::string(fp8_name(f)), fmt::format("OCP FP8 {} (MXFP8 element)", f == Fp8::e4m3 ? "E4M3" : "E5M2"),
+                 double(F.max), std::ldexp(1.0, F.emin), std::ldexp(1.0, F.emin - F.mant_bits)});
+  }
   for (MxElem t : {MxElem::e3m2, MxElem::e2m3, MxElem::e2m1}) {
     const MxElemFormat F = mx_format(t);
     r.push_back({std::string(mx_name(t)).substr(6), std::string(t == MxElem::e2m1 ? "MXFP4 element" : "MXFP6 element"),
@@ -51,20 +55,14 @@ std::vector<Range> ranges() {
   return r;
 }
 
-/// Shares of the tensor's non-zero values clipped (y >= clip_min) and flushed (y <= flush_max) when cast with s.
+/// Shares of the tensor's non-zero values clipped and flushed when cast with s (fp8.hpp's count_rounding).
 struct Shares {
   double clipped = 0, flushed = 0;
 };
 Shares shares(const std::vector<float>& x, float s, const RoundingThresholds& t) {
-  std::size_t clipped = 0, flushed = 0, nonzero = 0;
-  for (float v : x) {
-    if (v == 0.0f) continue;
-    ++nonzero;
-    const float y = std::fabs(v) * s;
-    clipped += y >= t.clip_min;
-    flushed += y <= t.flush_max;
-  }
-  return nonzero ? Shares{double(clipped) / double(nonzero), double(flushed) / double(nonzero)} : Shares{};
+  const auto nonzero = double(std::count_if(x.begin(), x.end(), [](float v) { return v != 0.0f; }));
+  const RoundingCounts c = count_rounding(x.data(), x.size(), s, t);
+  return nonzero > 0 ? Shares{double(c.clipped) / nonzero, double(c.flushed) / nonzero} : Shares{};
 }
 
 /// The DelayedScaler over steady steps, the spike at step 2H, and steady steps after: how many steps cast with

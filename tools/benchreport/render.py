@@ -283,15 +283,17 @@ def not_run_lines(results, suite, kernels):
     return (["", "Not run on this machine:"] + lines) if lines else []
 
 
-def memory_table(results, roofs, suite, kernels, peers=None):
-    """kernel x level: GB/s and roof fraction at each level; with `peers`, also the ratio of elements/s to the best
-    peer of the same dtype (the same work: peers count the same elements, not necessarily the same bytes)."""
+def memory_table(results, roofs, suite, kernels, peers=None, rate=("bytes_per_second", "GB/s"), first="kernel"):
+    """kernel x level: the rate (GB/s by default; `rate` = (counter, unit)) and roof fraction at each level; with
+    `peers`, also the ratio of elements/s to the best peer of the same dtype (the same work: peers count the same
+    elements, not necessarily the same bytes)."""
+    counter, unit = rate
     if peers is not None and peers.not_built:
         peers = None  # one sentence under the table says so, rather than a column of it
     levels = sorted(results.args.get(suite, []), key=level_key)
-    head = ["kernel"]
+    head = [first]
     for lv in levels:
-        head += [f"{lv} GB/s", f"{lv} roof"] + ([f"{lv} ÷ peer"] if peers else [])
+        head += [f"{lv} {unit}", f"{lv} roof"] + ([f"{lv} ÷ peer"] if peers else [])
     rows = []
     for k in kernels:
         if not any((suite, k, lv) in results.cells for lv in levels):
@@ -299,11 +301,11 @@ def memory_table(results, roofs, suite, kernels, peers=None):
         row = [f"`{k}`"]
         for lv in levels:
             frac, _ = roof_fraction(results, roofs, suite, k, lv)
-            row += [fmt_rate(results.value(suite, k, lv, "bytes_per_second")), fmt_frac(frac)]
+            row += [fmt_rate(results.value(suite, k, lv, counter)), fmt_frac(frac)]
             if peers:
                 row.append("peer" if is_peer(k) else peers.ratio(k, lv, "elements_per_second"))
         rows.append(row)
-    return table(head, rows) + spread_line(results, suite, kernels, levels, "bytes_per_second")
+    return table(head, rows) + spread_line(results, suite, kernels, levels, counter)
 
 
 def dense_peer_lines(results, suite, ran, sizes, peers):
@@ -426,8 +428,8 @@ FP8_WHAT = {
 def fp8_section(results, roofs):
     out = ["## fp8 and MX conversions", ""]
     out.append("Values converted per second (G/s), and the fraction of the copy roof of the level that the bytes "
-               "read + written (5 per value: 4 of float32, 1 of fp8; MX: and a scale per 32) make: a conversion streams its input to its "
-               "output like a copy. n = level bytes / 4 values per call. The vector paths run one integer "
+               "read + written (5 per value: 4 of float32, 1 of fp8; MX: and a scale per 32) make: a conversion "
+               "streams its input to its output like a copy. n = level bytes / 4 values per call. The vector paths run one integer "
                "algorithm (src/kernels/common/fp8_convert.hpp); ref runs it one value at a time. No peer: none of "
                "Debian's libraries converts to fp8 (peers.md).")
     found = False
@@ -436,21 +438,8 @@ def fp8_section(results, roofs):
         if not kernels:
             continue
         found = True
-        levels = sorted(results.args.get(op, []), key=level_key)
-        head = ["conversion"]
-        for lv in levels:
-            head += [f"{lv} G/s", f"{lv} roof"]
-        rows = []
-        for k in kernels:
-            if not any((op, k, lv) in results.cells for lv in levels):
-                continue
-            row = [f"`{k}`"]
-            for lv in levels:
-                frac, _ = roof_fraction(results, roofs, op, k, lv)
-                row += [fmt_rate(results.value(op, k, lv, "elements_per_second")), fmt_frac(frac)]
-            rows.append(row)
-        out += ["", f"### {op}: {FP8_WHAT[op]}", ""] + table(head, rows)
-        out += spread_line(results, op, kernels, levels, "elements_per_second")
+        out += ["", f"### {op}: {FP8_WHAT[op]}", ""]
+        out += memory_table(results, roofs, op, kernels, rate=("elements_per_second", "G/s"), first="conversion")
         out += not_run_lines(results, op, kernels)
     if not found:
         out += ["", "No fp8_encode/, fp8_encode_nonsat/, fp8_decode/ or mx_quantize/ benchmarks in this run."]

@@ -62,13 +62,20 @@ constexpr MiniSpec fp8_spec(Fp8 f, Fp8Overflow o) {
   return {F.mant_bits, F.emin, F.bias, F.max_bits, 8, overflow, F.nan_bits, true, F.inf_bits,
           f == Fp8::e4m3 ? 0x7Eu : 0x7Cu};
 }
-/// MX elements: saturating, a NaN as +0 (mx.hpp's mx_round_elem; a block holding one gets the NaN scale).
+/// MX elements: saturating, a NaN as +0 (mx.hpp's mx_round_elem; a block holding one gets the NaN scale). The MXFP8
+/// elements are fp8's saturating conversions but for the NaN.
 constexpr MiniSpec mx_spec(MxElem t) {
-  const MxElemFormat F = mx_format(t);
-  const std::uint32_t mag_max = (std::uint32_t{1} << (F.bits - 1)) - 1u;
-  const bool fp8 = t == MxElem::e4m3 || t == MxElem::e5m2;
-  return {F.mant_bits, F.emin, F.bias, F.max_bits, F.bits, F.max_bits, 0, false,
-          t == MxElem::e5m2 ? 0x7Cu : 0u, fp8 ? (t == MxElem::e4m3 ? 0x7Eu : 0x7Cu) : mag_max};
+  MiniSpec s{};
+  if (t == MxElem::e4m3 || t == MxElem::e5m2) {
+    s = fp8_spec(t == MxElem::e4m3 ? Fp8::e4m3 : Fp8::e5m2, Fp8Overflow::saturate);
+  } else {
+    const MxElemFormat F = mx_format(t);
+    s = {F.mant_bits, F.emin, F.bias, F.max_bits, F.bits, F.max_bits, 0, false, 0,
+         (std::uint32_t{1} << (F.bits - 1)) - 1u};  // no infinity, no NaN
+  }
+  s.nan = 0;
+  s.nan_signed = false;
+  return s;
 }
 
 constexpr float pow2f(int e) {
@@ -161,12 +168,10 @@ void fp8_decode(const std::uint8_t* x, float* y, std::size_t n) {
   mini_decode<O, fp8_spec(kF, Fp8Overflow::saturate), fp8_value_model<kF>>(x, y, n);
 }
 
-/// MX blocks: each block's amax and finiteness in float32, its scale by mx.hpp's rule, the 32 values divided by
-/// the scale (a multiplication by 2^-e, exact, or rounded as ldexp rounds where it leaves the normal range), then
-/// encoded by the path's element conversion.
+/// MX blocks: each block's amax and finiteness in float32, its scale by mx.hpp's rule (mx_shared_exp_of), the 32
+/// values divided by the scale (mx_unscale), then encoded by the path's element conversion.
 template <Fp8EncodeFn kEncode, MxElem kT>
 void mx_quantize_blocks(const float* x, std::size_t blocks, std::uint8_t* scales, std::uint8_t* elems) {
-  const int emax = mx_format(kT).emax;
   for (std::size_t b = 0; b < blocks; ++b) {
     const float* v = x + b * kMxBlock;
     std::uint8_t* q = elems + b * kMxBlock;
@@ -179,12 +184,9 @@ void mx_quantize_blocks(const float* x, std::size_t blocks, std::uint8_t* scales
       std::fill(q, q + kMxBlock, std::uint8_t{0});
       continue;
     }
-    // ⌊log2 amax⌋: the exponent field of a normal, std::ilogb for a float32 subnormal.
-    const int log2_amax = amax_bits >= 0x00800000u ? int(amax_bits >> 23) - 127 : std::ilogb(std::bit_cast<float>(amax_bits));
-    const int e = amax_bits == 0 ? -127 : std::clamp(log2_amax - emax, -127, 127);
+    const int e = mx_shared_exp_of(std::bit_cast<float>(amax_bits), kT);
     scales[b] = static_cast<std::uint8_t>(e + 127);
-    // 2^-e, from its bits: a normal for e <= 126, the subnormal 2^-127 for e = 127.
-    const float unscale = std::bit_cast<float>(e <= 126 ? std::uint32_t(127 - e) << 23 : 0x00400000u);
+    const float unscale = mx_unscale(e);
     float scaled[kMxBlock];
     for (std::size_t i = 0; i < kMxBlock; ++i) scaled[i] = v[i] * unscale;
     kEncode(scaled, q, kMxBlock);
