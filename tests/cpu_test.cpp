@@ -267,13 +267,17 @@ TEST(Registry, NamesAreUniqueAndFollowTheConvention) {
     EXPECT_EQ(n.substr(sep + 2), isa_name(k.isa)) << k.name;
     EXPECT_EQ(n.rfind("__"), sep) << "one ISA separator: " << k.name;
     const std::string head(n.substr(0, sep));
-    EXPECT_EQ(head.substr(0, dtype_name(k.storage).size()), dtype_name(k.storage)) << k.name;
+    // the scaled fp8 modes are named by the format their operands are cast to (their arrays are float32)
+    const std::string_view lead = k.mode == Mode::fp8_f32acc     ? "fp8"
+                                  : k.mode == Mode::mxfp8_f32acc ? "mxfp8"
+                                                                 : dtype_name(k.storage);
+    EXPECT_EQ(head.substr(0, lead.size()), lead) << k.name;
     std::string op_suffix = "_";
     op_suffix += op_name(k.op);
     ASSERT_GE(head.size(), op_suffix.size()) << k.name;
     EXPECT_EQ(head.substr(head.size() - op_suffix.size()), op_suffix) << k.name;
     const bool f32acc_name = head.find("_f32acc_") != std::string::npos;
-    EXPECT_EQ(f32acc_name, k.mode == Mode::f16_f32acc || k.mode == Mode::bf16_f32acc) << k.name;
+    EXPECT_EQ(f32acc_name, k.mode == Mode::f16_f32acc || k.mode == Mode::bf16_f32acc || is_scaled(k.mode)) << k.name;
   }
   EXPECT_EQ(find_kernel("no_such_kernel__ref"), nullptr);
 }
@@ -290,11 +294,14 @@ TEST(Registry, ModesMatchStorageAndLanes) {
       case Mode::f16:
       case Mode::f16_model: EXPECT_EQ(k.storage, DType::f16); break;
       case Mode::bf16_f32acc: EXPECT_EQ(k.storage, DType::bf16); break;
+      case Mode::fp8_f32acc:
+      case Mode::mxfp8_f32acc: EXPECT_EQ(k.storage, DType::f32) << "float32 in and out, fp8 inside"; break;
     }
     EXPECT_GE(k.lanes, 1u);
     EXPECT_EQ(k.lanes & (k.lanes - 1), 0u) << "lanes must be a power of two to fold: " << k.lanes;
     EXPECT_EQ(dtype_size(k.storage), k.storage == DType::f32 ? 4u : 2u);
-    if (k.mode == Mode::f32 || k.mode == Mode::f16_f32acc || k.mode == Mode::bf16_f32acc || k.op == Op::maxabs) {
+    if (k.mode == Mode::f32 || k.mode == Mode::f16_f32acc || k.mode == Mode::bf16_f32acc || is_scaled(k.mode) ||
+        k.op == Op::maxabs) {
       continue;  // lanes and fma describe the order of fp16 accumulation only
     }
     if (k.isa == Isa::ref) {

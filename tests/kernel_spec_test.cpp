@@ -55,7 +55,10 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     EXPECT_NE(kernel_recipe_text(s.recipe), "?") << "recipe key " << s.recipe;
     const bool f16 = k.mode == Mode::f16 || k.mode == Mode::f16_model;
     EXPECT_EQ(s.accumulator, f16 ? "f16" : "f32");
-    if (k.op == Op::maxabs) {
+    if (is_scaled(k.mode)) {
+      EXPECT_EQ(std::string(s.recipe),
+                std::string(op_name(k.op)) + (k.mode == Mode::fp8_f32acc ? "/fp8" : "/mxfp8"));
+    } else if (k.op == Op::maxabs) {
       EXPECT_EQ(s.recipe, "maxabs");
     } else {
       EXPECT_EQ(std::string(s.recipe), std::string(op_name(k.op)) + (f16 ? "/f16" : "/f32acc"));

@@ -165,7 +165,7 @@ struct KernelParam {
 std::vector<KernelParam> kernels_of(std::initializer_list<Op> ops) {
   std::vector<KernelParam> v;
   for (const Kernel& k : kernels()) {
-    if (std::find(ops.begin(), ops.end(), k.op) != ops.end()) v.push_back({&k});
+    if (std::find(ops.begin(), ops.end(), k.op) != ops.end() && !is_scaled(k.mode)) v.push_back({&k});
   }
   return v;
 }
@@ -618,6 +618,8 @@ TEST_P(SoftmaxTest, PinnedOverflowFacts) {
     case Mode::bf16_f32acc:
       cases = {{{88.5, 0, 1}, "fff"}, {{89.0, 0, 1}, "N00"}, {{1e30, -1e30, 9e29}, "N0N"}};
       break;
+    case Mode::fp8_f32acc:
+    case Mode::mxfp8_f32acc: break;  // not instantiated here (fp8_modes_test)
   }
   for (const Case& cs : cases) {
     SCOPED_TRACE(fmt::format("kernel {} row ({})", k().name, fmt::join(cs.x, ", ")));

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 #include "halfmap/fp8.hpp"
@@ -30,10 +31,12 @@ inline constexpr std::size_t kTeAmaxHistoryLen = 1024;  // DelayedScaling's defa
 inline constexpr int kTeMargin = 0;                      // and margin
 
 /// Transformer Engine's scaling factor: (fp8_max / amax) / 2^margin in float32, or `previous` where amax is not a
-/// positive finite number.
+/// positive finite number, and the largest float32 where the quotient overflows (an amax below fp8_max / FLT_MAX,
+/// about 2^-119.2 for E4M3: its compute_scale_from_amax, transformer_engine/common/recipe/recipe_common.cuh).
 inline float fp8_scale(float amax, Fp8 f, int margin = kTeMargin, float previous = 1.0f) {
   if (!(amax > 0.0f) || !std::isfinite(amax)) return previous;
-  return fp8_format(f).max / amax / std::ldexp(1.0f, margin);
+  const float s = fp8_format(f).max / amax / std::ldexp(1.0f, margin);
+  return std::isinf(s) ? std::numeric_limits<float>::max() : s;
 }
 
 /// Delayed scaling of one tensor across steps: cast with scale(), then record() the amax that cast saw.

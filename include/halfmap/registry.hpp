@@ -33,8 +33,16 @@ constexpr bool is_norm(Op op) { return op == Op::layernorm || op == Op::rmsnorm;
 constexpr bool is_gelu(Op op) { return op == Op::gelu || op == Op::gelu_tanh; }
 constexpr bool is_attention(Op op) { return op == Op::attention_prescale || op == Op::attention_postscale; }
 constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot; }
-/// Precision modes of NUMERICS.md.
-enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc };
+/// Precision modes of NUMERICS.md. The last two are the scaled fp8 modes (kernels/common/fp8_modes.hpp): float32
+/// arrays in and out, the operands cast to fp8 inside the kernel with a scale the recipe chooses, f32 accumulation.
+///   fp8_f32acc    Transformer Engine's Float8CurrentScaling with its HYBRID format: each operand cast with its own
+///                 per-tensor scale s = fp8_max / amax (fp8_scaling.hpp's fp8_scale), E4M3 for the forward's
+///                 tensors, E5M2 for the upstream gradient; the scales' inverses folded into the output.
+///   mxfp8_f32acc  OCP MXFP8 with E4M3 elements for every tensor (Transformer Engine's MXFP8BlockScaling): blocks of
+///                 32 along the reduction's dimension, each with its power-of-two E8M0 scale (mx.hpp).
+enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc, fp8_f32acc, mxfp8_f32acc };
+/// The scaled fp8 modes: their kernels take and give float32 and cast to fp8 inside.
+constexpr bool is_scaled(Mode m) { return m == Mode::fp8_f32acc || m == Mode::mxfp8_f32acc; }
 enum class DType { f32, f16, bf16 };
 
 constexpr std::string_view op_name(Op op) {
@@ -65,6 +73,8 @@ constexpr std::string_view mode_name(Mode mode) {
     case Mode::f16: return "f16";
     case Mode::f16_model: return "f16_model";
     case Mode::bf16_f32acc: return "bf16_f32acc";
+    case Mode::fp8_f32acc: return "fp8_f32acc";
+    case Mode::mxfp8_f32acc: return "mxfp8_f32acc";
   }
   return "?";
 }

@@ -18,7 +18,7 @@ struct Recipe {
 
 // r(v): v rounded to the nearest fp16 (ties to even); R(v): v rounded once to the storage type T; f32(h): h widened
 // exactly; fma: the kernel's fp16 FMA; fold: the order column.
-constexpr std::array<Recipe, 31> kRecipes = {{
+constexpr std::array<Recipe, 47> kRecipes = {{
     {"sum/f16", "acc = r(acc + x_i) per lane; lanes folded with r(a + b); the result is the fp16 accumulator"},
     {"sumsq/f16", "acc = fma(x_i, x_i, acc) per lane; lanes folded with r(a + b)"},
     {"dot/f16", "acc = fma(x_i, y_i, acc) per lane; lanes folded with r(a + b)"},
@@ -93,13 +93,36 @@ constexpr std::array<Recipe, 31> kRecipes = {{
                                   "dQ = R(dQ'·c)"},
     {"attention_postscale/f32acc", "c = 1/sqrtf(d) in f32; T = dense_fwd/f32acc of Q and Kᵀ, stored; S = R(T·c); "
                                    "then as attention_prescale/f32acc, with dT = R(dS·c)"},
+    // The scaled fp8 modes (kernels/common/fp8_modes.hpp): C4(t), C5(t) and M(t) in the legend.
+    {"sum/fp8", "(q, u) = C4(x); sum of q_i in f32; the result sum·u"},
+    {"sumsq/fp8", "(q, u) = C4(x); sum of q_i·q_i in f32 (exact products); the result (sum·u)·u"},
+    {"maxabs/fp8", "(q, u) = C4(x); max_i abs(q_i)·u (NaN if any x_i is NaN)"},
+    {"dot/fp8", "C4(x), C4(y); sum of qx_i·qy_i in f32 (exact products); the result sum·(ux·uy)"},
+    {"dense_fwd/fp8", "C4(X), C4(W); acc = sum over k of qx_mk·qw_kn in f32 (exact products); "
+                      "y = act(acc·(uX·uW) + b_n) in f32"},
+    {"dense_bwd/fp8", "C5(dY), C4(X), C4(W); dX = (qdY·qWᵀ)·(udY·uW), dW = (qXᵀ·qdY)·(uX·udY), accumulated in f32; "
+                      "db = column sums of the uncast dY in f32, in row order"},
+    {"mse/fp8", "p' = q·u of C4(p), y' = q·u of C4(y), in f32; then mse/f32acc of p' and y'"},
+    {"softmax/fp8", "x' = q·u of C4(x) (one scale for the whole tensor), in f32; then softmax/f32acc of x'"},
+    {"sum/mxfp8", "x' = M(x) (blocks of the array); sum of x'_i in f32"},
+    {"sumsq/mxfp8", "x' = M(x); sum of x'_i·x'_i in f32"},
+    {"maxabs/mxfp8", "x' = M(x); max_i abs(x'_i) (NaN if a block holds a NaN or an inf)"},
+    {"dot/mxfp8", "x' = M(x), y' = M(y); sum of x'_i·y'_i in f32"},
+    {"dense_fwd/mxfp8", "X' = M(X's rows), W' = M(W's columns) (blocks along k); dense_fwd/f32acc of X', W'"},
+    {"dense_bwd/mxfp8", "dX = M(dY's rows)·M(W's rows)ᵀ (blocks along n), dW = M(X's columns)ᵀ·M(dY's columns) "
+                        "(along m), accumulated in f32; db = column sums of the uncast dY in f32, in row order"},
+    {"mse/mxfp8", "p' = M(p), y' = M(y); then mse/f32acc of p' and y'"},
+    {"softmax/mxfp8", "x' = M(each row); then softmax/f32acc of x'"},
 }};
 
 bool f16_family(Mode m) { return m == Mode::f16 || m == Mode::f16_model; }
 
 std::string_view recipe_key(const Kernel& k) {
-  if (k.op == Op::maxabs) return "maxabs";
-  const std::string_view fam = f16_family(k.mode) ? "f16" : "f32acc";
+  if (k.op == Op::maxabs && !is_scaled(k.mode)) return "maxabs";
+  const std::string_view fam = f16_family(k.mode)               ? "f16"
+                               : k.mode == Mode::fp8_f32acc     ? "fp8"
+                               : k.mode == Mode::mxfp8_f32acc   ? "mxfp8"
+                                                                : "f32acc";
   for (const Recipe& r : kRecipes) {
     const std::string_view key = r.key;
     if (key.substr(0, key.find('/')) == op_name(k.op) && key.substr(key.find('/') + 1) == fam) return key;
@@ -235,7 +258,11 @@ std::string kernel_recipe_table(std::span<const Kernel* const> ks) {
       "(nothing to round for f32); f32(h): exact widening; fma(a, b, c): the kernel's fp16 FMA (fused: a·b + c "
       "rounded once to fp16; f32_round: fused in f32, then r); exp_f32: halfmap's exp "
       "(include/halfmap/math.hpp), on every path, and so are erf_f32 and tanh_f32; logf: the C library's; S: the "
-      "loss scale; act: the dense activation.\n\n| recipe | rounding steps, in order |\n| --- | --- |\n";
+      "loss scale; act: the dense activation; C4(t), C5(t): tensor t cast to E4M3, E5M2 with its own scale "
+      "s = fp8_max / amax in f32 (1 where amax is 0 or not finite, FLT_MAX where the quotient overflows), "
+      "q = to_fp8(t·s) saturating, u = 1/s in f32; M(t): t in OCP MXFP8 E4M3 blocks of 32 (each with its "
+      "E8M0 scale, a row's last block padded with zeros), read back exactly.\n\n"
+      "| recipe | rounding steps, in order |\n| --- | --- |\n";
   for (const Recipe& r : kRecipes) {
     bool want = ks.empty();
     for (std::string_view u : used) want = want || u == r.key;

@@ -11,11 +11,13 @@
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
 
-// The fp8 and MX lists: weak, so a folder that defines none (avx512bf16, the arm64 folders past neon) leaves its null.
+// The fp8 and MX lists and the scaled fp8 modes' kernels: weak, so a folder that defines none (avx512bf16, the
+// arm64 folders past neon) leaves its null.
 #define HALFMAP_KERNEL_LIST(isa)                         \
   namespace halfmap::paths::isa {                        \
   [[gnu::weak]] std::span<const Fp8Conversion> fp8_list(); \
   [[gnu::weak]] std::span<const MxConversion> mx_list();   \
+  [[gnu::weak]] std::span<const Kernel> scaled_list();     \
   }
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
@@ -40,7 +42,9 @@ std::span<const Kernel> kernels() {
   static const std::vector<Kernel> all = [] {
     std::vector<Kernel> v;
     auto add = [&v](std::span<const Kernel> t) { v.insert(v.end(), t.begin(), t.end()); };
-#define HALFMAP_KERNEL_LIST(isa) add(paths::isa::list());
+#define HALFMAP_KERNEL_LIST(isa)                                         \
+  add(paths::isa::list());                                               \
+  if (paths::isa::scaled_list != nullptr) add(paths::isa::scaled_list());
 #include "kernel_lists.inc"
 #undef HALFMAP_KERNEL_LIST
     if (peers_linked()) add(peers::linked_kernels());

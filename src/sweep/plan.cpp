@@ -51,6 +51,8 @@ double forward_tolerance(Mode mode) {
     case Mode::bf16_f32acc: return 0x1p-5;
     case Mode::f16:
     case Mode::f16_model: return 0x1p-2;
+    case Mode::fp8_f32acc:
+    case Mode::mxfp8_f32acc: return 0x1p-2;
   }
   return 0;
 }
@@ -92,7 +94,8 @@ constexpr Op kSweepOps[] = {Op::sum,  Op::sumsq,   Op::maxabs,        Op::dot,  
 constexpr Op kAllOps[] = {Op::sum, Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::dense_bwd,
                           Op::mse, Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm,
                           Op::gelu, Op::gelu_tanh, Op::attention_prescale, Op::attention_postscale};
-constexpr Mode kAllModes[] = {Mode::f32, Mode::f16_f32acc, Mode::f16, Mode::f16_model, Mode::bf16_f32acc};
+constexpr Mode kAllModes[] = {Mode::f32,         Mode::f16_f32acc, Mode::f16,          Mode::f16_model,
+                              Mode::bf16_f32acc, Mode::fp8_f32acc, Mode::mxfp8_f32acc};
 
 std::optional<Op> parse_op(std::string_view s) {
   for (Op op : kAllOps) {
@@ -139,7 +142,8 @@ PathFilter parse_paths(const std::vector<std::string>& paths) {
     } else {
       throw std::invalid_argument(fmt::format(
           "unknown path '{}': expected an ISA (ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, "
-          "neonfhm, neonbf16, sve) or a mode (f32, f16_f32acc, f16, f16_model, bf16_f32acc).",
+          "neonfhm, neonbf16, sve) or a mode (f32, f16_f32acc, f16, f16_model, bf16_f32acc, fp8_f32acc, "
+          "mxfp8_f32acc).",
           p));
     }
   }

@@ -116,7 +116,8 @@ json settings_json(const Options& o) {
   s["S_grid"] = grid_json(o.S_grid);
   s["underflow_share"] = o.underflow_share;
   json tol;
-  for (Mode m : {Mode::f32, Mode::f16_f32acc, Mode::f16, Mode::f16_model, Mode::bf16_f32acc}) {
+  for (Mode m : {Mode::f32, Mode::f16_f32acc, Mode::f16, Mode::f16_model, Mode::bf16_f32acc, Mode::fp8_f32acc,
+                 Mode::mxfp8_f32acc}) {
     tol[std::string(mode_name(m))] = forward_tolerance(m);
   }
   s["forward_tolerance"] = tol;

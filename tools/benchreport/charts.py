@@ -13,7 +13,8 @@ from .results import DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, peer_label
 from .roofs import COPY_OPS, Roofs
 from .threads import SUITES as THREAD_SUITES, thread_counts
 
-MODE_COLOURS = {"f32": "tab:blue", "f16_f32acc": "tab:green", "f16": "tab:orange", "bf16_f32acc": "tab:purple"}
+MODE_COLOURS = {"f32": "tab:blue", "f16_f32acc": "tab:green", "f16": "tab:orange", "bf16_f32acc": "tab:purple",
+                "fp8_f32acc": "tab:red", "mxfp8_f32acc": "tab:brown"}
 ISA_MARKERS = {"avx2": "s", "avx512": "o", "avx512bf16": "D", "avx512fp16": "^", "neon": "s", "neonfp16": "^"}
 PEER_COLOURS = {"openblas": "tab:brown", "onednn": "tab:red", "xnnpack": "tab:pink", "eigen": "tab:olive"}
 DTYPE_MARKERS = {"f32": "x", "f16": "+", "bf16": "*"}

@@ -8,6 +8,7 @@
 #include "kernels/avx512/ops.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/fp8_convert.hpp"
+#include "kernels/common/fp8_modes.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/attention.hpp"
 #include "kernels/common/microkernel.hpp"
@@ -115,9 +116,16 @@ const Fp8Conversion kFp8List[] = {
 };
 constexpr auto kMxList = detail::mx_conversions_of<I32, kIsa>();
 
+// The scaled fp8 modes (kernels/common/fp8_modes.hpp): this path's fp8 conversions feeding its f32 kernels.
+constexpr detail::ScaledParts kScaled = detail::scaled_parts<I32>(
+    f32acc_reduce<F32S, Op::sum>, f32acc_reduce<F32S, Op::sumsq>, maxabs_reduce<Tag, std::uint32_t, DType::f32>, f32acc_reduce<F32S, Op::dot>,
+    dense_fwd<F32Gemm>, dense_bwd<F32Gemm>, mse_f32acc<F32S>, softmax_f32acc<F32S, true>);
+constexpr auto kScaledList = scaled_kernels<kScaled, kIsa>();
+
 }  // namespace
 
 std::span<const Kernel> list() { return kList; }
+std::span<const Kernel> scaled_list() { return kScaledList; }
 std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
 std::span<const MxConversion> mx_list() { return kMxList; }
 

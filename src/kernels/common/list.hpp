@@ -21,6 +21,8 @@ constexpr std::string_view name_prefix(Mode mode) {
     case Mode::f16_f32acc: return "f16_f32acc";
     case Mode::f16: case Mode::f16_model: return "f16";
     case Mode::bf16_f32acc: return "bf16_f32acc";
+    case Mode::fp8_f32acc: return "fp8_f32acc";
+    case Mode::mxfp8_f32acc: return "mxfp8_f32acc";
   }
   return "?";
 }
@@ -30,7 +32,7 @@ constexpr std::string_view name_isa(Isa isa) {
   return kNames[static_cast<std::size_t>(isa)];
 }
 constexpr DType storage_of(Mode mode) {
-  return mode == Mode::f32 ? DType::f32 : mode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
+  return mode == Mode::f32 || is_scaled(mode) ? DType::f32 : mode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
 }
 
 /// The composed name, stored once per (op, mode, isa) as a static array of chars.

@@ -10,6 +10,7 @@
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
 #include "kernels/common/fp8_convert.hpp"
+#include "kernels/common/fp8_modes.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/attention.hpp"
 #include "kernels/common/gelu.hpp"
@@ -387,9 +388,16 @@ const Fp8Conversion kFp8List[] = {
 };
 constexpr auto kMxList = detail::mx_conversions_of<I32, Isa::ref>();
 
+// The scaled fp8 modes (kernels/common/fp8_modes.hpp): this path's fp8 conversions feeding its f32 kernels.
+constexpr detail::ScaledParts kScaled = detail::scaled_parts<I32>(
+    f32_ref<Op::sum>, f32_ref<Op::sumsq>, detail::maxabs_reduce<Tag, std::uint32_t, DType::f32>, f32_ref<Op::dot>,
+    f32acc_dense_fwd<float>, f32acc_dense_bwd<float>, f32acc_mse<float>, f32acc_softmax<float, true>);
+constexpr auto kScaledList = scaled_kernels<kScaled, Isa::ref>();
+
 }  // namespace
 
 std::span<const Kernel> list() { return kList; }
+std::span<const Kernel> scaled_list() { return kScaledList; }
 std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
 std::span<const MxConversion> mx_list() { return kMxList; }
 

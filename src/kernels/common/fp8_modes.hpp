@@ -1,0 +1,335 @@
+// The scaled fp8 precision modes (registry.hpp's Mode::fp8_f32acc and Mode::mxfp8_f32acc), written once for every
+// path over two of its parts: its fp8 conversions (fp8_convert.hpp) and its f32 kernels. The arrays in and out are
+// float32; each kernel casts its operands to fp8 as the recipe says, runs the path's f32 kernel on the fp8 values
+// (exact in float32), and folds the scales into the output, as the fp8 GEMMs do (cuBLASLt's A and B scales,
+// Transformer Engine's scale_inv).
+//
+// fp8_f32acc (per-tensor current scaling, Transformer Engine's Float8CurrentScaling, HYBRID format):
+//   cast(t, F): amax = max |t_i| (NaN if t holds a NaN); s = fp8_scale(amax, F) (fp8_max / amax in float32, 1 where
+//     amax is 0 or not finite, FLT_MAX where the quotient overflows); q_i = to_fp8(t_i · s, F, saturate), the
+//     product in float32; u = 1.0f / s. So q_i · u ≈ t_i, and an infinity in t saturates to ±fp8_max.
+//   dense_fwd: X and W cast to E4M3; A = Q_X · Q_W by the f32 dense kernel (products exact, f32 sums); then
+//     y = act(A · (u_X · u_W) + b), each step in float32 (the bias is not cast).
+//   dense_bwd: X and W as the forward, dY cast to E5M2; dX = (Q_dY · Q_Wᵀ) · (u_dY · u_W), dW = (Q_Xᵀ · Q_dY) ·
+//     (u_X · u_dY); db = Σ_rows dY from the float32 dY in row order (Transformer Engine's dbias is computed before
+//     the cast).
+//   sum, sumsq, maxabs, dot: the f32 reduction of the q's, times u (sumsq: times u twice, dot: times u_x · u_y).
+//   mse (p and y) and softmax (x): each input cast to E4M3 and read back as q_i · u in float32, then the f32 kernel.
+// mxfp8_f32acc (OCP MXFP8, E4M3 elements for every tensor, Transformer Engine's MXFP8BlockScaling):
+//   each operand quantised in blocks of 32 along the dimension its product reduces over (mx.hpp's mx_quantize;
+//   a row's last block padded with zeros, which change no block's scale), then read back exactly (element · 2^e;
+//   a block holding a NaN or an inf reads as NaN), and the f32 kernel computes on those values. dense_fwd: X's
+//   rows and W's columns (over k); dense_bwd: dY's rows and W's rows for dX (over n), X's and dY's columns for dW
+//   (over m), db from the float32 dY as above; reductions, mse: blocks of the flat array; softmax: of each row.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "halfmap/fp8_scaling.hpp"
+#include "halfmap/mx.hpp"
+#include "halfmap/registry.hpp"
+#include "kernels/common/fp8_convert.hpp"
+#include "kernels/common/list.hpp"
+
+namespace halfmap::detail {
+
+/// One path's parts of the scaled modes.
+struct ScaledParts {
+  Fp8EncodeFn e4m3, e5m2;  // saturating encoders
+  Fp8DecodeFn e4m3_value, e5m2_value;
+  MxQuantizeFn mx_quantize;  // MXFP8 E4M3 blocks
+  Fp8DecodeFn mx_value;      // MXFP8 E4M3 element values
+  ReduceFn sum, sumsq, maxabs, dot;
+  DenseFn dense;
+  DenseBwdFn dense_bwd;
+  LossFn mse;
+  SoftmaxFn softmax;
+};
+
+/// A path's parts from its 32-bit integer primitives O (the conversions) and its f32 kernels.
+template <class O>
+constexpr ScaledParts scaled_parts(ReduceFn sum, ReduceFn sumsq, ReduceFn maxabs, ReduceFn dot, DenseFn dense,
+                                   DenseBwdFn dense_bwd, LossFn mse, SoftmaxFn softmax) {
+  return {fp8_encode<O, Fp8::e4m3, Fp8Overflow::saturate>,
+          fp8_encode<O, Fp8::e5m2, Fp8Overflow::saturate>,
+          fp8_decode<O, Fp8::e4m3>,
+          fp8_decode<O, Fp8::e5m2>,
+          mx_quantize_blocks<mx_encode<O, MxElem::e4m3>, MxElem::e4m3>,
+          mx_decode<O, MxElem::e4m3>,
+          sum,
+          sumsq,
+          maxabs,
+          dot,
+          dense,
+          dense_bwd,
+          mse,
+          softmax};
+}
+
+/// The scaled kernels of one path, P being its parts. Everything is a member of this template over P, whose
+/// argument has internal linkage in each path's kernels.cpp: code compiled with one folder's ISA flags then has a
+/// name of its own and cannot be merged with another folder's (src/kernels/avx512/ops.hpp says why that matters).
+template <const ScaledParts& P>
+struct Scaled {
+  /// max |x_i|, NaN when x holds a NaN.
+  static float amax_of(const float* x, std::size_t n) {
+    // The magnitudes' bits order like their values, and every NaN is above +inf's (an integer max, vectorised).
+    std::uint32_t m = 0;
+    for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
+    return m > 0x7F800000u ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
+  }
+
+  /// A tensor cast to fp8: q its values (exact in float32), the tensor ≈ q · unscale.
+  struct Cast {
+    std::vector<float> q;
+    float unscale = 1.0f;
+  };
+
+  /// Per-tensor current scaling (the header's cast).
+  static Cast cast_current(Fp8 f, const float* x, std::size_t n) {
+    const float s = fp8_scale(amax_of(x, n), f);
+    Cast c;
+    c.q.resize(n);
+    std::vector<std::uint8_t> bytes(n);
+    for (std::size_t i = 0; i < n; ++i) c.q[i] = x[i] * s;
+    (f == Fp8::e4m3 ? P.e4m3 : P.e5m2)(c.q.data(), bytes.data(), n);
+    (f == Fp8::e4m3 ? P.e4m3_value : P.e5m2_value)(bytes.data(), c.q.data(), n);
+    c.unscale = 1.0f / s;
+    return c;
+  }
+
+  /// The cast read back in float32: q_i · unscale.
+  static std::vector<float> cast_values(Cast c) {
+    for (float& v : c.q) v *= c.unscale;
+    return std::move(c.q);
+  }
+
+  /// MXFP8 E4M3 blocks along each of `rows` rows of `cols` values (stride `cols`), read back exactly.
+  static std::vector<float> mx_rows(const float* x, std::size_t rows, std::size_t cols) {
+    const std::size_t blocks = (cols + kMxBlock - 1) / kMxBlock, padded = blocks * kMxBlock;
+    std::vector<float> row(padded, 0.0f), values(padded), out(rows * cols);
+    std::vector<std::uint8_t> scales(blocks), elems(padded);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy(x + r * cols, x + (r + 1) * cols, row.begin());
+      P.mx_quantize(row.data(), blocks, scales.data(), elems.data());
+      P.mx_value(elems.data(), values.data(), padded);
+      float* o = out.data() + r * cols;
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t end = std::min(cols, (b + 1) * kMxBlock);
+        if (scales[b] == kE8M0Nan) {
+          std::fill(o + b * kMxBlock, o + end, std::numeric_limits<float>::quiet_NaN());
+          continue;
+        }
+        // element · 2^e as two multiplications by normal powers of two (e ≥ −127 splits into halves ≥ −64): the
+        // first is exact, the second rounds once where the value is a float32 subnormal, and no operand is
+        // subnormal (the scale 2^−127 itself is one, and reading it would raise the denormal flag on zeros).
+        const int e = int(scales[b]) - 127, lo = e / 2, hi = e - lo;
+        const float f_lo = std::bit_cast<float>(std::uint32_t(lo + 127) << 23);
+        const float f_hi = std::bit_cast<float>(std::uint32_t(hi + 127) << 23);
+        for (std::size_t j = b * kMxBlock; j < end; ++j) o[j] = values[j] * f_lo * f_hi;
+      }
+    }
+    return out;
+  }
+
+  /// The transpose of a rows × cols matrix.
+  static std::vector<float> transposed(const float* x, std::size_t rows, std::size_t cols) {
+    std::vector<float> t(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
+    }
+    return t;
+  }
+
+  /// MXFP8 blocks along each column of a rows × cols matrix, read back exactly, in the matrix's layout.
+  static std::vector<float> mx_cols(const float* x, std::size_t rows, std::size_t cols) {
+    const std::vector<float> t = transposed(x, rows, cols);
+    const std::vector<float> q = mx_rows(t.data(), cols, rows);
+    return transposed(q.data(), cols, rows);
+  }
+
+  /// db = Σ_rows dY in float32, row order.
+  static void bias_grad(const float* dy, std::size_t m, std::size_t n, float* db) {
+    std::fill(db, db + n, 0.0f);
+    for (std::size_t i = 0; i < m; ++i) {
+      for (std::size_t j = 0; j < n; ++j) db[j] += dy[i * n + j];
+    }
+  }
+
+  static void scale_array(float* y, std::size_t n, float d) {
+    for (std::size_t i = 0; i < n; ++i) y[i] *= d;
+  }
+
+  // ---- fp8_f32acc ----------------------------------------------------------------------------------------------
+
+  static void fp8_dense_fwd(const DenseArgs& a) {
+    const Cast x = cast_current(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
+    const Cast w = cast_current(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
+    DenseArgs q = a;
+    q.x = x.q.data();
+    q.w = w.q.data();
+    q.b = nullptr;
+    q.act = Act::identity;
+    P.dense(q);
+    const float d = x.unscale * w.unscale;
+    auto* y = static_cast<float*>(a.y);
+    const auto* b = static_cast<const float*>(a.b);
+    for (std::size_t i = 0; i < a.m; ++i) {
+      for (std::size_t j = 0; j < a.n; ++j) {
+        float v = y[i * a.n + j] * d;
+        if (b != nullptr) v += b[j];
+        y[i * a.n + j] = a.act == Act::relu && v < 0.0f ? 0.0f : v;
+      }
+    }
+  }
+
+  static void fp8_dense_bwd(const DenseBwdArgs& a) {
+    const auto* dy = static_cast<const float*>(a.dy);
+    const Cast g = cast_current(Fp8::e5m2, dy, a.m * a.n);
+    const Cast x = cast_current(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
+    const Cast w = cast_current(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
+    DenseBwdArgs q = a;
+    q.x = x.q.data();
+    q.w = w.q.data();
+    q.dy = g.q.data();
+    q.db = nullptr;
+    if (a.dx != nullptr || a.dw != nullptr) P.dense_bwd(q);
+    if (a.dx != nullptr) scale_array(static_cast<float*>(a.dx), a.m * a.k, g.unscale * w.unscale);
+    if (a.dw != nullptr) scale_array(static_cast<float*>(a.dw), a.k * a.n, x.unscale * g.unscale);
+    if (a.db != nullptr) bias_grad(dy, a.m, a.n, static_cast<float*>(a.db));
+  }
+
+  template <Op kOp>
+  static float fp8_reduce(const void* x, const void* y, std::size_t n) {
+    const Cast cx = cast_current(Fp8::e4m3, static_cast<const float*>(x), n);
+    switch (kOp) {
+      case Op::sum: return P.sum(cx.q.data(), nullptr, n) * cx.unscale;
+      case Op::sumsq: return P.sumsq(cx.q.data(), nullptr, n) * cx.unscale * cx.unscale;
+      case Op::maxabs: return P.maxabs(cx.q.data(), nullptr, n) * cx.unscale;
+      default: {
+        const Cast cy = cast_current(Fp8::e4m3, static_cast<const float*>(y), n);
+        return P.dot(cx.q.data(), cy.q.data(), n) * (cx.unscale * cy.unscale);
+      }
+    }
+  }
+
+  static float fp8_mse(const LossArgs& a) {
+    const std::vector<float> p = cast_values(cast_current(Fp8::e4m3, static_cast<const float*>(a.p), a.n));
+    const std::vector<float> y = cast_values(cast_current(Fp8::e4m3, static_cast<const float*>(a.y), a.n));
+    LossArgs q = a;
+    q.p = p.data();
+    q.y = y.data();
+    return P.mse(q);
+  }
+
+  static void fp8_softmax(const SoftmaxArgs& a) {
+    const std::vector<float> x =
+        cast_values(cast_current(Fp8::e4m3, static_cast<const float*>(a.x), a.rows * a.cols));
+    SoftmaxArgs q = a;
+    q.x = x.data();
+    P.softmax(q);
+  }
+
+  // ---- mxfp8_f32acc --------------------------------------------------------------------------------------------
+
+  static void mx_dense_fwd(const DenseArgs& a) {
+    const std::vector<float> x = mx_rows(static_cast<const float*>(a.x), a.m, a.k);
+    const std::vector<float> w = mx_cols(static_cast<const float*>(a.w), a.k, a.n);
+    DenseArgs q = a;
+    q.x = x.data();
+    q.w = w.data();
+    P.dense(q);
+  }
+
+  static void mx_dense_bwd(const DenseBwdArgs& a) {
+    const auto* dy = static_cast<const float*>(a.dy);
+    if (a.dx != nullptr) {
+      const std::vector<float> g = mx_rows(dy, a.m, a.n);
+      const std::vector<float> w = mx_rows(static_cast<const float*>(a.w), a.k, a.n);
+      DenseBwdArgs q = a;
+      q.w = w.data();
+      q.dy = g.data();
+      q.dw = nullptr;
+      q.db = nullptr;
+      P.dense_bwd(q);
+    }
+    if (a.dw != nullptr) {
+      const std::vector<float> g = mx_cols(dy, a.m, a.n);
+      const std::vector<float> x = mx_cols(static_cast<const float*>(a.x), a.m, a.k);
+      DenseBwdArgs q = a;
+      q.x = x.data();
+      q.dy = g.data();
+      q.dx = nullptr;
+      q.db = nullptr;
+      P.dense_bwd(q);
+    }
+    if (a.db != nullptr) bias_grad(dy, a.m, a.n, static_cast<float*>(a.db));
+  }
+
+  template <Op kOp>
+  static float mx_reduce(const void* x, const void* y, std::size_t n) {
+    const std::vector<float> qx = mx_rows(static_cast<const float*>(x), 1, n);
+    switch (kOp) {
+      case Op::sum: return P.sum(qx.data(), nullptr, n);
+      case Op::sumsq: return P.sumsq(qx.data(), nullptr, n);
+      case Op::maxabs: return P.maxabs(qx.data(), nullptr, n);
+      default: {
+        const std::vector<float> qy = mx_rows(static_cast<const float*>(y), 1, n);
+        return P.dot(qx.data(), qy.data(), n);
+      }
+    }
+  }
+
+  static float mx_mse(const LossArgs& a) {
+    const std::vector<float> p = mx_rows(static_cast<const float*>(a.p), 1, a.n);
+    const std::vector<float> y = mx_rows(static_cast<const float*>(a.y), 1, a.n);
+    LossArgs q = a;
+    q.p = p.data();
+    q.y = y.data();
+    return P.mse(q);
+  }
+
+  static void mx_softmax(const SoftmaxArgs& a) {
+    const std::vector<float> x = mx_rows(static_cast<const float*>(a.x), a.rows, a.cols);
+    SoftmaxArgs q = a;
+    q.x = x.data();
+    P.softmax(q);
+  }
+};
+
+}  // namespace halfmap::detail
+
+namespace halfmap::paths {
+
+/// The scaled modes' entries of one path: the reductions, dense forward and backward, mse and softmax, in both
+/// modes.
+template <const detail::ScaledParts& P, Isa kIsa>
+constexpr std::array<Kernel, 16> scaled_kernels() {
+  using S = detail::Scaled<P>;
+  constexpr Mode c = Mode::fp8_f32acc, x = Mode::mxfp8_f32acc;
+  return {entry<Op::sum, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::sum>}),
+          entry<Op::sumsq, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::sumsq>}),
+          entry<Op::maxabs, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::maxabs>}),
+          entry<Op::dot, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::dot>}),
+          entry<Op::dense_fwd, c, kIsa>(DenseFn{S::fp8_dense_fwd}),
+          entry<Op::dense_bwd, c, kIsa>(DenseBwdFn{S::fp8_dense_bwd}),
+          entry<Op::mse, c, kIsa>(LossFn{S::fp8_mse}),
+          entry<Op::softmax, c, kIsa>(SoftmaxFn{S::fp8_softmax}),
+          entry<Op::sum, x, kIsa>(ReduceFn{S::template mx_reduce<Op::sum>}),
+          entry<Op::sumsq, x, kIsa>(ReduceFn{S::template mx_reduce<Op::sumsq>}),
+          entry<Op::maxabs, x, kIsa>(ReduceFn{S::template mx_reduce<Op::maxabs>}),
+          entry<Op::dot, x, kIsa>(ReduceFn{S::template mx_reduce<Op::dot>}),
+          entry<Op::dense_fwd, x, kIsa>(DenseFn{S::mx_dense_fwd}),
+          entry<Op::dense_bwd, x, kIsa>(DenseBwdFn{S::mx_dense_bwd}),
+          entry<Op::mse, x, kIsa>(LossFn{S::mx_mse}),
+          entry<Op::softmax, x, kIsa>(SoftmaxFn{S::mx_softmax})};
+}
+
+}  // namespace halfmap::paths
