@@ -5,14 +5,19 @@
 // scaling's history.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "diagnose/internal.hpp"
+#include "diagnose/net_runner.hpp"
 #include "halfmap/fp8.hpp"
 #include "halfmap/fp8_scaling.hpp"
 #include "halfmap/mx.hpp"
@@ -185,6 +190,77 @@ TEST(Fp8Scaling, DelayedScalingHistory) {
   d.record(2.0f);
   d.record(std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(d.scale(), 28672.0f) << "a NaN in the history keeps the scale";
+}
+
+/// `halfmap diagnose --model`'s per-layer counts (LayerForward::fp8, the f32 baseline's only) against the models
+/// on the baseline's own outputs: per batch one per-tensor cast with that batch's scale, MX blocks along each row (a
+/// row of 40 has a block of 8). Batches of 6 over 20 rows (the last one shorter), with inputs growing 4x from batch
+/// to batch, so that one scale for all rows, or blocks across rows, would count otherwise.
+TEST(ModelFp8, LayerCountsAreThoseOfEachBatchsCast) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  onnx::Network net;
+  net.features = 5;
+  auto add = [&](onnx::LayerKind k, std::size_t in, std::size_t out) {
+    onnx::Layer l;
+    l.kind = k;
+    l.in = in;
+    l.out = out;
+    l.name = std::string(onnx::kind_name(k));
+    if (k == onnx::LayerKind::dense) {
+      for (std::size_t i = 0; i < in * out; ++i) l.weight.values.push_back(0.5f * n(rng));
+      for (std::size_t i = 0; i < out; ++i) l.bias.values.push_back(0.1f * n(rng));
+    }
+    net.layers.push_back(l);
+  };
+  add(onnx::LayerKind::dense, 5, 40);
+  add(onnx::LayerKind::gelu, 40, 40);
+  add(onnx::LayerKind::dense, 40, 3);
+  const std::size_t rows = 20, batch = 6;
+  npy::Array xa;
+  xa.rows = rows;
+  xa.cols = 5;
+  xa.ndim = 2;
+  for (std::size_t i = 0; i < rows * 5; ++i) xa.values.push_back(double(n(rng) * std::ldexp(1.0f, 2 * int(i / 30))));
+  const Table x = Table::from_array(xa);
+  Options o;
+  o.batch = batch;
+  const ModelReport r = run_model(net, "net.onnx", x, Loss::none, nullptr, o);
+
+  NetRunner run(net, baseline_net_path(net, Loss::none), Loss::none, rows, rows, 1);
+  run.load(x, nullptr, 0, rows);
+  run.forward();
+  for (std::size_t l = 0; l < net.layers.size(); ++l) {
+    const std::size_t width = net.layers[l].out;
+    const auto* y = static_cast<const float*>(run.out(l).data());
+    std::vector<Fp8Effect> want(std::size(kFp8Storages));
+    auto sum = [](Fp8Effect& into, const Fp8Effect& e) {
+      into.clipped += e.clipped;
+      into.flushed += e.flushed;
+      into.subnormal += e.subnormal;
+      into.lost += e.lost;
+    };
+    for (std::size_t r0 = 0; r0 < rows; r0 += batch) {
+      const std::vector<float> b(y + r0 * width, y + std::min(rows, r0 + batch) * width);
+      sum(want[0], model_per_tensor(b, Fp8::e4m3));
+      sum(want[1], model_per_tensor(b, Fp8::e5m2));
+      for (std::size_t row = 0; row * width < b.size(); ++row) {
+        const std::vector<float> one(b.begin() + long(row * width), b.begin() + long((row + 1) * width));
+        for (std::size_t k = 0; k < std::size(kMxOrder); ++k) sum(want[2 + k], model_mx(one, kMxOrder[k]));
+      }
+    }
+    const std::vector<Fp8Effect>& got = r.baseline.layers[l].fp8;
+    ASSERT_EQ(got.size(), std::size(kFp8Storages)) << net.layers[l].name;
+    std::size_t any = 0;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].format, kFp8Storages[k]);
+      want[k].scale = 0;  // one scale per batch: none reported
+      expect_same(got[k], want[k], fmt::format("layer {} {}", l, kFp8Storages[k]));
+      any += got[k].clipped + got[k].flushed;
+    }
+    EXPECT_GT(any, 0u) << "the case must count something";
+    for (const PathForward& p : r.paths) EXPECT_TRUE(p.layers[l].fp8.empty()) << "the baseline's only";
+  }
 }
 
 }  // namespace

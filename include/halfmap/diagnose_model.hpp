@@ -19,6 +19,9 @@
 // mode's kernel of its op on the path's ISA, or, where that ISA has none, on the highest ISA below it that has one
 // (the report names every kernel used).
 //
+// fp8 and MX (LayerForward::fp8): per layer, what casting the f32 baseline's outputs to each fp8 and MX format
+// would do, batch by batch, as an fp8 training step casts a GEMM's input (the counts of diagnose.hpp's Fp8Effect).
+//
 // Per path and layer, over every batch: the largest finite |y| and the headroom to the storage type's largest
 // finite value in binades, log2(max_finite / max|y|); how many outputs are not finite and the first (batch, row,
 // column); and the flush share: among the f32 baseline's outputs of the same layer and batch that matter at the
@@ -86,7 +89,8 @@
 //               layers: [{name, kernel, count, max_abs, max_abs_log2 (null), product_max_abs (null but for
 //                         attention), headroom_log2 (null), nonfinite,
 //                         first_nonfinite: null | {batch, row, column, value}, reference_nonzero, flushed,
-//                         flush_share}],
+//                         flush_share, fp8: null (but for the baseline) | [{format, clipped, flushed, subnormal,
+//                         lost}...]}],
 //               loss: null | {loss, nonfinite_batches, first_nonfinite_batch (null)},
 //               gradients: [{name, params: null | [dist at 2^0, 2^15, 2^16], input: null | [...],
 //                            window: {S_min_log2 (null), S_max_log2 (null)}}],
@@ -141,6 +145,12 @@ struct LayerForward {
   /// postscale placement; q already scaled in the prescale one): the intermediate that overflows first.
   double product_max_abs = 0;
   std::optional<Where> first_nonfinite;
+  /// The f32 baseline's only (empty on the other paths): what casting this layer's output to each format of
+  /// kFp8Storages does, batch by batch, as an fp8 training step casts a GEMM's input (Fp8Effect's counts summed
+  /// over the batches): e4m3 and e5m2 one cast of the batch's whole output with Transformer Engine's current
+  /// scaling, s = fp8_max / amax of that batch; the MX formats blocks of 32 consecutive outputs of a row (its last
+  /// block shorter).
+  std::vector<Fp8Effect> fp8;
   double flush_share() const { return reference_nonzero ? double(flushed) / double(reference_nonzero) : 0.0; }
 };
 

@@ -88,16 +88,9 @@ std::span<const float> as_f32(const T* values, std::size_t n, std::vector<float>
   }
 }
 
-}  // namespace
-
-template <class T>
-std::vector<Fp8Effect> fp8_effects(const T* values, std::size_t n) {
-  std::vector<float> copy;
-  const std::span<const float> x = as_f32(values, n, copy);
-  std::vector<Fp8Effect> out(std::size(kFp8Storages));
-  for (std::size_t k = 0; k < out.size(); ++k) out[k].format = std::string(kFp8Storages[k]);
-  // The per-tensor formats: one cast of the whole column with s from its amax, as torch.max(torch.abs(x)) gives
-  // it (a NaN anywhere makes it NaN, and then s stays 1).
+/// The per-tensor formats: one cast of all of x with s from its amax, as torch.max(torch.abs(x)) gives it (a NaN
+/// anywhere makes it NaN, and then s stays 1).
+void per_tensor(std::span<const float> x, std::span<Fp8Effect> out) {
   float amax = 0.0f;
   for (float v : x) amax = std::isnan(v) ? v : std::isnan(amax) ? amax : std::max(amax, std::fabs(v));
   const auto& st = storages();
@@ -105,8 +98,32 @@ std::vector<Fp8Effect> fp8_effects(const T* values, std::size_t n) {
     out[k].scale = fp8_scale(amax, st[k].fp8);
     add(count_rounding(x.data(), x.size(), float(out[k].scale), st[k].t), out[k]);
   }
-  mx_blocks(x, std::span(st).subspan(kPerTensor), std::span(out).subspan(kPerTensor));
+}
+
+std::vector<Fp8Effect> named_effects() {
+  std::vector<Fp8Effect> out(std::size(kFp8Storages));
+  for (std::size_t k = 0; k < out.size(); ++k) out[k].format = std::string(kFp8Storages[k]);
   return out;
+}
+
+}  // namespace
+
+template <class T>
+std::vector<Fp8Effect> fp8_effects(const T* values, std::size_t n) {
+  std::vector<float> copy;
+  const std::span<const float> x = as_f32(values, n, copy);
+  std::vector<Fp8Effect> out = named_effects();
+  per_tensor(x, out);
+  mx_blocks(x, std::span(storages()).subspan(kPerTensor), std::span(out).subspan(kPerTensor));
+  return out;
+}
+
+void add_fp8_effects(const float* values, std::size_t rows, std::size_t cols, std::vector<Fp8Effect>& into) {
+  if (into.empty()) into = named_effects();
+  per_tensor({values, rows * cols}, into);
+  for (std::size_t k = 0; k < kPerTensor; ++k) into[k].scale = 0;  // one scale per batch: none to report
+  for (std::size_t r = 0; r < rows; ++r)
+    mx_blocks({values + r * cols, cols}, std::span(storages()).subspan(kPerTensor), std::span(into).subspan(kPerTensor));
 }
 
 template std::vector<Fp8Effect> fp8_effects<float>(const float*, std::size_t);

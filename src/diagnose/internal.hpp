@@ -20,6 +20,9 @@ DataReport data_section(const Table& features, const Table& labels, const Option
 /// fp8.cpp: what storing the column in each fp8 and MX format does (ColumnStats::fp8).
 template <class T>
 std::vector<Fp8Effect> fp8_effects(const T* values, std::size_t n);
+/// fp8.cpp: adds what casting one batch of a layer's outputs (rows × cols, row-major) does to `into` (one entry per
+/// kFp8Storages format, in order): one per-tensor cast of the whole batch, MX blocks along each row.
+void add_fp8_effects(const float* values, std::size_t rows, std::size_t cols, std::vector<Fp8Effect>& into);
 
 /// Gradient statistics of `g` (at scale S) against the f32 reference gradients `ref` (at S = 1) of the same
 /// batch: count, elements non-zero in the reference, and among those the zero and subnormal ones.

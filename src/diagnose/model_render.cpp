@@ -89,6 +89,21 @@ std::string layers_text(const ModelReport& r) {
   };
   one(r.baseline);
   for (const PathForward& p : r.paths) one(p);
+  s += wrap("", "fp8 and MX: the f32 baseline's outputs of each layer cast batch by batch, as an fp8 step casts a "
+                "GEMM's input: clipped/flushed values (+lost: in MX blocks with a NaN or inf). e4m3, e5m2: the "
+                "batch's output cast with Transformer Engine's current scaling, s = max / amax; mx*: OCP MX blocks "
+                "of 32 along a row. Subnormal counts in --json.");
+  s += fmt::format("  {:<3} {:<12}", "#", "layer");
+  for (std::string_view f : kFp8Storages) s += fmt::format("{:>11}", f);
+  s += "\n";
+  for (std::size_t l = 0; l < r.baseline.layers.size(); ++l) {
+    const LayerForward& x = r.baseline.layers[l];
+    s += fmt::format("  {:<3} {:<12}", l, x.name.substr(0, 12));
+    for (const Fp8Effect& e : x.fp8)
+      s += fmt::format("{:>11}", e.lost > 0 ? fmt::format("{}/{} +{}", e.clipped, e.flushed, e.lost)
+                                            : fmt::format("{}/{}", e.clipped, e.flushed));
+    s += "\n";
+  }
   return s;
 }
 
@@ -171,6 +186,17 @@ Json jlayers(const PathForward& p) {
     j["reference_nonzero"] = x.reference_nonzero;
     j["flushed"] = x.flushed;
     j["flush_share"] = x.flush_share();
+    if (p.baseline) {
+      j["fp8"] = Json::array();
+      for (const Fp8Effect& e : x.fp8)
+        j["fp8"].push_back({{"format", e.format},
+                            {"clipped", e.clipped},
+                            {"flushed", e.flushed},
+                            {"subnormal", e.subnormal},
+                            {"lost", e.lost}});
+    } else {
+      j["fp8"] = nullptr;
+    }
     layers.push_back(std::move(j));
   }
   return layers;

@@ -87,6 +87,11 @@ void accumulate(const onnx::Network& net, PathForward& f, const NetRunner& run, 
     s.max_abs = max_abs;
     s.reference_nonzero += reference_nonzero;
     s.flushed += flushed;
+    if (f.baseline) {  // the fp8 casts of the f32 outputs, batch by batch (chunks hold whole batches)
+      const auto* out = static_cast<const float*>(run.out(l).data());
+      for (std::size_t r0 = 0; r0 < run.rows(); r0 += batch)
+        add_fp8_effects(out + r0 * width, std::min(batch, run.rows() - r0), width, s.fp8);
+    }
   });
 }
 
