@@ -225,6 +225,11 @@ TEST(ModelFp8, LayerCountsAreThoseOfEachBatchsCast) {
   const Table x = Table::from_array(xa);
   Options o;
   o.batch = batch;
+#ifdef HALFMAP_TEST_NO_THREADS
+  o.threads = 1;  // under the emulator: no thread (tests/CMakeLists.txt, sweep_test)
+#else
+  o.threads = 2;  // the layers' counts are summed over threads
+#endif
   const ModelReport r = run_model(net, "net.onnx", x, Loss::none, nullptr, o);
 
   NetRunner run(net, baseline_net_path(net, Loss::none), Loss::none, rows, rows, 1);
