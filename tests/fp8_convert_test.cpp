@@ -57,9 +57,12 @@ std::vector<std::uint32_t> sampled_patterns() {
   std::vector<std::uint32_t> v;
   for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += kSampleStride) v.push_back(std::uint32_t(u));
   // The formats' boundaries: largest finite, the overflow ties (464, 61440), the binades around them, the smallest
-  // normals and subnormals and half of these, 1, zero and the float32 subnormals, inf and the NaNs.
-  const float kBoundaries[] = {448.0f,  464.0f, 480.0f,   512.0f,   57344.0f, 61440.0f, 65536.0f, 0x1p-6f,
-                               0x1p-9f, 0x1p-10f, 0x1p-14f, 0x1p-16f, 0x1p-17f, 1.0f,     0.0f};
+  // normals and subnormals and half of these, 1, zero and the float32 subnormals, inf and the NaNs; and ties
+  // between two normals (1.0625 in E4M3, 1.125 in E5M2) and two subnormals (3·2^-10, 3·2^-17), where a path that
+  // rounds to fp16 first lands exactly on the tie for every pattern within ±4096 of it (neonfp16).
+  const float kBoundaries[] = {448.0f,  464.0f,   480.0f,   512.0f,   57344.0f, 61440.0f, 65536.0f, 0x1p-6f,
+                               0x1p-9f, 0x1p-10f, 0x1p-14f, 0x1p-16f, 0x1p-17f, 1.0f,     0.0f,     1.0625f,
+                               1.125f,  0x3p-10f, 0x3p-17f};
   std::vector<std::uint32_t> centres;
   for (float b : kBoundaries) centres.push_back(std::bit_cast<std::uint32_t>(b));
   centres.push_back(0x7F800000u);
@@ -203,13 +206,13 @@ TEST_P(Fp8Encode, EveryLengthAndAlignmentWritesExactlyItsOutputs) {
 INSTANTIATE_TEST_SUITE_P(Formats, Fp8Encode, ::testing::Values(Fp8::e4m3, Fp8::e5m2),
                          [](const auto& info) { return std::string(fp8_name(info.param)); });
 
-// The paths that have conversions: ref everywhere, avx2 and avx512 on x86-64, neon on arm64; each format once per
-// path, named <format>_convert__<isa>.
+// The paths that have conversions: ref everywhere, avx2 and avx512 on x86-64, neon (integer lanes) and neonfp16
+// (through fp16) on arm64; each format once per path, named <format>_convert__<isa>.
 TEST(Fp8Conversions, EveryCompiledVectorPathHasBothFormats) {
 #if defined(__x86_64__)
   const Isa kPaths[] = {Isa::ref, Isa::avx2, Isa::avx512};
 #else
-  const Isa kPaths[] = {Isa::ref, Isa::neon};
+  const Isa kPaths[] = {Isa::ref, Isa::neon, Isa::neonfp16};
 #endif
   for (Isa isa : kPaths) {
     for (Fp8 f : {Fp8::e4m3, Fp8::e5m2}) {
@@ -242,9 +245,13 @@ TEST_P(MxConvert, EncodeMatchesTheModel) {
   std::vector<std::uint32_t> patterns;
   for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += test::kPatternStride) patterns.push_back(std::uint32_t(u));
   const float top_tie = F.max + std::ldexp(0.5f, F.emax - F.mant_bits);
+  // ... and a tie between two normals (above 1) and between two subnormals, where a path that rounds to fp16 first
+  // lands exactly on the tie for every pattern within ±4096 of it (neonfp16).
+  const float normal_tie = 1.0f + std::ldexp(1.0f, -F.mant_bits - 1);
+  const float subnormal_tie = std::ldexp(1.5f, F.emin - F.mant_bits);
   for (float c : {F.max, top_tie, std::ldexp(1.0f, F.emin), std::ldexp(1.0f, F.emin - F.mant_bits),
                   std::ldexp(1.0f, F.emin - F.mant_bits - 1), 1.0f, 0.0f, std::numeric_limits<float>::infinity(),
-                  std::numeric_limits<float>::quiet_NaN()})
+                  std::numeric_limits<float>::quiet_NaN(), normal_tie, subnormal_tie})
     for (std::uint32_t s : {0u, 0x80000000u})
       for (std::int64_t d = -4096; d <= 4096; ++d) {
         const std::int64_t u = std::int64_t(std::bit_cast<std::uint32_t>(c) | s) + d;
@@ -318,7 +325,7 @@ TEST(MxConversions, EveryCompiledVectorPathHasEveryElementType) {
 #if defined(__x86_64__)
   const Isa kPaths[] = {Isa::ref, Isa::avx2, Isa::avx512};
 #else
-  const Isa kPaths[] = {Isa::ref, Isa::neon};
+  const Isa kPaths[] = {Isa::ref, Isa::neon, Isa::neonfp16};
 #endif
   for (Isa isa : kPaths)
     for (MxElem t : {MxElem::e4m3, MxElem::e5m2, MxElem::e3m2, MxElem::e2m3, MxElem::e2m1}) {

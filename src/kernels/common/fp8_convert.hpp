@@ -142,6 +142,81 @@ void mini_decode(const std::uint8_t* x, float* y, std::size_t n) {
   for (; i < n; ++i) y[i] = kScalar(x[i]);
 }
 
+// ---- through fp16 (the neonfp16 path) ------------------------------------------------------------------------
+// Every one of these formats sits inside fp16: a value of a format with bias B, times c = 2^(B - 15), is an fp16
+// whose exponent field is the format's and whose mantissa is the format's followed by k = 10 - M zero bits, its
+// subnormals fp16 subnormals (E5M2 has fp16's bias: c = 1, its byte is the top byte of the fp16; E4M3: c = 2^-8).
+//   encoding: h = fp16(x · c) by the hardware's round to nearest even (x · c is exact wherever the result is not
+//     zero), then round h to nearest even at bit k by integer arithmetic. Rounding twice differs from rounding
+//     once only where the first rounding lands exactly on a midpoint of the second (a midpoint is an fp16 value, so
+//     it is never crossed): when h's low k bits are 1 followed by zeros and x · c != h, h is first moved one fp16
+//     ulp towards x · c, then rounded. Past the largest finite (h = inf included) the overflow encoding; a NaN the
+//     NaN encoding (with the input's sign for fp8, as it is for the MX elements); the sign bit from h.
+//   decoding: the element's bits placed in fp16's (a NaN as the quiet fp16 NaN 0x7E00, so that no signalling NaN
+//     is converted), widened exactly to float32 and multiplied by 1/c.
+// H, the ISA's primitives on kW values at once (neonfp16 ops.hpp's H16):
+//   U, the kW 16-bit lanes; F, the same kW values as float32
+//   load(const float*) -> F, store(float*, F), scale(F, c) = F · c, to_f16(F) -> U (nearest even), to_f32(U) -> F
+//   above(a, b) = |a| > |b|, differ(a, b) = a != b (a NaN differs), each a lane mask in U
+//   load_bytes(const uint8_t*) -> U, store_bytes(uint8_t*, U) (each lane's low byte)
+//   set1(u16), and_, or_, add, sub, srl<s>, sll<s>, gt (unsigned), eq, select(m, a, b) = m ? a : b
+// Tails shorter than kW go through the model.
+template <class H, MiniSpec S, auto kScalar>
+void half_encode(const float* x, std::uint8_t* y, std::size_t n) {
+  static_assert(S.bias <= 15 && S.mant_bits <= 3 && S.bits - 1 - S.mant_bits <= 5, "a format inside fp16");
+  constexpr int kDrop = 10 - S.mant_bits;
+  constexpr float kScale = pow2f(S.bias - 15);
+  using U = typename H::U;
+  const U half = H::set1(std::uint16_t(1u << (kDrop - 1))), low = H::set1(std::uint16_t((1u << kDrop) - 1u));
+  const U one = H::set1(1), round_bias = H::set1(std::uint16_t((1u << (kDrop - 1)) - 1u));
+  const U abs_mask = H::set1(0x7FFF), sign_mask = H::set1(0x8000), inf = H::set1(0x7C00);
+  const U max_bits = H::set1(std::uint16_t(S.max_bits));
+  const U overflow = H::set1(std::uint16_t(S.overflow)), nan = H::set1(std::uint16_t(S.nan));
+  std::size_t i = 0;
+  for (; i + H::kW <= n; i += H::kW) {
+    auto v = H::load(x + i);
+    if constexpr (kScale != 1.0f) v = H::scale(v, kScale);
+    const U h = H::to_f16(v);
+    const auto back = H::to_f32(h);
+    U a = H::and_(h, abs_mask);
+    const U tie = H::and_(H::eq(H::and_(a, low), half), H::differ(v, back));
+    a = H::select(tie, H::select(H::above(v, back), H::add(a, one), H::sub(a, one)), a);
+    U enc = H::template srl<kDrop>(H::add(H::add(a, round_bias), H::and_(H::template srl<kDrop>(a), one)));
+    enc = H::select(H::gt(enc, max_bits), overflow, enc);
+    const U is_nan = H::gt(H::and_(h, abs_mask), inf);
+    const U sign = H::template srl<16 - S.bits>(H::and_(h, sign_mask));
+    if constexpr (S.nan_signed) {
+      enc = H::or_(H::select(is_nan, nan, enc), sign);
+    } else {
+      enc = H::select(is_nan, nan, H::or_(enc, sign));
+    }
+    H::store_bytes(y + i, enc);
+  }
+  for (; i < n; ++i) y[i] = kScalar(x[i]);
+}
+
+template <class H, MiniSpec S, auto kScalar>
+void half_decode(const std::uint8_t* x, float* y, std::size_t n) {
+  static_assert(S.bias <= 15 && S.mant_bits <= 3 && S.bits - 1 - S.mant_bits <= 5, "a format inside fp16");
+  constexpr int kDrop = 10 - S.mant_bits;
+  constexpr float kUnscale = pow2f(15 - S.bias);
+  constexpr std::uint16_t kSignBit = std::uint16_t(1u << (S.bits - 1));
+  using U = typename H::U;
+  const U mag_mask = H::set1(kSignBit - 1u), sign_bit = H::set1(kSignBit);
+  const U nan_above = H::set1(std::uint16_t(S.nan_above)), quiet_nan = H::set1(0x7E00);
+  std::size_t i = 0;
+  for (; i + H::kW <= n; i += H::kW) {
+    const U b = H::load_bytes(x + i);
+    const U mag = H::and_(b, mag_mask);
+    U h = H::or_(H::template sll<kDrop>(mag), H::template sll<16 - S.bits>(H::and_(b, sign_bit)));
+    if constexpr (S.nan_above < kSignBit - 1u) h = H::select(H::gt(mag, nan_above), quiet_nan, h);
+    auto v = H::to_f32(h);
+    if constexpr (kUnscale != 1.0f) v = H::scale(v, kUnscale);
+    H::store(y + i, v);
+  }
+  for (; i < n; ++i) y[i] = kScalar(x[i]);
+}
+
 template <Fp8 kF, Fp8Overflow kO>
 std::uint8_t fp8_model(float x) {
   return to_fp8(x, kF, kO);
@@ -233,6 +308,24 @@ constexpr Fp8Conversion fp8_conversion() {
           fp8_encode<O, kF, Fp8Overflow::nonsaturating>, fp8_decode<O, kF>};
 }
 
+/// One path's entry for one format, through fp16 (half_encode, half_decode).
+template <class H, Fp8 kF, Isa kIsa>
+constexpr Fp8Conversion fp8_half_conversion() {
+  constexpr MiniSpec kSat = fp8_spec(kF, Fp8Overflow::saturate), kNonsat = fp8_spec(kF, Fp8Overflow::nonsaturating);
+  return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa,
+          half_encode<H, kSat, fp8_model<kF, Fp8Overflow::saturate>>,
+          half_encode<H, kNonsat, fp8_model<kF, Fp8Overflow::nonsaturating>>,
+          half_decode<H, kSat, fp8_value_model<kF>>};
+}
+
+/// One path's MX entry for one element type, through fp16.
+template <class H, MxElem kT, Isa kIsa>
+constexpr MxConversion mx_half_conversion() {
+  constexpr MiniSpec kS = mx_spec(kT);
+  return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, half_encode<H, kS, mx_model<kT>>,
+          half_decode<H, kS, mx_value_model<kT>>, mx_quantize_blocks<half_encode<H, kS, mx_model<kT>>, kT>};
+}
+
 template <class O, MxElem kT, Isa kIsa>
 constexpr MxConversion mx_conversion() {
   return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, mx_encode<O, kT>, mx_decode<O, kT>,
@@ -245,6 +338,13 @@ constexpr std::array<MxConversion, 5> mx_conversions_of() {
   return {mx_conversion<O, MxElem::e4m3, kIsa>(), mx_conversion<O, MxElem::e5m2, kIsa>(),
           mx_conversion<O, MxElem::e3m2, kIsa>(), mx_conversion<O, MxElem::e2m3, kIsa>(),
           mx_conversion<O, MxElem::e2m1, kIsa>()};
+}
+/// The same through fp16.
+template <class H, Isa kIsa>
+constexpr std::array<MxConversion, 5> mx_half_conversions_of() {
+  return {mx_half_conversion<H, MxElem::e4m3, kIsa>(), mx_half_conversion<H, MxElem::e5m2, kIsa>(),
+          mx_half_conversion<H, MxElem::e3m2, kIsa>(), mx_half_conversion<H, MxElem::e2m3, kIsa>(),
+          mx_half_conversion<H, MxElem::e2m1, kIsa>()};
 }
 
 }  // namespace halfmap::detail

@@ -6,6 +6,7 @@
 // (fcvtn); fdiv on fp16 is the correctly rounded fp16 quotient, which equals the f32 quotient rounded to fp16
 // (NUMERICS.md). So every kernel is bit-exact to the f16 model run with its lanes and FmaKind::fused.
 #include "kernels/common/gemm.hpp"
+#include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/attention.hpp"
 #include "kernels/common/microkernel.hpp"
@@ -57,8 +58,18 @@ const Kernel kList[] = {
     k<Op::attention_postscale, Mode::f16>(attention<kAttF16, false>, kNnLanes, kF),
 };
 
+// fp8 and MX conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode), 8 values per
+// step where neon's integer algorithm does 4.
+const Fp8Conversion kFp8List[] = {
+    detail::fp8_half_conversion<H16, Fp8::e4m3, kIsa>(),
+    detail::fp8_half_conversion<H16, Fp8::e5m2, kIsa>(),
+};
+constexpr auto kMxList = detail::mx_half_conversions_of<H16, kIsa>();
+
 }  // namespace
 
 std::span<const Kernel> list() { return kList; }
+std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
+std::span<const MxConversion> mx_list() { return kMxList; }
 
 }  // namespace halfmap::paths::neonfp16

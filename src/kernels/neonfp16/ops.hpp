@@ -66,4 +66,42 @@ struct F16 {
   static std::uint16_t lane0(V v) { return vgetq_lane_u16(vreinterpretq_u16_f16(v), 0); }
 };
 
+/// The fp8 conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode): 8 values at once,
+/// as 16-bit lanes on one q register (U) and as float32 on two (F). fcvtn rounds to fp16 to nearest even (FPCR's
+/// default mode, which halfmap never changes), fcvtl widens exactly.
+struct H16 {
+  using U = uint16x8_t;
+  using F = float32x4x2_t;
+  static constexpr std::size_t kW = 8;
+  static F load(const float* p) { return {{vld1q_f32(p), vld1q_f32(p + 4)}}; }
+  static void store(float* p, F v) { vst1q_f32(p, v.val[0]), vst1q_f32(p + 4, v.val[1]); }
+  static F scale(F v, float c) { return {{vmulq_n_f32(v.val[0], c), vmulq_n_f32(v.val[1], c)}}; }
+  static U to_f16(F v) { return vreinterpretq_u16_f16(vcvt_high_f16_f32(vcvt_f16_f32(v.val[0]), v.val[1])); }
+  static F to_f32(U h) {
+    const float16x8_t f = vreinterpretq_f16_u16(h);
+    return {{vcvt_f32_f16(vget_low_f16(f)), vcvt_high_f32_f16(f)}};
+  }
+  static U above(F a, F b) {
+    return vcombine_u16(vmovn_u32(vcagtq_f32(a.val[0], b.val[0])), vmovn_u32(vcagtq_f32(a.val[1], b.val[1])));
+  }
+  static U differ(F a, F b) {
+    return vmvnq_u16(
+        vcombine_u16(vmovn_u32(vceqq_f32(a.val[0], b.val[0])), vmovn_u32(vceqq_f32(a.val[1], b.val[1]))));
+  }
+  static U load_bytes(const std::uint8_t* p) { return vmovl_u8(vld1_u8(p)); }
+  static void store_bytes(std::uint8_t* p, U v) { vst1_u8(p, vmovn_u16(v)); }
+  static U set1(std::uint16_t v) { return vdupq_n_u16(v); }
+  static U and_(U a, U b) { return vandq_u16(a, b); }
+  static U or_(U a, U b) { return vorrq_u16(a, b); }
+  static U add(U a, U b) { return vaddq_u16(a, b); }
+  static U sub(U a, U b) { return vsubq_u16(a, b); }
+  template <int s>
+  static U srl(U v) { return vshrq_n_u16(v, s); }
+  template <int s>
+  static U sll(U v) { return vshlq_n_u16(v, s); }
+  static U gt(U a, U b) { return vcgtq_u16(a, b); }
+  static U eq(U a, U b) { return vceqq_u16(a, b); }
+  static U select(U m, U a, U b) { return vbslq_u16(m, a, b); }
+};
+
 }  // namespace halfmap::paths::neonfp16
