@@ -161,9 +161,15 @@ void mini_decode(const std::uint8_t* x, float* y, std::size_t n) {
 //   load_bytes(const uint8_t*) -> U, store_bytes(uint8_t*, U) (each lane's low byte)
 //   set1(u16), and_, or_, add, sub, srl<s>, sll<s>, gt (unsigned), eq, select(m, a, b) = m ? a : b
 // Tails shorter than kW go through the model.
+/// Whether half_encode/half_decode can take the format: at most fp16's exponent field and bias, at most 3 mantissa
+/// bits (so that 10 - M bits are dropped).
+constexpr bool inside_fp16(const MiniSpec& s) {
+  return s.bias <= 15 && s.mant_bits <= 3 && s.bits - 1 - s.mant_bits <= 5;
+}
+
 template <class H, MiniSpec S, auto kScalar>
 void half_encode(const float* x, std::uint8_t* y, std::size_t n) {
-  static_assert(S.bias <= 15 && S.mant_bits <= 3 && S.bits - 1 - S.mant_bits <= 5, "a format inside fp16");
+  static_assert(inside_fp16(S), "a format inside fp16");
   constexpr int kDrop = 10 - S.mant_bits;
   constexpr float kScale = pow2f(S.bias - 15);
   using U = typename H::U;
@@ -178,12 +184,12 @@ void half_encode(const float* x, std::uint8_t* y, std::size_t n) {
     if constexpr (kScale != 1.0f) v = H::scale(v, kScale);
     const U h = H::to_f16(v);
     const auto back = H::to_f32(h);
-    U a = H::and_(h, abs_mask);
-    const U tie = H::and_(H::eq(H::and_(a, low), half), H::differ(v, back));
-    a = H::select(tie, H::select(H::above(v, back), H::add(a, one), H::sub(a, one)), a);
+    const U mag = H::and_(h, abs_mask);
+    const U tie = H::and_(H::eq(H::and_(mag, low), half), H::differ(v, back));
+    const U a = H::select(tie, H::select(H::above(v, back), H::add(mag, one), H::sub(mag, one)), mag);
     U enc = H::template srl<kDrop>(H::add(H::add(a, round_bias), H::and_(H::template srl<kDrop>(a), one)));
     enc = H::select(H::gt(enc, max_bits), overflow, enc);
-    const U is_nan = H::gt(H::and_(h, abs_mask), inf);
+    const U is_nan = H::gt(mag, inf);
     const U sign = H::template srl<16 - S.bits>(H::and_(h, sign_mask));
     if constexpr (S.nan_signed) {
       enc = H::or_(H::select(is_nan, nan, enc), sign);
@@ -197,7 +203,7 @@ void half_encode(const float* x, std::uint8_t* y, std::size_t n) {
 
 template <class H, MiniSpec S, auto kScalar>
 void half_decode(const std::uint8_t* x, float* y, std::size_t n) {
-  static_assert(S.bias <= 15 && S.mant_bits <= 3 && S.bits - 1 - S.mant_bits <= 5, "a format inside fp16");
+  static_assert(inside_fp16(S), "a format inside fp16");
   constexpr int kDrop = 10 - S.mant_bits;
   constexpr float kUnscale = pow2f(15 - S.bias);
   constexpr std::uint16_t kSignBit = std::uint16_t(1u << (S.bits - 1));
