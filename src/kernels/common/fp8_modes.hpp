@@ -37,6 +37,7 @@
 #include "halfmap/registry.hpp"
 #include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/scratch.hpp"
 
 namespace halfmap::detail {
 
@@ -86,73 +87,105 @@ struct Scaled {
     return m > 0x7F800000u ? std::numeric_limits<float>::quiet_NaN() : std::bit_cast<float>(m);
   }
 
-  /// A tensor cast to fp8: q its values (exact in float32), the tensor ≈ q · unscale.
+  /// This thread's scratch array number kSlot, of at least n elements, 64-byte aligned, its contents unspecified.
+  /// The casts below write their results here rather than into a new vector per call: glibc hands a large freed
+  /// block back to the OS, so a per-call allocation page-faults its copy in again at every call (which cost the
+  /// fp8 dense forward up to 3× of its speed). Each slot is only held for the duration of one kernel call, and
+  /// two results alive at the same time use two slots.
+  template <int kSlot, class T>
+  static T* scratch(std::size_t n) {
+    thread_local std::vector<T> buf;
+    return aligned_scratch(buf, n);
+  }
+  enum Slot : int { kOut0, kOut1, kOut2, kBytes, kRow, kScales };
+
+  /// A tensor cast to fp8: q its values (exact in float32, in scratch slot kSlot), the tensor ≈ q · unscale.
   struct Cast {
-    std::vector<float> q;
-    float unscale = 1.0f;
+    float* q;
+    float unscale;
   };
 
-  /// Per-tensor current scaling (the header's cast).
+  /// Per-tensor current scaling (the header's cast), into scratch slot kSlot.
+  template <int kSlot>
   static Cast cast_current(Fp8 f, const float* x, std::size_t n) {
     const float s = fp8_scale(amax_of(x, n), f);
-    Cast c;
-    c.q.resize(n);
-    std::vector<std::uint8_t> bytes(n);
-    for (std::size_t i = 0; i < n; ++i) c.q[i] = x[i] * s;
-    (f == Fp8::e4m3 ? P.e4m3 : P.e5m2)(c.q.data(), bytes.data(), n);
-    (f == Fp8::e4m3 ? P.e4m3_value : P.e5m2_value)(bytes.data(), c.q.data(), n);
-    c.unscale = 1.0f / s;
-    return c;
+    float* const q = scratch<kSlot, float>(n);
+    std::uint8_t* const bytes = scratch<kBytes, std::uint8_t>(n);
+    for (std::size_t i = 0; i < n; ++i) q[i] = x[i] * s;
+    (f == Fp8::e4m3 ? P.e4m3 : P.e5m2)(q, bytes, n);
+    (f == Fp8::e4m3 ? P.e4m3_value : P.e5m2_value)(bytes, q, n);
+    return {q, 1.0f / s};
   }
 
-  /// The cast read back in float32: q_i · unscale.
-  static std::vector<float> cast_values(Cast c) {
-    for (float& v : c.q) v *= c.unscale;
-    return std::move(c.q);
+  /// The cast read back in float32 in place: q_i · unscale.
+  static const float* cast_values(Cast c, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) c.q[i] *= c.unscale;
+    return c.q;
   }
 
-  /// MXFP8 E4M3 blocks along each of `rows` rows of `cols` values (stride `cols`), read back exactly.
-  static std::vector<float> mx_rows(const float* x, std::size_t rows, std::size_t cols) {
-    const std::size_t blocks = (cols + kMxBlock - 1) / kMxBlock, padded = blocks * kMxBlock;
-    std::vector<float> row(padded, 0.0f), values(padded), out(rows * cols);
-    std::vector<std::uint8_t> scales(blocks), elems(padded);
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::copy(x + r * cols, x + (r + 1) * cols, row.begin());
-      P.mx_quantize(row.data(), blocks, scales.data(), elems.data());
-      P.mx_value(elems.data(), values.data(), padded);
-      float* o = out.data() + r * cols;
-      for (std::size_t b = 0; b < blocks; ++b) {
-        const std::size_t end = std::min(cols, (b + 1) * kMxBlock);
-        if (scales[b] == kE8M0Nan) {
-          std::fill(o + b * kMxBlock, o + end, std::numeric_limits<float>::quiet_NaN());
-          continue;
-        }
-        // element · 2^e as two multiplications by normal powers of two (e ≥ −127 splits into halves ≥ −64): the
-        // first is exact, the second rounds once where the value is a float32 subnormal, and no operand is
-        // subnormal (the scale 2^−127 itself is one, and reading it would raise the denormal flag on zeros).
-        const int e = int(scales[b]) - 127, lo = e / 2, hi = e - lo;
-        const float f_lo = std::bit_cast<float>(std::uint32_t(lo + 127) << 23);
-        const float f_hi = std::bit_cast<float>(std::uint32_t(hi + 127) << 23);
-        for (std::size_t j = b * kMxBlock; j < end; ++j) o[j] = values[j] * f_lo * f_hi;
+  /// `blocks` whole blocks of 32 values in b (a slot of kMxBlock · blocks floats), quantised to MXFP8 E4M3 and
+  /// read back exactly, in place.
+  static void mx_read_back(float* b, std::size_t blocks) {
+    const std::size_t n = blocks * kMxBlock;
+    std::uint8_t* const scales = scratch<kScales, std::uint8_t>(blocks);
+    std::uint8_t* const elems = scratch<kBytes, std::uint8_t>(n);
+    P.mx_quantize(b, blocks, scales, elems);
+    P.mx_value(elems, b, n);
+    for (std::size_t k = 0; k < blocks; ++k) {
+      float* const v = b + k * kMxBlock;
+      if (scales[k] == kE8M0Nan) {
+        std::fill(v, v + kMxBlock, std::numeric_limits<float>::quiet_NaN());
+        continue;
       }
+      // element · 2^e as two multiplications by normal powers of two (e ≥ −127 splits into halves ≥ −64): the
+      // first is exact, the second rounds once where the value is a float32 subnormal, and no operand is
+      // subnormal (the scale 2^−127 itself is one, and reading it would raise the denormal flag on zeros).
+      const int e = int(scales[k]) - 127, lo = e / 2, hi = e - lo;
+      const float f_lo = std::bit_cast<float>(std::uint32_t(lo + 127) << 23);
+      const float f_hi = std::bit_cast<float>(std::uint32_t(hi + 127) << 23);
+      for (std::size_t j = 0; j < kMxBlock; ++j) v[j] = v[j] * f_lo * f_hi;
+    }
+  }
+
+  /// MXFP8 E4M3 blocks along each of `rows` rows of `cols` values (stride `cols`), read back exactly into scratch
+  /// slot kSlot. A row's last block is padded with zeros.
+  template <int kSlot>
+  static const float* mx_rows(const float* x, std::size_t rows, std::size_t cols) {
+    const std::size_t blocks = (cols + kMxBlock - 1) / kMxBlock, padded = blocks * kMxBlock;
+    float* const row = scratch<kRow, float>(padded);
+    float* const out = scratch<kSlot, float>(rows * cols);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy(x + r * cols, x + (r + 1) * cols, row);
+      std::fill(row + cols, row + padded, 0.0f);
+      mx_read_back(row, blocks);
+      std::copy(row, row + cols, out + r * cols);
     }
     return out;
   }
 
-  /// The transpose of a rows × cols matrix.
-  static std::vector<float> transposed(const float* x, std::size_t rows, std::size_t cols) {
-    std::vector<float> t(rows * cols);
-    for (std::size_t r = 0; r < rows; ++r) {
-      for (std::size_t c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
+  /// MXFP8 blocks along each column of a rows × cols matrix (stride cols), read back exactly, in the matrix's
+  /// layout, into scratch slot kSlot. The blocks are gathered 32 columns at a time from 32 rows into one 4 KiB
+  /// tile (a column's block contiguous), quantised there, and scattered back: every line of x and of the output
+  /// is touched once per tile, where a whole transpose would reuse lines a page apart, which share an L1 set.
+  template <int kSlot>
+  static const float* mx_cols(const float* x, std::size_t rows, std::size_t cols) {
+    float* const out = scratch<kSlot, float>(rows * cols);
+    float* const tile = scratch<kRow, float>(kMxBlock * kMxBlock);
+    for (std::size_t r0 = 0; r0 < rows; r0 += kMxBlock) {
+      const std::size_t nr = std::min(kMxBlock, rows - r0);
+      for (std::size_t c0 = 0; c0 < cols; c0 += kMxBlock) {
+        const std::size_t nc = std::min(kMxBlock, cols - c0);
+        for (std::size_t r = 0; r < nr; ++r) {
+          for (std::size_t c = 0; c < nc; ++c) tile[c * kMxBlock + r] = x[(r0 + r) * cols + c0 + c];
+        }
+        for (std::size_t c = 0; c < nc; ++c) std::fill(tile + c * kMxBlock + nr, tile + (c + 1) * kMxBlock, 0.0f);
+        mx_read_back(tile, nc);
+        for (std::size_t r = 0; r < nr; ++r) {
+          for (std::size_t c = 0; c < nc; ++c) out[(r0 + r) * cols + c0 + c] = tile[c * kMxBlock + r];
+        }
+      }
     }
-    return t;
-  }
-
-  /// MXFP8 blocks along each column of a rows × cols matrix, read back exactly, in the matrix's layout.
-  static std::vector<float> mx_cols(const float* x, std::size_t rows, std::size_t cols) {
-    const std::vector<float> t = transposed(x, rows, cols);
-    const std::vector<float> q = mx_rows(t.data(), cols, rows);
-    return transposed(q.data(), cols, rows);
+    return out;
   }
 
   /// db = Σ_rows dY in float32, row order.
@@ -170,11 +203,11 @@ struct Scaled {
   // ---- fp8_f32acc ----------------------------------------------------------------------------------------------
 
   static void fp8_dense_fwd(const DenseArgs& a) {
-    const Cast x = cast_current(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
-    const Cast w = cast_current(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
+    const Cast x = cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
+    const Cast w = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
     DenseArgs q = a;
-    q.x = x.q.data();
-    q.w = w.q.data();
+    q.x = x.q;
+    q.w = w.q;
     q.b = nullptr;
     q.act = Act::identity;
     P.dense(q);
@@ -192,13 +225,13 @@ struct Scaled {
 
   static void fp8_dense_bwd(const DenseBwdArgs& a) {
     const auto* dy = static_cast<const float*>(a.dy);
-    const Cast g = cast_current(Fp8::e5m2, dy, a.m * a.n);
-    const Cast x = cast_current(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
-    const Cast w = cast_current(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
+    const Cast g = cast_current<kOut0>(Fp8::e5m2, dy, a.m * a.n);
+    const Cast x = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
+    const Cast w = cast_current<kOut2>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
     DenseBwdArgs q = a;
-    q.x = x.q.data();
-    q.w = w.q.data();
-    q.dy = g.q.data();
+    q.x = x.q;
+    q.w = w.q;
+    q.dy = g.q;
     q.db = nullptr;
     if (a.dx != nullptr || a.dw != nullptr) P.dense_bwd(q);
     if (a.dx != nullptr) scale_array(static_cast<float*>(a.dx), a.m * a.k, g.unscale * w.unscale);
@@ -208,64 +241,55 @@ struct Scaled {
 
   template <Op kOp>
   static float fp8_reduce(const void* x, const void* y, std::size_t n) {
-    const Cast cx = cast_current(Fp8::e4m3, static_cast<const float*>(x), n);
+    const Cast cx = cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(x), n);
     switch (kOp) {
-      case Op::sum: return P.sum(cx.q.data(), nullptr, n) * cx.unscale;
-      case Op::sumsq: return P.sumsq(cx.q.data(), nullptr, n) * cx.unscale * cx.unscale;
-      case Op::maxabs: return P.maxabs(cx.q.data(), nullptr, n) * cx.unscale;
+      case Op::sum: return P.sum(cx.q, nullptr, n) * cx.unscale;
+      case Op::sumsq: return P.sumsq(cx.q, nullptr, n) * cx.unscale * cx.unscale;
+      case Op::maxabs: return P.maxabs(cx.q, nullptr, n) * cx.unscale;
       default: {
-        const Cast cy = cast_current(Fp8::e4m3, static_cast<const float*>(y), n);
-        return P.dot(cx.q.data(), cy.q.data(), n) * (cx.unscale * cy.unscale);
+        const Cast cy = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(y), n);
+        return P.dot(cx.q, cy.q, n) * (cx.unscale * cy.unscale);
       }
     }
   }
 
   static float fp8_mse(const LossArgs& a) {
-    const std::vector<float> p = cast_values(cast_current(Fp8::e4m3, static_cast<const float*>(a.p), a.n));
-    const std::vector<float> y = cast_values(cast_current(Fp8::e4m3, static_cast<const float*>(a.y), a.n));
     LossArgs q = a;
-    q.p = p.data();
-    q.y = y.data();
+    q.p = cast_values(cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.p), a.n), a.n);
+    q.y = cast_values(cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.y), a.n), a.n);
     return P.mse(q);
   }
 
   static void fp8_softmax(const SoftmaxArgs& a) {
-    const std::vector<float> x =
-        cast_values(cast_current(Fp8::e4m3, static_cast<const float*>(a.x), a.rows * a.cols));
+    const std::size_t n = a.rows * a.cols;
     SoftmaxArgs q = a;
-    q.x = x.data();
+    q.x = cast_values(cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), n), n);
     P.softmax(q);
   }
 
   // ---- mxfp8_f32acc --------------------------------------------------------------------------------------------
 
   static void mx_dense_fwd(const DenseArgs& a) {
-    const std::vector<float> x = mx_rows(static_cast<const float*>(a.x), a.m, a.k);
-    const std::vector<float> w = mx_cols(static_cast<const float*>(a.w), a.k, a.n);
     DenseArgs q = a;
-    q.x = x.data();
-    q.w = w.data();
+    q.x = mx_rows<kOut0>(static_cast<const float*>(a.x), a.m, a.k);
+    q.w = mx_cols<kOut1>(static_cast<const float*>(a.w), a.k, a.n);
     P.dense(q);
   }
 
   static void mx_dense_bwd(const DenseBwdArgs& a) {
     const auto* dy = static_cast<const float*>(a.dy);
     if (a.dx != nullptr) {
-      const std::vector<float> g = mx_rows(dy, a.m, a.n);
-      const std::vector<float> w = mx_rows(static_cast<const float*>(a.w), a.k, a.n);
       DenseBwdArgs q = a;
-      q.w = w.data();
-      q.dy = g.data();
+      q.dy = mx_rows<kOut0>(dy, a.m, a.n);
+      q.w = mx_rows<kOut1>(static_cast<const float*>(a.w), a.k, a.n);
       q.dw = nullptr;
       q.db = nullptr;
       P.dense_bwd(q);
     }
     if (a.dw != nullptr) {
-      const std::vector<float> g = mx_cols(dy, a.m, a.n);
-      const std::vector<float> x = mx_cols(static_cast<const float*>(a.x), a.m, a.k);
       DenseBwdArgs q = a;
-      q.x = x.data();
-      q.dy = g.data();
+      q.dy = mx_cols<kOut0>(dy, a.m, a.n);
+      q.x = mx_cols<kOut1>(static_cast<const float*>(a.x), a.m, a.k);
       q.dx = nullptr;
       q.db = nullptr;
       P.dense_bwd(q);
@@ -275,31 +299,25 @@ struct Scaled {
 
   template <Op kOp>
   static float mx_reduce(const void* x, const void* y, std::size_t n) {
-    const std::vector<float> qx = mx_rows(static_cast<const float*>(x), 1, n);
+    const float* const qx = mx_rows<kOut0>(static_cast<const float*>(x), 1, n);
     switch (kOp) {
-      case Op::sum: return P.sum(qx.data(), nullptr, n);
-      case Op::sumsq: return P.sumsq(qx.data(), nullptr, n);
-      case Op::maxabs: return P.maxabs(qx.data(), nullptr, n);
-      default: {
-        const std::vector<float> qy = mx_rows(static_cast<const float*>(y), 1, n);
-        return P.dot(qx.data(), qy.data(), n);
-      }
+      case Op::sum: return P.sum(qx, nullptr, n);
+      case Op::sumsq: return P.sumsq(qx, nullptr, n);
+      case Op::maxabs: return P.maxabs(qx, nullptr, n);
+      default: return P.dot(qx, mx_rows<kOut1>(static_cast<const float*>(y), 1, n), n);
     }
   }
 
   static float mx_mse(const LossArgs& a) {
-    const std::vector<float> p = mx_rows(static_cast<const float*>(a.p), 1, a.n);
-    const std::vector<float> y = mx_rows(static_cast<const float*>(a.y), 1, a.n);
     LossArgs q = a;
-    q.p = p.data();
-    q.y = y.data();
+    q.p = mx_rows<kOut0>(static_cast<const float*>(a.p), 1, a.n);
+    q.y = mx_rows<kOut1>(static_cast<const float*>(a.y), 1, a.n);
     return P.mse(q);
   }
 
   static void mx_softmax(const SoftmaxArgs& a) {
-    const std::vector<float> x = mx_rows(static_cast<const float*>(a.x), a.rows, a.cols);
     SoftmaxArgs q = a;
-    q.x = x.data();
+    q.x = mx_rows<kOut0>(static_cast<const float*>(a.x), a.rows, a.cols);
     P.softmax(q);
   }
 };

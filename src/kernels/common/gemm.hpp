@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "halfmap/registry.hpp"
+#include "kernels/common/scratch.hpp"
 
 namespace halfmap::detail {
 
@@ -189,17 +190,6 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
       }
     }
   }
-}
-
-/// `count` elements of `buf`, from a 64-byte boundary. A large vector's storage starts 16 bytes past a page
-/// boundary (malloc's header), so without this one of the two 32-byte loads of a 64-byte panel row (avx2's 16
-/// f32 columns) would straddle two cache lines at every k.
-template <class P>
-P* aligned_scratch(std::vector<P>& buf, std::size_t count) {
-  constexpr std::size_t kAlign = 64, kPad = kAlign / sizeof(P);
-  buf.resize(count + kPad);
-  const auto addr = reinterpret_cast<std::uintptr_t>(buf.data());
-  return buf.data() + ((kAlign - addr % kAlign) % kAlign) / sizeof(P);
 }
 
 /// acc (m × n, row-major, ld = n) = A (m × k) · B (k × n), accumulated in T::Acc. A and B are strided views;
