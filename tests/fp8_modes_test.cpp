@@ -317,6 +317,131 @@ TEST_P(Fp8LossSoftmaxTest, IsTheF32KernelOnTheCastValues) {
   }
 }
 
+/// The cast with a given scale (delayed scaling): q = fp8(t · s), saturating, unscale 1 / s.
+ModelCast model_given(const std::vector<float>& x, Fp8 f, float s) {
+  ModelCast c;
+  for (float v : x) c.q.push_back(from_fp8(to_fp8(v * s, f, Fp8Overflow::saturate), f));
+  c.unscale = 1.0f / s;
+  return c;
+}
+
+float amax_model(const std::vector<float>& x) {
+  float m = 0.0f;
+  for (float v : x) m = std::max(m, std::fabs(v));
+  return m;
+}
+
+/// Delayed scaling (DenseArgs::fp8): fp8_f32acc casts with the scales given and reports each operand's amax; with
+/// current scaling's own scales it is current scaling bit for bit, and with others it is the model's cast with
+/// those scales (here X's scale 2^6 too large, so most of X saturates, and W's 2^-16 too small, so W's small values
+/// flush). The MX mode ignores the scales and leaves them as they were.
+TEST_P(Fp8DenseTest, DelayedScalesAreTheCastsScalesAndTheAmaxesAreReported) {
+  const std::size_t m = 7, kk = 33, n = 17;
+  const std::vector<float> x = draw(m * kk, 51, 3.0), w = draw(kk * n, 52, 0.05), b = draw(n, 53, 1);
+  std::vector<float> cur(m * n), y(m * n);
+  k().dense({m, n, kk, x.data(), w.data(), b.data(), cur.data(), Act::identity});
+  const float ax = amax_model(x), aw = amax_model(w);
+  const float sx = fp8_scale(ax, Fp8::e4m3), sw = fp8_scale(aw, Fp8::e4m3);
+  Fp8Scales sc{sx, sw, 5.0f, -1.0f, -1.0f, -1.0f};
+  DenseArgs a{m, n, kk, x.data(), w.data(), b.data(), y.data(), Act::identity};
+  a.fp8 = &sc;
+  k().dense(a);
+  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(test::bits_of(y[i]), test::bits_of(cur[i])) << k().name << " y[" << i << "]";
+  if (mx(k())) {
+    EXPECT_EQ(sc.amax_x, -1.0f) << k().name << " must ignore the delayed scales";
+    EXPECT_EQ(sc.amax_w, -1.0f) << k().name;
+    return;
+  }
+  EXPECT_EQ(test::bits_of(sc.amax_x), test::bits_of(ax)) << k().name;
+  EXPECT_EQ(test::bits_of(sc.amax_w), test::bits_of(aw)) << k().name;
+  EXPECT_EQ(sc.amax_dy, -1.0f) << k().name << ": the forward casts no dY";
+
+  sc.x = sx * 64.0f;
+  sc.w = sw / 65536.0f;
+  k().dense(a);
+  const ModelCast cx = model_given(x, Fp8::e4m3, sc.x), cw = model_given(w, Fp8::e4m3, sc.w);
+  std::size_t clipped = 0, flushed = 0;
+  for (float q : cx.q) clipped += std::fabs(q) == 448.0f;
+  for (float q : cw.q) flushed += q == 0.0f;
+  EXPECT_GT(clipped, x.size() / 2) << "X's scale must saturate most of it";
+  EXPECT_GT(flushed, w.size() / 8) << "W's scale must flush some of it";
+  const double d = double(cx.unscale * cw.unscale);
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double acc = 0, mag = 0;
+      for (std::size_t p = 0; p < kk; ++p) {
+        acc += double(cx.q[i * kk + p]) * cw.q[p * n + j];
+        mag += std::fabs(double(cx.q[i * kk + p]) * cw.q[p * n + j]);
+      }
+      const double e = acc * d + b[j];
+      EXPECT_TRUE(near(y[i * n + j], e, mag * std::fabs(d) + std::fabs(e), kk + 2)) << k().name << " (" << i << ", " << j << ")";
+      moved += y[i * n + j] != cur[i * n + j];
+    }
+  }
+  EXPECT_GT(moved, y.size() / 2) << "the delayed scales must change the output";
+}
+
+/// The backward with current scaling's own scales through Fp8Scales is current scaling bit for bit, and it reports
+/// all three amaxes; with dY's scale too large, dX and dW move and db does not.
+TEST_P(Fp8DenseBwdTest, DelayedScalesAtCurrentScalingsValuesAreCurrentScaling) {
+  const std::size_t m = 33, kk = 20, n = 31;
+  const std::vector<float> x = draw(m * kk, 61, 2.0), w = draw(kk * n, 62, 0.1), dy = draw(m * n, 63, 1e-3);
+  std::vector<float> dx0(m * kk), dw0(kk * n), db0(n), dx(m * kk), dw(kk * n), db(n);
+  k().dense_bwd({m, n, kk, x.data(), w.data(), dy.data(), dx0.data(), dw0.data(), db0.data()});
+  Fp8Scales sc{fp8_scale(amax_model(x), Fp8::e4m3), fp8_scale(amax_model(w), Fp8::e4m3),
+               fp8_scale(amax_model(dy), Fp8::e5m2), -1.0f, -1.0f, -1.0f};
+  DenseBwdArgs a{m, n, kk, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data()};
+  a.fp8 = &sc;
+  k().dense_bwd(a);
+  for (std::size_t i = 0; i < dx.size(); ++i) ASSERT_EQ(test::bits_of(dx[i]), test::bits_of(dx0[i])) << k().name;
+  for (std::size_t i = 0; i < dw.size(); ++i) ASSERT_EQ(test::bits_of(dw[i]), test::bits_of(dw0[i])) << k().name;
+  for (std::size_t i = 0; i < db.size(); ++i) ASSERT_EQ(test::bits_of(db[i]), test::bits_of(db0[i])) << k().name;
+  const float want[3] = {amax_model(x), amax_model(w), amax_model(dy)};
+  const float got[3] = {sc.amax_x, sc.amax_w, sc.amax_dy};
+  for (int t = 0; t < 3; ++t) {
+    EXPECT_EQ(test::bits_of(got[t]), mx(k()) ? test::bits_of(-1.0f) : test::bits_of(want[t])) << k().name << " operand " << t;
+  }
+  if (mx(k())) return;
+  // dY's scale 2^10 too large: most of dY saturates at E5M2's 57344, which moves dX and dW but not db (uncast).
+  sc.dy *= 1024.0f;
+  k().dense_bwd(a);
+  std::size_t moved_dx = 0, moved_dw = 0;
+  for (std::size_t i = 0; i < dx.size(); ++i) moved_dx += dx[i] != dx0[i];
+  for (std::size_t i = 0; i < dw.size(); ++i) moved_dw += dw[i] != dw0[i];
+  EXPECT_GT(moved_dx, dx.size() / 2) << k().name;
+  EXPECT_GT(moved_dw, dw.size() / 2) << k().name;
+  for (std::size_t i = 0; i < db.size(); ++i) EXPECT_EQ(test::bits_of(db[i]), test::bits_of(db0[i])) << k().name;
+}
+
+/// Transformer Engine's loop on the kernel: each step casts with the DelayedScaler's scales and records the amaxes
+/// the kernel reports. X's amax jumps by 2^12 at one step and falls back after it. The output is current
+/// scaling's, bit for bit, exactly where the history's maximum is this step's amax: every step but the spike
+/// (cast with the old scale: saturated) and the history_len steps after it (the spike's scale, 12 binades too
+/// small: X's small values fall into subnormals).
+TEST_P(Fp8DenseTest, DelayedScalerAcrossASpikeIsCurrentScalingOutsideItsWindow) {
+  if (mx(k())) GTEST_SKIP() << "delayed scaling is a per-tensor recipe";
+  const std::size_t m = 6, kk = 40, n = 9, len = 4, spike = 6;
+  const std::vector<float> base = draw(m * kk, 71, 2.0), w = draw(kk * n, 72, 0.1);
+  DelayedScaler dx(Fp8::e4m3, len), dw(Fp8::e4m3, len);
+  for (std::size_t t = 0; t < 14; ++t) {
+    std::vector<float> x = base;
+    if (t == spike) for (float& v : x) v *= 4096.0f;
+    std::vector<float> cur(m * n), y(m * n);
+    k().dense({m, n, kk, x.data(), w.data(), nullptr, cur.data(), Act::identity});
+    Fp8Scales sc{dx.scale(), dw.scale(), 1.0f};
+    DenseArgs a{m, n, kk, x.data(), w.data(), nullptr, y.data(), Act::identity};
+    a.fp8 = &sc;
+    k().dense(a);
+    dx.record(sc.amax_x);
+    dw.record(sc.amax_w);
+    if (t == 0) continue;  // the first cast's scale is 1, as Transformer Engine's
+    bool same = true;
+    for (std::size_t i = 0; i < y.size(); ++i) same = same && test::bits_of(y[i]) == test::bits_of(cur[i]);
+    EXPECT_EQ(same, t < spike || t > spike + len) << k().name << " step " << t;
+  }
+}
+
 std::vector<test::KernelParam> scaled_of(std::initializer_list<Op> ops) {
   std::vector<test::KernelParam> v;
   for (const Kernel& k : kernels())

@@ -99,6 +99,18 @@ using ReduceFn = float (*)(const void* x, const void* y, std::size_t n);
 
 enum class Act { identity, relu };
 
+/// Delayed scaling for the fp8_f32acc dense kernels (Transformer Engine's DelayedScaling recipe; fp8_scaling.hpp's
+/// DelayedScaler keeps the history). With DenseArgs::fp8 or DenseBwdArgs::fp8 pointing here, an fp8_f32acc dense
+/// kernel casts each operand with the scale given here instead of one from the operand's own amax (current
+/// scaling), and writes the amax of each operand it cast (max |t|, NaN if t holds a NaN: what the operand's scaler
+/// records after the step). The rest is current scaling's: a saturating cast of t · scale, the inverses 1 / scale
+/// folded into the output. A scale must be positive and finite, as fp8_scale's are. The forward reads x and w and
+/// writes amax_x and amax_w; the backward reads all three and writes all three. Every other mode ignores it.
+struct Fp8Scales {
+  float x = 1.0f, w = 1.0f, dy = 1.0f;
+  float amax_x = 0.0f, amax_w = 0.0f, amax_dy = 0.0f;
+};
+
 /// Dense forward: Y (m×n) = act(X (m×k) · W (k×n) + b (n)), all row-major in the kernel's storage type, any
 /// sizes from 1 up; `b` may be null (no bias). Outputs are computed in the mode's arithmetic and rounded once to
 /// the storage type (f32-accumulating modes), or rounded after every operation (f16 modes: acc = fma(x, w, acc)
@@ -114,6 +126,8 @@ struct DenseArgs {
   /// kernels (kernels/common/gemm.hpp) split the output's tiles over halfmap's pool (parallel.hpp), with a
   /// result bit-identical to 1 thread's. Kernels without that driver (isa ref, neonfhm, sve, the peers) ignore it.
   unsigned threads = 1;
+  /// fp8_f32acc only: the scales of delayed scaling, and the amaxes seen (Fp8Scales); null for current scaling.
+  Fp8Scales* fp8 = nullptr;
 };
 using DenseFn = void (*)(const DenseArgs&);
 
@@ -128,7 +142,8 @@ struct DenseBwdArgs {
   void* dx;
   void* dw;
   void* db;
-  unsigned threads = 1;  // as DenseArgs::threads
+  unsigned threads = 1;      // as DenseArgs::threads
+  Fp8Scales* fp8 = nullptr;  // as DenseArgs::fp8
 };
 using DenseBwdFn = void (*)(const DenseBwdArgs&);
 

@@ -13,6 +13,8 @@
 //   dense_bwd: X and W as the forward, dY cast to E5M2; dX = (Q_dY · Q_Wᵀ) · (u_dY · u_W), dW = (Q_Xᵀ · Q_dY) ·
 //     (u_X · u_dY); db = Σ_rows dY from the float32 dY in row order (Transformer Engine's dbias is computed before
 //     the cast).
+//   delayed scaling (DenseArgs::fp8, registry.hpp's Fp8Scales): the dense kernels cast with the scales given
+//     instead, and write the operands' amaxes; fp8 is used in the GEMMs, so only they take it.
 //   sum, sumsq, maxabs, dot: the f32 reduction of the q's, times u (sumsq: times u twice, dot: times u_x · u_y).
 //   mse (p and y) and softmax (x): each input cast to E4M3 and read back as q_i · u in float32, then the f32 kernel.
 // mxfp8_f32acc (OCP MXFP8, E4M3 elements for every tensor, Transformer Engine's MXFP8BlockScaling):
@@ -105,10 +107,14 @@ struct Scaled {
     float unscale;
   };
 
-  /// Per-tensor current scaling (the header's cast), into scratch slot kSlot.
+  /// Per-tensor current scaling (the header's cast), into scratch slot kSlot. With `given`, that scale instead of
+  /// the one from the amax (delayed scaling); with `seen`, the amax is written there.
   template <int kSlot>
-  static Cast cast_current(Fp8 f, const float* x, std::size_t n) {
-    const float s = fp8_scale(amax_of(x, n), f);
+  static Cast cast_current(Fp8 f, const float* x, std::size_t n, const float* given = nullptr,
+                           float* seen = nullptr) {
+    const float amax = amax_of(x, n);
+    if (seen != nullptr) *seen = amax;
+    const float s = given != nullptr ? *given : fp8_scale(amax, f);
     float* const q = scratch<kSlot, float>(n);
     std::uint8_t* const bytes = scratch<kBytes, std::uint8_t>(n);
     for (std::size_t i = 0; i < n; ++i) q[i] = x[i] * s;
@@ -203,8 +209,11 @@ struct Scaled {
   // ---- fp8_f32acc ----------------------------------------------------------------------------------------------
 
   static void fp8_dense_fwd(const DenseArgs& a) {
-    const Cast x = cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
-    const Cast w = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
+    Fp8Scales* const d8 = a.fp8;
+    const Cast x = cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
+                                       d8 ? &d8->amax_x : nullptr);
+    const Cast w = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
+                                       d8 ? &d8->amax_w : nullptr);
     DenseArgs q = a;
     q.x = x.q;
     q.w = w.q;
@@ -225,9 +234,12 @@ struct Scaled {
 
   static void fp8_dense_bwd(const DenseBwdArgs& a) {
     const auto* dy = static_cast<const float*>(a.dy);
-    const Cast g = cast_current<kOut0>(Fp8::e5m2, dy, a.m * a.n);
-    const Cast x = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k);
-    const Cast w = cast_current<kOut2>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n);
+    Fp8Scales* const d8 = a.fp8;
+    const Cast g = cast_current<kOut0>(Fp8::e5m2, dy, a.m * a.n, d8 ? &d8->dy : nullptr, d8 ? &d8->amax_dy : nullptr);
+    const Cast x = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
+                                       d8 ? &d8->amax_x : nullptr);
+    const Cast w = cast_current<kOut2>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
+                                       d8 ? &d8->amax_w : nullptr);
     DenseBwdArgs q = a;
     q.x = x.q;
     q.w = w.q;
