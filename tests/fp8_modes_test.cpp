@@ -37,6 +37,14 @@ struct ModelCast {
   float unscale = 1.0f;
 };
 
+/// The cast with a given scale (delayed scaling): q = fp8(t · s), saturating, unscale 1 / s.
+ModelCast model_given(const std::vector<float>& x, Fp8 f, float s) {
+  ModelCast c;
+  for (float v : x) c.q.push_back(from_fp8(to_fp8(v * s, f, Fp8Overflow::saturate), f));
+  c.unscale = 1.0f / s;
+  return c;
+}
+
 ModelCast model_current(const std::vector<float>& x, Fp8 f) {
   float amax = 0.0f;
   bool nan = false;
@@ -44,11 +52,7 @@ ModelCast model_current(const std::vector<float>& x, Fp8 f) {
     nan = nan || std::isnan(v);
     amax = std::max(amax, std::fabs(v));
   }
-  const float s = fp8_scale(nan ? std::numeric_limits<float>::quiet_NaN() : amax, f);
-  ModelCast c;
-  for (float v : x) c.q.push_back(from_fp8(to_fp8(v * s, f, Fp8Overflow::saturate), f));
-  c.unscale = 1.0f / s;
-  return c;
+  return model_given(x, f, fp8_scale(nan ? std::numeric_limits<float>::quiet_NaN() : amax, f));
 }
 
 /// MXFP8 E4M3 blocks along rows of `cols` values (the last block padded with zeros).
@@ -72,6 +76,17 @@ std::vector<float> transpose(const std::vector<float>& x, std::size_t rows, std:
 }
 std::vector<float> model_mx_cols(const std::vector<float>& x, std::size_t rows, std::size_t cols) {
   return transpose(model_mx_rows(transpose(x, rows, cols), cols, rows), cols, rows);
+}
+
+/// Row i of X's cast times column j of W's (k × n), in float64: the sum and the sum of the terms' magnitudes.
+std::pair<double, double> product(const ModelCast& cx, const ModelCast& cw, std::size_t kk, std::size_t n,
+                                  std::size_t i, std::size_t j) {
+  double acc = 0, mag = 0;
+  for (std::size_t p = 0; p < kk; ++p) {
+    acc += double(cx.q[i * kk + p]) * cw.q[p * n + j];
+    mag += std::fabs(double(cx.q[i * kk + p]) * cw.q[p * n + j]);
+  }
+  return {acc, mag};
 }
 
 std::vector<float> draw(std::size_t n, std::uint64_t seed, double scale) {
@@ -233,11 +248,7 @@ TEST_P(Fp8DenseTest, InfNanZeroAndTinyAmaxAsTheRecipesSay) {
   const double d = double(cx.unscale * cw.unscale);
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      double acc = 0, mag = 0;
-      for (std::size_t p = 0; p < kk; ++p) {
-        acc += double(cx.q[i * kk + p]) * cw.q[p * n + j];
-        mag += std::fabs(double(cx.q[i * kk + p]) * cw.q[p * n + j]);
-      }
+      const auto [acc, mag] = product(cx, cw, kk, n, i, j);
       // the product with a subnormal factor rounds to float32's subnormal grid: one more ulp of 2^-149
       EXPECT_TRUE(near(y[i * n + j], acc * d, mag * std::fabs(d) + 0x1p-125, kk)) << k().name;
     }
@@ -317,14 +328,6 @@ TEST_P(Fp8LossSoftmaxTest, IsTheF32KernelOnTheCastValues) {
   }
 }
 
-/// The cast with a given scale (delayed scaling): q = fp8(t · s), saturating, unscale 1 / s.
-ModelCast model_given(const std::vector<float>& x, Fp8 f, float s) {
-  ModelCast c;
-  for (float v : x) c.q.push_back(from_fp8(to_fp8(v * s, f, Fp8Overflow::saturate), f));
-  c.unscale = 1.0f / s;
-  return c;
-}
-
 float amax_model(const std::vector<float>& x) {
   float m = 0.0f;
   for (float v : x) m = std::max(m, std::fabs(v));
@@ -369,11 +372,7 @@ TEST_P(Fp8DenseTest, DelayedScalesAreTheCastsScalesAndTheAmaxesAreReported) {
   std::size_t moved = 0;
   for (std::size_t i = 0; i < m; ++i) {
     for (std::size_t j = 0; j < n; ++j) {
-      double acc = 0, mag = 0;
-      for (std::size_t p = 0; p < kk; ++p) {
-        acc += double(cx.q[i * kk + p]) * cw.q[p * n + j];
-        mag += std::fabs(double(cx.q[i * kk + p]) * cw.q[p * n + j]);
-      }
+      const auto [acc, mag] = product(cx, cw, kk, n, i, j);
       const double e = acc * d + b[j];
       EXPECT_TRUE(near(y[i * n + j], e, mag * std::fabs(d) + std::fabs(e), kk + 2)) << k().name << " (" << i << ", " << j << ")";
       moved += y[i * n + j] != cur[i * n + j];
