@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -199,6 +200,34 @@ TEST(SweepDeterminism, SameBytesAcrossRunsAndThreads) {
   // No dates or timings in the deterministic files; meta.json has them.
   EXPECT_EQ(read_all(a + "/thresholds.json").find("date"), std::string::npos);
   EXPECT_NE(read_all(a + "/meta.json").find("\"date\""), std::string::npos);
+}
+
+// Progress in a log (stderr not a terminal): whole lines, never a carriage return, and none at all from a run
+// that ends before the first interval (the default, a minute), so that short runs leave stderr empty.
+TEST(SweepProgress, ALogGetsWholeLinesAndAShortRunNone) {
+  Options o = determinism_options();
+  o.dists = {Dist::normal};
+  o.threads = 1;
+  o.progress = Progress::lines;
+  testing::internal::CaptureStderr();
+  const Result quiet = run(o);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+
+  o.progress_interval = std::chrono::milliseconds(1);
+  testing::internal::CaptureStderr();
+  const Result r = run(o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find('\r'), std::string::npos) << err;
+  ASSERT_FALSE(err.empty());
+  ASSERT_EQ(err.back(), '\n') << err;
+  std::vector<std::string> lines;
+  for (std::size_t b = 0, e; (e = err.find('\n', b)) != std::string::npos; b = e + 1) lines.push_back(err.substr(b, e - b));
+  ASSERT_GE(lines.size(), 2u) << err;
+  for (const std::string& l : lines) EXPECT_EQ(l.rfind("sweep: ", 0), 0u) << l;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) EXPECT_NE(lines[i].find(" after "), std::string::npos) << lines[i];
+  const std::string total = std::to_string(r.cells);
+  EXPECT_EQ(lines.back().rfind("sweep: " + total + " / " + total + " cells, done after ", 0), 0u) << lines.back();
+  EXPECT_EQ(quiet.cells, r.cells);
 }
 
 TEST(SweepDeterminism, ShardsMergeIntoTheSingleRun) {

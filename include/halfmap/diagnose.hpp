@@ -117,6 +117,7 @@
 #include <vector>
 
 #include "halfmap/npy.hpp"
+#include "halfmap/progress.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap::diagnose {
@@ -144,7 +145,7 @@ struct Options {
   bool all_paths = false;                 // every enabled path, not only each mode's best ISA
   std::string path_first;                 // a path to put first ("<mode>/<isa>"), or empty
   unsigned threads = 0;                   // 0: the hardware's
-  bool progress = false;                  // a progress line on stderr (the CLI sets it when stderr is a terminal)
+  Progress progress = Progress::off;      // on stderr (include/halfmap/progress.hpp); the CLI sets it
 };
 
 /// One sentence describing the first bad option, or empty.

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "halfmap/progress.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap::sweep {
@@ -106,7 +107,8 @@ struct Options {
   std::uint64_t seed = 1;
   double underflow_share = 0.001;
   unsigned threads = 1;
-  bool progress = false;          // a line on stderr updated in place
+  Progress progress = Progress::off;  // on stderr (include/halfmap/progress.hpp)
+  std::chrono::milliseconds progress_interval = kProgressLineInterval;  // of Progress::lines (a test sets less)
   unsigned shard_k = 1, shard_n = 1;  // run the items i with i % shard_n == shard_k - 1
   /// Test hook: the scaled first input (x, X, p, logits) gets a NaN at this index before it is stored.
   std::optional<std::size_t> plant_nan;

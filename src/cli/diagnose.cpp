@@ -106,7 +106,7 @@ int run_model(DiagnoseArgs& a) {
   const diagnose::Table* labels = a.labels.empty() ? nullptr : &y;
   if (std::string e = diagnose::check_model_inputs(net, x, a.loss, labels); !e.empty())
     return refuse(fmt::format("{} and {}: {}", a.model, a.features, e));
-  a.o.progress = ::isatty(2) != 0;
+  a.o.progress = ::isatty(2) != 0 ? Progress::redraw : Progress::lines;
   diagnose::ModelReport r;
   try {
     r = diagnose::run_model(net, a.model, x, a.loss, labels, a.o);
@@ -142,7 +142,7 @@ int run_diagnose(DiagnoseArgs& a) {
   if (std::string e = diagnose::check_inputs(x, y, a.o); !e.empty()) {
     return refuse(fmt::format("{} and {}: {}", a.features, a.labels, e));
   }
-  a.o.progress = ::isatty(2) != 0;
+  a.o.progress = ::isatty(2) != 0 ? Progress::redraw : Progress::lines;
   diagnose::Report r;
   try {
     r = diagnose::run(x, y, a.o);

@@ -258,7 +258,7 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
     o.plant_nan = idx;
   }
   if (a.out.empty()) return "--out needs a folder.";
-  o.progress = !a.quiet && ::isatty(2) != 0;
+  o.progress = a.quiet ? Progress::off : ::isatty(2) != 0 ? Progress::redraw : Progress::lines;
   return sweep::validate(o);
 }
 
@@ -308,7 +308,7 @@ Command add_sweep_command(CLI::App& parent) {
                   "from the job array's SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT (tools/sweep_slurm.sh)");
   sub->add_option("--plant-nan", a->plant_nan, "Testing aid: put a NaN at this index of the first input");
   sub->add_option("--out", a->out, "Output folder (default sweep-out)");
-  sub->add_flag("--quiet", a->quiet, "No progress line on stderr");
+  sub->add_flag("--quiet", a->quiet, "No progress on stderr (else a line redrawn on a terminal, or a line a minute in a log)");
   return {sub, [a] {
             sweep::Options o;
             bool sharded = false;

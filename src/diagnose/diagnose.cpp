@@ -91,17 +91,29 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
 }
 
 void progress(const Options& o, const std::string& what, std::size_t done, std::size_t total) {
-  if (!o.progress) return;
-  // At most four lines a second: a progress line must not cost the work it reports on.
+  if (o.progress == Progress::off) return;
+  // Redrawn at most four times a second (a progress line must not cost the work it reports on); in a log, a line
+  // each kProgressLineInterval, the first one interval after the run began.
   using clock = std::chrono::steady_clock;
   static std::mutex m;
   static clock::time_point last{};
   const std::lock_guard lock(m);
   const clock::time_point now = clock::now();
+  const std::string line = total == 0 ? what : fmt::format("{} {} / {}", what, done, total);
+  if (o.progress == Progress::lines) {
+    if (last == clock::time_point{}) last = now;  // the first call starts the interval
+    if (now - last < kProgressLineInterval) return;
+    last = now;
+    std::fprintf(stderr, "diagnose: %s\n", line.c_str());
+    return;
+  }
   if (total != 0 && done != total && now - last < std::chrono::milliseconds(250)) return;
   last = now;
-  const std::string line = total == 0 ? what : fmt::format("{} {} / {}", what, done, total);
   std::fprintf(stderr, "\rdiagnose: %-68s", line.c_str());
+}
+
+void end_progress(const Options& o) {
+  if (o.progress == Progress::redraw) std::fprintf(stderr, "\r%-80s\r", "");
 }
 
 Report run(const Table& features, const Table& labels, const Options& o) {
@@ -117,7 +129,7 @@ Report run(const Table& features, const Table& labels, const Options& o) {
   const Weights w0 = init_weights(features.cols(), o.hidden, o.seed);
   measure_batches(features, labels, base, paths, w0, o, r);
   simulate_all(features, labels, base, paths, w0, o, r);
-  if (o.progress) std::fprintf(stderr, "\r%-80s\r", "");
+  end_progress(o);
   r.no_loss_scaling = no_loss_scaling(r);
   r.verdict = decide(r);
   return r;

@@ -78,6 +78,8 @@ NoLossScaling no_loss_scaling(const Report& r);
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& work);
 /// A progress line on stderr when o.progress (rate-limited; `done` of `total` units of `what`).
 void progress(const Options& o, const std::string& what, std::size_t done, std::size_t total);
+/// Clears a redrawn progress line at the end of a run (before the report goes to stdout).
+void end_progress(const Options& o);
 
 /// render.cpp helpers shared with verdict.cpp: "2^15" for powers of two, else a short %g.
 std::string scale_text(double s);

@@ -447,6 +447,7 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
     }
   }
   if (loss != Loss::none && o.steps) simulate_model(net, features, labels, loss, base_path, low, batch, o, r);
+  end_progress(o);
   r.no_loss_scaling = no_loss_scaling(r);
   r.verdict = decide_model(r);
   return r;

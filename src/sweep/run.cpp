@@ -85,17 +85,36 @@ void run_item(const Options& opts, ItemResult& it, std::atomic<std::size_t>& don
   it.thresholds = thresholds_for(opts, e, r, fwd_cells);
 }
 
-/// Redraws the progress line about every 250 ms until `finished`, then prints the final one.
-void show_progress(const std::atomic<std::size_t>& done_cells, std::size_t total, Clock::time_point start,
-                   const std::atomic<bool>& finished) {
-  while (!finished.load()) {
-    const std::size_t d = done_cells.load(std::memory_order_relaxed);
-    const double el = std::chrono::duration<double>(Clock::now() - start).count();
-    const double eta = d == 0 ? NAN : el * double(total - d) / double(d);
-    std::fprintf(stderr, "\rsweep: %zu / %zu cells (%.0f%%), ETA %s   ", d, total,
-                 total ? 100.0 * double(d) / double(total) : 100.0, format_eta(eta).c_str());
-    std::fflush(stderr);
-    for (int i = 0; i < 5 && !finished.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+/// The progress until `finished`: redrawn about every 250 ms (Progress::redraw), or a line each
+/// `interval` (Progress::lines); then the final line, which Progress::lines writes only after a line.
+void show_progress(Progress mode, std::chrono::milliseconds interval, const std::atomic<std::size_t>& done_cells,
+                   std::size_t total, Clock::time_point start, const std::atomic<bool>& finished) {
+  const bool redraw = mode == Progress::redraw;
+  const auto every = std::chrono::duration_cast<Clock::duration>(redraw ? std::chrono::milliseconds(250) : interval);
+  bool wrote = false;
+  for (Clock::time_point next = redraw ? start : start + every; !finished.load();) {
+    if (Clock::now() >= next) {
+      const std::size_t d = done_cells.load(std::memory_order_relaxed);
+      const double el = std::chrono::duration<double>(Clock::now() - start).count();
+      const double eta = d == 0 ? NAN : el * double(total - d) / double(d);
+      const double pct = total ? 100.0 * double(d) / double(total) : 100.0;
+      if (redraw) {
+        std::fprintf(stderr, "\rsweep: %zu / %zu cells (%.0f%%), ETA %s   ", d, total, pct, format_eta(eta).c_str());
+      } else {
+        std::fprintf(stderr, "sweep: %zu / %zu cells (%.0f%%) after %s, ETA %s\n", d, total, pct,
+                     format_eta(el).c_str(), format_eta(eta).c_str());
+      }
+      std::fflush(stderr);
+      wrote = true;
+      do next += every; while (next <= Clock::now());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const double el = std::chrono::duration<double>(Clock::now() - start).count();
+  if (redraw) {
+    std::fprintf(stderr, "\rsweep: %zu / %zu cells, done%20s\n", total, total, "");
+  } else if (wrote) {
+    std::fprintf(stderr, "sweep: %zu / %zu cells, done after %s\n", total, total, format_eta(el).c_str());
   }
 }
 
@@ -144,16 +163,14 @@ Result run(const Options& opts) {
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < nthreads; ++t) pool.emplace_back(work);
   std::thread progress;
-  if (opts.progress) {
-    progress = std::thread(show_progress, std::cref(done_cells), result.cells, start, std::cref(finished));
+  if (opts.progress != Progress::off) {
+    progress = std::thread(show_progress, opts.progress, opts.progress_interval, std::cref(done_cells),
+                           result.cells, start, std::cref(finished));
   }
   work();
   for (std::thread& t : pool) t.join();
   finished = true;
-  if (progress.joinable()) {
-    progress.join();
-    std::fprintf(stderr, "\rsweep: %zu / %zu cells, done%20s\n", result.cells, result.cells, "");
-  }
+  if (progress.joinable()) progress.join();
   if (error) std::rethrow_exception(error);
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
