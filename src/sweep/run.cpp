@@ -1,5 +1,5 @@
 // The threaded run: this shard's work items, most expensive first, on a pool of threads that each take the next
-// item; a progress line on stderr. Each item writes only its own slot, so the result does not depend on the
+// item; progress on stderr. Each item writes only its own slot, so the result does not depend on the
 // thread count or the order.
 #include <algorithm>
 #include <atomic>
@@ -62,8 +62,67 @@ void plan_items(const Options& opts, Result& result) {
   }
 }
 
-/// Every cell of one item on the grids, then its thresholds. `done_cells` counts progress.
-void run_item(const Options& opts, ItemResult& it, std::atomic<std::size_t>& done_cells) {
+/// The progress on stderr, written by the worker threads themselves as they finish rows of cells (no thread of its
+/// own: under the arm64 test preset's emulator a program hangs in its first pthread_create, and a one-thread sweep
+/// must run there). Progress::redraw redraws one line at most every 250 ms; Progress::lines writes a line each
+/// `interval`, the first one interval after the start, and a last line only if it wrote one before.
+class Reporter {
+ public:
+  Reporter(Progress mode, std::chrono::milliseconds interval, std::size_t total, Clock::time_point start)
+      : mode_(mode),
+        every_(mode == Progress::redraw ? Clock::duration(std::chrono::milliseconds(250)) : Clock::duration(interval)),
+        total_(total),
+        start_(start),
+        next_((mode == Progress::redraw ? start : start + every_).time_since_epoch().count()) {}
+
+  /// `cells` more are done; writes the line when one is due and no other thread is writing it.
+  void add(std::size_t cells) {
+    const std::size_t d = done_.fetch_add(cells, std::memory_order_relaxed) + cells;
+    if (mode_ == Progress::off) return;
+    const Clock::time_point now = Clock::now();
+    if (now.time_since_epoch().count() < next_.load(std::memory_order_relaxed)) return;
+    const std::unique_lock lock(write_, std::try_to_lock);
+    if (!lock.owns_lock()) return;
+    Clock::time_point next{Clock::duration(next_.load(std::memory_order_relaxed))};
+    if (now < next) return;
+    while (next <= now) next += every_;
+    next_.store(next.time_since_epoch().count(), std::memory_order_relaxed);
+    const double el = std::chrono::duration<double>(now - start_).count();
+    const double eta = d == 0 ? NAN : el * double(total_ - d) / double(d);
+    const double pct = total_ ? 100.0 * double(d) / double(total_) : 100.0;
+    if (mode_ == Progress::redraw) {
+      std::fprintf(stderr, "\rsweep: %zu / %zu cells (%.0f%%), ETA %s   ", d, total_, pct, format_eta(eta).c_str());
+    } else {
+      std::fprintf(stderr, "sweep: %zu / %zu cells (%.0f%%) after %s, ETA %s\n", d, total_, pct,
+                   format_eta(el).c_str(), format_eta(eta).c_str());
+    }
+    std::fflush(stderr);
+    wrote_ = true;
+  }
+
+  /// The last line, once every worker has returned.
+  void finish() const {
+    const double el = std::chrono::duration<double>(Clock::now() - start_).count();
+    if (mode_ == Progress::redraw) {
+      std::fprintf(stderr, "\rsweep: %zu / %zu cells, done%20s\n", total_, total_, "");
+    } else if (mode_ == Progress::lines && wrote_) {
+      std::fprintf(stderr, "sweep: %zu / %zu cells, done after %s\n", total_, total_, format_eta(el).c_str());
+    }
+  }
+
+ private:
+  const Progress mode_;
+  const Clock::duration every_;
+  const std::size_t total_;
+  const Clock::time_point start_;
+  std::atomic<std::size_t> done_{0};
+  std::atomic<Clock::rep> next_;  // when the next line is due
+  std::mutex write_;
+  bool wrote_ = false;  // written under write_; read by finish() after the workers joined
+};
+
+/// Every cell of one item on the grids, then its thresholds; each row of cells is reported to `progress`.
+void run_item(const Options& opts, ItemResult& it, Reporter& progress) {
   const Experiment& e = opts.experiments[it.experiment];
   Runner r(opts, e, it.dist);
   const Grid& g = s_grid_of(opts, e);
@@ -76,46 +135,13 @@ void run_item(const Options& opts, ItemResult& it, std::atomic<std::size_t>& don
     fwd_cells.push_back(r.forward_cell());
     if (e.has_gradient()) {
       for (std::size_t j = 0; j < G.size(); ++j) it.cells.push_back(r.cell_with_S(G.log2_at(j)));
-      done_cells.fetch_add(G.size(), std::memory_order_relaxed);
+      progress.add(G.size());
     } else {
       it.cells.push_back(r.forward_cell());
-      done_cells.fetch_add(1, std::memory_order_relaxed);
+      progress.add(1);
     }
   }
   it.thresholds = thresholds_for(opts, e, r, fwd_cells);
-}
-
-/// The progress until `finished`: redrawn about every 250 ms (Progress::redraw), or a line each
-/// `interval` (Progress::lines); then the final line, which Progress::lines writes only after a line.
-void show_progress(Progress mode, std::chrono::milliseconds interval, const std::atomic<std::size_t>& done_cells,
-                   std::size_t total, Clock::time_point start, const std::atomic<bool>& finished) {
-  const bool redraw = mode == Progress::redraw;
-  const auto every = std::chrono::duration_cast<Clock::duration>(redraw ? std::chrono::milliseconds(250) : interval);
-  bool wrote = false;
-  for (Clock::time_point next = redraw ? start : start + every; !finished.load();) {
-    if (Clock::now() >= next) {
-      const std::size_t d = done_cells.load(std::memory_order_relaxed);
-      const double el = std::chrono::duration<double>(Clock::now() - start).count();
-      const double eta = d == 0 ? NAN : el * double(total - d) / double(d);
-      const double pct = total ? 100.0 * double(d) / double(total) : 100.0;
-      if (redraw) {
-        std::fprintf(stderr, "\rsweep: %zu / %zu cells (%.0f%%), ETA %s   ", d, total, pct, format_eta(eta).c_str());
-      } else {
-        std::fprintf(stderr, "sweep: %zu / %zu cells (%.0f%%) after %s, ETA %s\n", d, total, pct,
-                     format_eta(el).c_str(), format_eta(eta).c_str());
-      }
-      std::fflush(stderr);
-      wrote = true;
-      do next += every; while (next <= Clock::now());
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  const double el = std::chrono::duration<double>(Clock::now() - start).count();
-  if (redraw) {
-    std::fprintf(stderr, "\rsweep: %zu / %zu cells, done%20s\n", total, total, "");
-  } else if (wrote) {
-    std::fprintf(stderr, "sweep: %zu / %zu cells, done after %s\n", total, total, format_eta(el).c_str());
-  }
 }
 
 }  // namespace
@@ -141,14 +167,15 @@ Result run(const Options& opts) {
            item_cost(opts, opts.experiments[result.items[b].experiment]);
   });
 
-  std::atomic<std::size_t> next{0}, done_cells{0};
-  std::atomic<bool> failed{false}, finished{false};
+  std::atomic<std::size_t> next{0};
+  Reporter progress(opts.progress, opts.progress_interval, result.cells, start);
+  std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::mutex error_mutex;
   auto work = [&] {
     for (std::size_t k; (k = next.fetch_add(1)) < order.size() && !failed.load();) {
       try {
-        run_item(opts, result.items[order[k]], done_cells);
+        run_item(opts, result.items[order[k]], progress);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -162,15 +189,9 @@ Result run(const Options& opts) {
       std::max(1u, std::min<unsigned>(opts.threads, unsigned(std::max<std::size_t>(1, order.size()))));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < nthreads; ++t) pool.emplace_back(work);
-  std::thread progress;
-  if (opts.progress != Progress::off) {
-    progress = std::thread(show_progress, opts.progress, opts.progress_interval, std::cref(done_cells),
-                           result.cells, start, std::cref(finished));
-  }
   work();
   for (std::thread& t : pool) t.join();
-  finished = true;
-  if (progress.joinable()) progress.join();
+  progress.finish();
   if (error) std::rethrow_exception(error);
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
