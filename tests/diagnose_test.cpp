@@ -104,6 +104,29 @@ TEST(Diagnose, PathsCoverEveryLowPrecisionModeOnceByDefault) {
   EXPECT_EQ(keras_all, 1);
 }
 
+// Progress in a log: whole "diagnose: ..." lines, no carriage return, and nothing from a run that ends within the
+// first interval (the default, a minute), so that short diagnoses leave stderr empty.
+TEST(Diagnose, ProgressInALogIsWholeLinesAndNoneForAShortRun) {
+  Options o = small();
+  o.progress = Progress::lines;
+  testing::internal::CaptureStderr();
+  const Report quiet = run_case("clean", o);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  o.progress_interval = std::chrono::milliseconds(0);
+  testing::internal::CaptureStderr();
+  const Report r = run_case("clean", o);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find('\r'), std::string::npos) << err;
+  ASSERT_FALSE(err.empty());
+  EXPECT_EQ(err.back(), '\n');
+  std::size_t lines = 0;
+  for (std::size_t b = 0, e; (e = err.find('\n', b)) != std::string::npos; b = e + 1, ++lines) {
+    EXPECT_EQ(err.compare(b, 10, "diagnose: "), 0) << err.substr(b, e - b);
+  }
+  EXPECT_GE(lines, 3u) << err;
+  EXPECT_EQ(quiet.verdict.boundary, r.verdict.boundary);
+}
+
 TEST(Diagnose, PathFirstPutsOnePathFirst) {
   Options o = small();
   o.path_first = "f16_f32acc/ref";

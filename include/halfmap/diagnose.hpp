@@ -146,6 +146,7 @@ struct Options {
   std::string path_first;                 // a path to put first ("<mode>/<isa>"), or empty
   unsigned threads = 0;                   // 0: the hardware's
   Progress progress = Progress::off;      // on stderr (include/halfmap/progress.hpp); the CLI sets it
+  std::chrono::milliseconds progress_interval = kProgressLineInterval;  // of Progress::lines (a test sets less)
 };
 
 /// One sentence describing the first bad option, or empty.

@@ -90,26 +90,34 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
   if (error) std::rethrow_exception(error);
 }
 
+namespace {
+std::mutex progress_mutex;
+std::chrono::steady_clock::time_point progress_last;  // the last line, or the run's start (begin_progress)
+}  // namespace
+
+void begin_progress() {
+  const std::lock_guard lock(progress_mutex);
+  progress_last = std::chrono::steady_clock::now();
+}
+
 void progress(const Options& o, const std::string& what, std::size_t done, std::size_t total) {
   if (o.progress == Progress::off) return;
   // Redrawn at most four times a second (a progress line must not cost the work it reports on); in a log, a line
-  // each kProgressLineInterval, the first one interval after the run began.
-  using clock = std::chrono::steady_clock;
-  static std::mutex m;
-  static clock::time_point last{};
-  const std::lock_guard lock(m);
-  const clock::time_point now = clock::now();
-  const std::string line = total == 0 ? what : fmt::format("{} {} / {}", what, done, total);
+  // each o.progress_interval, the first one interval after the run began.
+  const std::lock_guard lock(progress_mutex);
+  const auto now = std::chrono::steady_clock::now();
   if (o.progress == Progress::lines) {
-    if (last == clock::time_point{}) last = now;  // the first call starts the interval
-    if (now - last < kProgressLineInterval) return;
-    last = now;
-    std::fprintf(stderr, "diagnose: %s\n", line.c_str());
+    if (now - progress_last < o.progress_interval) return;
+  } else if (total != 0 && done != total && now - progress_last < std::chrono::milliseconds(250)) {
     return;
   }
-  if (total != 0 && done != total && now - last < std::chrono::milliseconds(250)) return;
-  last = now;
-  std::fprintf(stderr, "\rdiagnose: %-68s", line.c_str());
+  progress_last = now;
+  const std::string line = total == 0 ? what : fmt::format("{} {} / {}", what, done, total);
+  if (o.progress == Progress::lines) {
+    std::fprintf(stderr, "diagnose: %s\n", line.c_str());
+  } else {
+    std::fprintf(stderr, "\rdiagnose: %-68s", line.c_str());
+  }
 }
 
 void end_progress(const Options& o) {
@@ -123,6 +131,7 @@ Report run(const Table& features, const Table& labels, const Options& o) {
   const std::vector<Path> paths = low_precision_paths(o.all_paths, o.path_first);
   Report r;
   r.options = o;
+  begin_progress();
   progress(o, "data", 0, 0);
   r.data = data_section(features, labels, o);
   r.data.batches = batch_count(features.rows(), o);

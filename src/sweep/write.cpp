@@ -1,16 +1,13 @@
 // A run's files: cells.csv, thresholds.json, thresholds.md, meta.json, peers.md when peer paths ran (and shard.json
 // for a shard). cells.csv and thresholds.json hold no date, timing or thread count, so they are byte-identical for
 // the same options whatever the threads, shards or run; meta.json holds those.
-#include <sys/stat.h>
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -28,18 +25,9 @@ namespace halfmap::sweep {
 // ---- shared helpers (output.hpp) -------------------------------------------------------------------------------
 
 void make_dirs(const std::string& dir) {
-  std::string part;
-  std::stringstream ss(dir);
-  std::string seg;
-  if (!dir.empty() && dir[0] == '/') part = "/";
-  while (std::getline(ss, seg, '/')) {
-    if (seg.empty()) continue;
-    part += seg;
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw std::runtime_error(fmt::format("cannot create the folder {}: {}", part, std::strerror(errno)));
-    }
-    part += '/';
-  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot create the folder {}: {}", dir, ec.message()));
 }
 
 std::optional<std::string> read_file(const std::string& path) {
