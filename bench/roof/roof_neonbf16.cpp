@@ -25,6 +25,8 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neonbf16() { return {"bfmmla .4s (2x4 by 4x2 bf16 into f32)", 32.0 * kAcc, fma, nullptr, 0}; }
+IsaLoops loops_neonbf16() {
+  return {"bfmmla .4s (2x4 by 4x2 bf16 into f32)", 32.0 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+}
 
 }  // namespace halfmap::bench::roof

@@ -27,6 +27,8 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neonfhm() { return {"fmlal/fmlal2 .4s (fp16 products into f32)", 4.0 * 2 * kAcc, fma, nullptr, 0}; }
+IsaLoops loops_neonfhm() {
+  return {"fmlal/fmlal2 .4s (fp16 products into f32)", 4.0 * 2 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+}
 
 }  // namespace halfmap::bench::roof
