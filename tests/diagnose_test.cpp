@@ -110,11 +110,11 @@ TEST(Diagnose, ProgressInALogIsWholeLinesAndNoneForAShortRun) {
   Options o = small();
   o.progress = Progress::lines;
   testing::internal::CaptureStderr();
-  const Report quiet = run_case("clean", o);
+  (void)run_case("clean", o);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
   o.progress_interval = std::chrono::milliseconds(0);
   testing::internal::CaptureStderr();
-  const Report r = run_case("clean", o);
+  (void)run_case("clean", o);
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find('\r'), std::string::npos) << err;
   ASSERT_FALSE(err.empty());
@@ -124,7 +124,6 @@ TEST(Diagnose, ProgressInALogIsWholeLinesAndNoneForAShortRun) {
     EXPECT_EQ(err.compare(b, 10, "diagnose: "), 0) << err.substr(b, e - b);
   }
   EXPECT_GE(lines, 3u) << err;
-  EXPECT_EQ(quiet.verdict.boundary, r.verdict.boundary);
 }
 
 TEST(Diagnose, PathFirstPutsOnePathFirst) {

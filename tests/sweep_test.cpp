@@ -210,7 +210,7 @@ TEST(SweepProgress, ALogGetsWholeLinesAndAShortRunNone) {
   o.threads = 1;
   o.progress = Progress::lines;
   testing::internal::CaptureStderr();
-  const Result quiet = run(o);
+  (void)run(o);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 
   o.progress_interval = std::chrono::milliseconds(1);
@@ -221,13 +221,14 @@ TEST(SweepProgress, ALogGetsWholeLinesAndAShortRunNone) {
   ASSERT_FALSE(err.empty());
   ASSERT_EQ(err.back(), '\n') << err;
   std::vector<std::string> lines;
-  for (std::size_t b = 0, e; (e = err.find('\n', b)) != std::string::npos; b = e + 1) lines.push_back(err.substr(b, e - b));
+  for (std::size_t b = 0, e; (e = err.find('\n', b)) != std::string::npos; b = e + 1) {
+    lines.push_back(err.substr(b, e - b));
+  }
   ASSERT_GE(lines.size(), 2u) << err;
   for (const std::string& l : lines) EXPECT_EQ(l.rfind("sweep: ", 0), 0u) << l;
   for (std::size_t i = 0; i + 1 < lines.size(); ++i) EXPECT_NE(lines[i].find(" after "), std::string::npos) << lines[i];
   const std::string total = std::to_string(r.cells);
   EXPECT_EQ(lines.back().rfind("sweep: " + total + " / " + total + " cells, done after ", 0), 0u) << lines.back();
-  EXPECT_EQ(quiet.cells, r.cells);
 }
 
 TEST(SweepDeterminism, ShardsMergeIntoTheSingleRun) {
