@@ -7,10 +7,13 @@
 //   (the vector body, the tail, and nothing written outside).
 // The MX element conversions (registry.hpp's MxConversion) likewise against mx.hpp: encoding on a strided sample
 // plus every pattern near each element type's boundaries, every element decoded, and whole blocks quantised.
+// The roundings in float32 that the scaled modes cast with (Fp8RoundFn, MxRoundFn) likewise: fp8's on every
+// pattern the encoding sees, against the encoding read back; MX blocks against mx_quantize read back.
 // fp8_test and mx_test check the models themselves against oracles written from the definitions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -111,6 +114,15 @@ TEST_P(Fp8Encode, EveryFloat32PatternMatchesTheModelOnEveryPath) {
   auto check = [&](const std::uint32_t* patterns, std::size_t count) {
     const float* x = reinterpret_cast<const float*>(patterns);
     std::vector<std::uint8_t> want(count), got(count);
+    // The rounding onto the grid in float32 (Fp8RoundFn) against the model's encoding read back.
+    std::vector<float> want_v(count), got_v(count);
+    for (std::size_t j = 0; j < count; ++j) want_v[j] = from_fp8(to_fp8(x[j], f, Fp8Overflow::saturate), f);
+    for (const Fp8Conversion* c : convs) {
+      c->round(x, count, 1.0f, 1.0f, got_v.data());
+      for (std::size_t j = 0; j < count; ++j)
+        if (test::bits_of(got_v[j]) != test::bits_of(want_v[j]))
+          bad.add(fmt::format("{} round", c->name), patterns[j], test::bits_of(got_v[j]), test::bits_of(want_v[j]));
+    }
     for (Fp8Overflow o : {Fp8Overflow::saturate, Fp8Overflow::nonsaturating}) {
       for (std::size_t j = 0; j < count; ++j) want[j] = to_fp8(std::bit_cast<float>(patterns[j]), f, o);
       for (const Fp8Conversion* c : convs) {
@@ -146,7 +158,7 @@ TEST_P(Fp8Encode, EveryFloat32PatternMatchesTheModelOnEveryPath) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string names;
   for (const Fp8Conversion* c : convs) names += std::string(names.empty() ? "" : ", ") + std::string(c->name);
-  std::printf("  %llu patterns, both overflow modes, on %s in %.1f s\n", static_cast<unsigned long long>(checked),
+  std::printf("  %llu patterns, both overflow modes and the rounding in float32, on %s in %.1f s\n", static_cast<unsigned long long>(checked),
               names.c_str(), seconds);
   EXPECT_TRUE(bad.empty()) << "kernel (got) differs from to_fp8 (want):" << bad.report();
 }
@@ -196,6 +208,41 @@ TEST_P(Fp8Encode, EveryLengthAndAlignmentWritesExactlyItsOutputs) {
             const std::uint32_t want = test::bits_of(inside ? from_fp8(out[i], f) : -7.0f);
             ASSERT_EQ(test::bits_of(back[i]), want) << fmt::format("{} decode n={} offset={} float {}", c->name, n,
                                                                    off, i);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The rounding with a scale and an unscale that round (3.5 and its reciprocal): every length through the vector
+// body and the tail, at every misalignment, with guards on both sides, out of place and in place.
+TEST_P(Fp8Encode, RoundIsTheScaledCastReadBackTimesTheUnscaleAtEveryLength) {
+  const Fp8 f = GetParam();
+  constexpr std::size_t kMaxN = 3 * 16 + 1, kGuard = 8;
+  constexpr float kGuardValue = -7.0f, kScale = 3.5f, kUnscale = 1.0f / kScale;
+  const float kValues[] = {0.0f,    -0.0f,    1.0f,      -1.5f,  0x1p-8f, -0x1p-12f, 0x1p-17f, 128.0f,
+                           -132.6f, 134.3f,   1.7e4f,    -2e4f,  1e30f,   -1e-30f,   0.1f,     -3.3f};
+  std::vector<float> src(kMaxN + 16);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = kValues[(i * 7) % std::size(kValues)];
+  src[5] = std::numeric_limits<float>::infinity();
+  src[11] = -std::numeric_limits<float>::quiet_NaN();
+  auto want_of = [&](float v) { return from_fp8(to_fp8(v * kScale, f, Fp8Overflow::saturate), f) * kUnscale; };
+  for (const Fp8Conversion* c : enabled(f)) {
+    for (std::size_t off = 0; off < 16; ++off) {
+      for (std::size_t n = 0; n <= kMaxN; ++n) {
+        std::vector<float> out(n + 2 * kGuard + off, kGuardValue);
+        c->round(src.data() + off, n, kScale, kUnscale, out.data() + kGuard + off);
+        std::vector<float> in_place(src.begin() + long(off), src.begin() + long(off + n));
+        c->round(in_place.data(), n, kScale, kUnscale, in_place.data());
+        for (std::size_t i = 0; i < out.size(); ++i) {
+          const bool inside = i >= kGuard + off && i < kGuard + off + n;
+          const float want = inside ? want_of(src[i - kGuard]) : kGuardValue;
+          ASSERT_EQ(test::bits_of(out[i]), test::bits_of(want)) << fmt::format("{} n={} offset={} float {}", c->name,
+                                                                               n, off, i);
+          if (inside) {
+            ASSERT_EQ(test::bits_of(in_place[i - kGuard - off]), test::bits_of(want))
+                << fmt::format("{} in place n={} offset={}", c->name, n, off);
           }
         }
       }
@@ -314,6 +361,73 @@ TEST_P(MxConvert, QuantizeMatchesTheModelBlockByBlock) {
       for (std::size_t i = 0; i < kMxBlock; ++i)
         ASSERT_EQ(elems[b * kMxBlock + i], want.elems[i]) << c->name << " block " << b << " element " << i;
     }
+  }
+}
+
+/// The model of MxRoundFn: blocks of kMxBlock along x (the last padded with zeros), each value read back as
+/// mx_value of its block's mx_quantize.
+std::vector<float> model_mx_round(std::span<const float> x, MxElem t) {
+  std::vector<float> out(x.size());
+  for (std::size_t b = 0; b < x.size(); b += kMxBlock) {
+    std::array<float, kMxBlock> v{};
+    std::copy(x.begin() + long(b), x.begin() + long(std::min(x.size(), b + kMxBlock)), v.begin());
+    const MxBlock q = mx_quantize(std::span<const float, kMxBlock>(v), t);
+    for (std::size_t i = 0; i < kMxBlock && b + i < x.size(); ++i) out[b + i] = mx_value(q, i, t);
+  }
+  return out;
+}
+
+// The blocks read back in float32 (MxRoundFn): the random blocks of the test above at every length around a block
+// (the last block partial), out of place and in place; and every sampled float32 pattern below the element type's
+// top binade (or saturating inside it) as an element at scale 1, each block anchored by 2^emax.
+TEST_P(MxConvert, RoundIsTheQuantisedBlockReadBack) {
+  const MxElem t = GetParam();
+  const MxElemFormat F = mx_format(t);
+  std::mt19937_64 rng(test::case_seed(static_cast<std::uint64_t>(t), 26));
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> sign(0, 1), spread(0, 40), centre(-140, 120);
+  std::vector<float> x(40 * kMxBlock);
+  for (std::size_t b = 0; b < 40; ++b) {
+    const int c = centre(rng), w = spread(rng);
+    for (std::size_t i = 0; i < kMxBlock; ++i) {
+      const int e = std::clamp(c - std::uniform_int_distribution<int>(0, w)(rng), -149, 127);
+      x[b * kMxBlock + i] = (sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), e);
+    }
+  }
+  x[2 * kMxBlock + 7] = std::numeric_limits<float>::quiet_NaN();
+  x[3 * kMxBlock + 31] = -std::numeric_limits<float>::infinity();
+  std::fill_n(x.begin() + 4 * long(kMxBlock), kMxBlock, 0.0f);
+  const float anchor = std::ldexp(1.0f, F.emax);
+  std::vector<float> grid;
+  for (std::uint64_t u = 0; u <= 0xFFFFFFFFull; u += test::kPatternStride) {
+    const float v = std::bit_cast<float>(std::uint32_t(u));
+    if (!(std::fabs(v) < 2.0f * anchor)) continue;
+    if (grid.size() % kMxBlock == 0) grid.push_back(anchor);
+    grid.push_back(v);
+  }
+  const std::vector<float> want_grid = model_mx_round(grid, t);
+  for (const MxConversion* c : enabled_mx(t)) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33},
+                          std::size_t{5 * kMxBlock - 3}, x.size()}) {
+      const std::span<const float> in(x.data(), n);
+      const std::vector<float> want = model_mx_round(in, t);
+      std::vector<float> got(n + 1, -7.0f), in_place(in.begin(), in.end());
+      c->round(in.data(), n, got.data());
+      c->round(in_place.data(), n, in_place.data());
+      ASSERT_EQ(test::bits_of(got[n]), test::bits_of(-7.0f)) << c->name << " wrote past n = " << n;
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(test::bits_of(got[i]), test::bits_of(want[i])) << c->name << " n = " << n << " value " << i;
+        ASSERT_EQ(test::bits_of(in_place[i]), test::bits_of(want[i])) << c->name << " in place, n = " << n;
+      }
+    }
+    std::vector<float> got(grid.size());
+    c->round(grid.data(), grid.size(), got.data());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < grid.size(); ++i)
+      if (test::bits_of(got[i]) != test::bits_of(want_grid[i]) && ++bad <= 8)
+        ADD_FAILURE() << fmt::format("{}: {} -> {}, want {}", c->name, test::hex32(test::bits_of(grid[i])),
+                                     test::hex32(test::bits_of(got[i])), test::hex32(test::bits_of(want_grid[i])));
+    EXPECT_EQ(bad, 0u) << c->name << " over " << grid.size() << " values";
   }
 }
 

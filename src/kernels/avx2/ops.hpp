@@ -170,6 +170,9 @@ struct I32 {
   static I fadd(I a, I b) {
     return _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
   }
+  static I fmul(I a, I b) {
+    return _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
+  }
   static I i2f_scaled(I v, float c) {
     return _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(c)));
   }

@@ -150,6 +150,9 @@ struct I32T {
   static I fadd(I a, I b) {
     return _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
   }
+  static I fmul(I a, I b) {
+    return _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
+  }
   static I i2f_scaled(I v, float c) {
     return _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(c)));
   }

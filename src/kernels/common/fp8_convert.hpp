@@ -22,7 +22,7 @@
 //   load_bytes(const uint8_t*), store_bytes(uint8_t*, I)   kW bytes widened to lanes / each lane's low byte
 //   set1(u32), and_, or_, add, sub, srl<s>, sll<s>   integer lanes (srl logical)
 //   gt(a, b) signed, eq(a, b) -> M;  select(M, a, b) = m ? a : b
-//   fadd(a, b)                        the float32 sum of two bit patterns, rounded to nearest even, as bits
+//   fadd(a, b), fmul(a, b)            the float32 sum / product of two bit patterns, rounded to nearest even
 //   i2f_scaled(v, c)                  float(v) · c as bits (v a small non-negative integer, c a power of two)
 // Tails shorter than kW go through the model itself.
 #pragma once
@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string_view>
 
@@ -223,6 +224,131 @@ void half_decode(const std::uint8_t* x, float* y, std::size_t n) {
   for (; i < n; ++i) y[i] = kScalar(x[i]);
 }
 
+// ---- onto a format's grid in float32 (the scaled modes' casts, Fp8RoundFn and MxRoundFn) -------------------
+// The value mini_decode(mini_encode(x)) gives in the saturating modes, computed without the byte in between: the
+// same rounding, kept in float32's fields.
+//   normal results: round to nearest even at bit 23 - M of a as mini_encode does, then clear the bits below it:
+//     those are the float32 bits of the rounded value (a carry moves it up a binade).
+//   subnormal results: (|x| + 2^(emin - M + 23)) - 2^(emin - M + 23), two float32 sums: the first rounds |x| onto
+//     the subnormal unit as mini_encode's does, the second is exact.
+//   past the largest finite value (an infinity too): the largest finite; the sign put back; a NaN: 0x7FC00000 for
+//     fp8 (from_fp8's NaN), +0 for the MX elements (mx_round_elem's), as decoding the encoding gives.
+// tests/fp8_convert_test.cpp checks it against from_fp8(to_fp8(x)) on every float32 pattern.
+
+/// One register of float32 bits onto S's grid (saturating).
+template <class O, MiniSpec S>
+typename O::I grid_round(typename O::I u) {
+  static_assert(S.overflow == S.max_bits, "the grid rounding saturates");
+  constexpr int kShift = 23 - S.mant_bits;
+  constexpr std::uint32_t kNormalMin = std::uint32_t(S.emin + 127) << 23;
+  constexpr std::uint32_t kMagic = std::uint32_t(S.emin - S.mant_bits + 23 + 127) << 23;
+  constexpr std::uint32_t kMaxValue = (S.max_bits << kShift) + (std::uint32_t(127 - S.bias) << 23);
+  using I = typename O::I;
+  const I a = O::and_(u, O::set1(0x7FFFFFFFu));
+  const I odd = O::and_(O::template srl<kShift>(a), O::set1(1u));
+  const I round_bias = O::set1((std::uint32_t{1} << (kShift - 1)) - 1u);
+  const I normal = O::and_(O::add(O::add(a, round_bias), odd), O::set1(~((std::uint32_t{1} << kShift) - 1u)));
+  const I subnormal = O::fadd(O::fadd(a, O::set1(kMagic)), O::set1(kMagic | 0x80000000u));
+  I r = O::select(O::gt(O::set1(kNormalMin), a), subnormal, normal);
+  r = O::select(O::gt(r, O::set1(kMaxValue)), O::set1(kMaxValue), r);
+  r = O::or_(r, O::and_(u, O::set1(0x80000000u)));
+  return O::select(O::gt(a, O::set1(0x7F800000u)), O::set1(S.nan_signed ? 0x7FC00000u : 0u), r);
+}
+
+/// y_i = grid(x_i · scale) · unscale, each product in float32 (Fp8RoundFn); in place allowed.
+template <class O, MiniSpec S>
+void mini_round(const float* x, std::size_t n, float scale, float unscale, float* y) {
+  using I = typename O::I;
+  const I pre = O::set1(std::bit_cast<std::uint32_t>(scale)), post = O::set1(std::bit_cast<std::uint32_t>(unscale));
+  auto one = [&](const float* p, float* q) { O::store(q, O::fmul(grid_round<O, S>(O::fmul(O::load(p), pre)), post)); };
+  std::size_t i = 0;
+  for (; i + O::kW <= n; i += O::kW) one(x + i, y + i);
+  if (i < n) {
+    float t[O::kW] = {};
+    std::copy(x + i, x + n, t);
+    one(t, t);
+    std::copy(t, t + (n - i), y + i);
+  }
+}
+
+/// The halves 2^lo, 2^hi of a shared scale 2^e (lo + hi = e): element · 2^lo · 2^hi, two multiplications by
+/// normal powers of two (e >= -127 splits into halves >= -64), is exact in the first and rounds once in the second
+/// where the value is a float32 subnormal, and no operand is subnormal (the scale 2^-127 itself is one).
+struct ScaleHalves {
+  float lo, hi;
+};
+constexpr ScaleHalves scale_halves(int e) {
+  const int lo = e / 2, hi = e - lo;
+  return {std::bit_cast<float>(std::uint32_t(lo + 127) << 23), std::bit_cast<float>(std::uint32_t(hi + 127) << 23)};
+}
+
+/// Calls f(v, out) for each MX block of x (n values; the last block padded with zeros, v and out then a copy),
+/// with its amax's bits, and writes the copy's first values back to y.
+template <class F>
+void for_each_mx_block(const float* x, std::size_t n, float* y, F f) {
+  for (std::size_t b = 0; b < n; b += kMxBlock) {
+    const std::size_t len = std::min(kMxBlock, n - b);
+    float t[kMxBlock] = {};
+    const float* v = x + b;
+    float* out = y + b;
+    if (len < kMxBlock) {
+      std::copy(v, v + len, t);
+      v = out = t;
+    }
+    // amax as the largest magnitude's bits: non-negative float32 patterns order like their values, and every
+    // NaN and inf pattern is at least 0x7F800000 (an integer max, which the compiler vectorises).
+    std::uint32_t amax_bits = 0;
+    for (std::size_t i = 0; i < kMxBlock; ++i) amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(v[i]) & 0x7FFFFFFFu);
+    if (amax_bits >= 0x7F800000u) {
+      std::fill(y + b, y + b + len, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    f(v, out, amax_bits);
+    if (len < kMxBlock) std::copy(t, t + len, y + b);
+  }
+}
+
+/// MX blocks along x read back exactly (MxRoundFn): each value as its element times the block's scale, a block
+/// holding a NaN or an inf as NaNs; the block's scale as mx_quantize_blocks finds it; in place allowed.
+template <class O, MiniSpec S, MxElem kT>
+void mini_round_blocks(const float* x, std::size_t n, float* y) {
+  static_assert(kMxBlock % O::kW == 0, "whole registers per block");
+  using I = typename O::I;
+  for_each_mx_block(x, n, y, [](const float* v, float* out, std::uint32_t amax_bits) {
+    const int e = mx_shared_exp_of(std::bit_cast<float>(amax_bits), kT);
+    const ScaleHalves h = scale_halves(e);
+    const I pre = O::set1(std::bit_cast<std::uint32_t>(mx_unscale(e)));
+    const I lo = O::set1(std::bit_cast<std::uint32_t>(h.lo)), hi = O::set1(std::bit_cast<std::uint32_t>(h.hi));
+    for (std::size_t j = 0; j < kMxBlock; j += O::kW)
+      O::store(out + j, O::fmul(O::fmul(grid_round<O, S>(O::fmul(O::load(v + j), pre)), lo), hi));
+  });
+}
+
+/// The same two through a path's encoder and decoder (the paths that convert through fp16), in chunks on the stack.
+template <Fp8EncodeFn kEncode, Fp8DecodeFn kDecode>
+void round_via(const float* x, std::size_t n, float scale, float unscale, float* y) {
+  constexpr std::size_t kChunk = 256;
+  float t[kChunk];
+  std::uint8_t b[kChunk];
+  for (std::size_t i = 0; i < n; i += kChunk) {
+    const std::size_t m = std::min(kChunk, n - i);
+    for (std::size_t j = 0; j < m; ++j) t[j] = x[i + j] * scale;
+    kEncode(t, b, m);
+    kDecode(b, t, m);
+    for (std::size_t j = 0; j < m; ++j) y[i + j] = t[j] * unscale;
+  }
+}
+template <MxQuantizeFn kQuantize, Fp8DecodeFn kDecode>
+void mx_round_via(const float* x, std::size_t n, float* y) {
+  for_each_mx_block(x, n, y, [](const float* v, float* out, std::uint32_t) {
+    std::uint8_t scale, elems[kMxBlock];
+    kQuantize(v, 1, &scale, elems);
+    kDecode(elems, out, kMxBlock);
+    const ScaleHalves h = scale_halves(int(scale) - 127);
+    for (std::size_t j = 0; j < kMxBlock; ++j) out[j] = out[j] * h.lo * h.hi;
+  });
+}
+
 template <Fp8 kF, Fp8Overflow kO>
 std::uint8_t fp8_model(float x) {
   return to_fp8(x, kF, kO);
@@ -311,7 +437,8 @@ struct ConversionName {
 template <class O, Fp8 kF, Isa kIsa>
 constexpr Fp8Conversion fp8_conversion() {
   return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa, fp8_encode<O, kF, Fp8Overflow::saturate>,
-          fp8_encode<O, kF, Fp8Overflow::nonsaturating>, fp8_decode<O, kF>};
+          fp8_encode<O, kF, Fp8Overflow::nonsaturating>, fp8_decode<O, kF>,
+          mini_round<O, fp8_spec(kF, Fp8Overflow::saturate)>};
 }
 
 /// One path's entry for one format, through fp16 (half_encode, half_decode).
@@ -321,21 +448,23 @@ constexpr Fp8Conversion fp8_half_conversion() {
   return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa,
           half_encode<H, kSat, fp8_model<kF, Fp8Overflow::saturate>>,
           half_encode<H, kNonsat, fp8_model<kF, Fp8Overflow::nonsaturating>>,
-          half_decode<H, kSat, fp8_value_model<kF>>};
+          half_decode<H, kSat, fp8_value_model<kF>>,
+          round_via<half_encode<H, kSat, fp8_model<kF, Fp8Overflow::saturate>>, half_decode<H, kSat, fp8_value_model<kF>>>};
 }
 
 /// One path's MX entry for one element type, through fp16.
 template <class H, MxElem kT, Isa kIsa>
 constexpr MxConversion mx_half_conversion() {
   constexpr MiniSpec kS = mx_spec(kT);
+  constexpr MxQuantizeFn kQuantize = mx_quantize_blocks<half_encode<H, kS, mx_model<kT>>, kT>;
   return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, half_encode<H, kS, mx_model<kT>>,
-          half_decode<H, kS, mx_value_model<kT>>, mx_quantize_blocks<half_encode<H, kS, mx_model<kT>>, kT>};
+          half_decode<H, kS, mx_value_model<kT>>, kQuantize, mx_round_via<kQuantize, half_decode<H, kS, mx_value_model<kT>>>};
 }
 
 template <class O, MxElem kT, Isa kIsa>
 constexpr MxConversion mx_conversion() {
   return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, mx_encode<O, kT>, mx_decode<O, kT>,
-          mx_quantize_blocks<mx_encode<O, kT>, kT>};
+          mx_quantize_blocks<mx_encode<O, kT>, kT>, mini_round_blocks<O, mx_spec(kT), kT>};
 }
 
 /// One path's MX list: the five element types.

@@ -45,10 +45,8 @@ namespace halfmap::detail {
 
 /// One path's parts of the scaled modes.
 struct ScaledParts {
-  Fp8EncodeFn e4m3, e5m2;  // saturating encoders
-  Fp8DecodeFn e4m3_value, e5m2_value;
-  MxQuantizeFn mx_quantize;  // MXFP8 E4M3 blocks
-  Fp8DecodeFn mx_value;      // MXFP8 E4M3 element values
+  Fp8RoundFn e4m3_round, e5m2_round;  // onto the grid in float32, saturating
+  MxRoundFn mx_round;                 // MXFP8 E4M3 blocks read back in float32
   ReduceFn sum, sumsq, maxabs, dot;
   DenseFn dense;
   DenseBwdFn dense_bwd;
@@ -56,16 +54,13 @@ struct ScaledParts {
   SoftmaxFn softmax;
 };
 
-/// A path's parts from its 32-bit integer primitives O (the conversions) and its f32 kernels.
+/// A path's parts from its 32-bit integer primitives O (the casts) and its f32 kernels.
 template <class O>
 constexpr ScaledParts scaled_parts(ReduceFn sum, ReduceFn sumsq, ReduceFn maxabs, ReduceFn dot, DenseFn dense,
                                    DenseBwdFn dense_bwd, LossFn mse, SoftmaxFn softmax) {
-  return {fp8_encode<O, Fp8::e4m3, Fp8Overflow::saturate>,
-          fp8_encode<O, Fp8::e5m2, Fp8Overflow::saturate>,
-          fp8_decode<O, Fp8::e4m3>,
-          fp8_decode<O, Fp8::e5m2>,
-          mx_quantize_blocks<mx_encode<O, MxElem::e4m3>, MxElem::e4m3>,
-          mx_decode<O, MxElem::e4m3>,
+  return {mini_round<O, fp8_spec(Fp8::e4m3, Fp8Overflow::saturate)>,
+          mini_round<O, fp8_spec(Fp8::e5m2, Fp8Overflow::saturate)>,
+          mini_round_blocks<O, mx_spec(MxElem::e4m3), MxElem::e4m3>,
           sum,
           sumsq,
           maxabs,
@@ -99,7 +94,7 @@ struct Scaled {
     thread_local std::vector<T> buf;
     return aligned_scratch(buf, n);
   }
-  enum Slot : int { kOut0, kOut1, kOut2, kBytes, kRow, kScales };
+  enum Slot : int { kOut0, kOut1, kOut2, kTile };
 
   /// A tensor cast to fp8: q its values (exact in float32, in scratch slot kSlot), the tensor ≈ q · unscale.
   struct Cast {
@@ -107,65 +102,40 @@ struct Scaled {
     float unscale;
   };
 
-  /// Per-tensor current scaling (the header's cast), into scratch slot kSlot. With `given`, that scale instead of
-  /// the one from the amax (delayed scaling); with `seen`, the amax is written there.
-  template <int kSlot>
-  static Cast cast_current(Fp8 f, const float* x, std::size_t n, const float* given = nullptr,
-                           float* seen = nullptr) {
+  /// The per-tensor scale of x: fp8_scale of its amax (current scaling) or `given` (delayed scaling); with `seen`,
+  /// the amax is written there.
+  static float tensor_scale(Fp8 f, const float* x, std::size_t n, const float* given, float* seen) {
     const float amax = amax_of(x, n);
     if (seen != nullptr) *seen = amax;
-    const float s = given != nullptr ? *given : fp8_scale(amax, f);
+    return given != nullptr ? *given : fp8_scale(amax, f);
+  }
+  static Fp8RoundFn round_of(Fp8 f) { return f == Fp8::e4m3 ? P.e4m3_round : P.e5m2_round; }
+
+  /// The header's cast with the tensor's scale (tensor_scale), into scratch slot kSlot: two passes over x, its
+  /// amax and the rounding onto the grid (Fp8RoundFn, no fp8 byte in between).
+  template <int kSlot>
+  static Cast cast_tensor(Fp8 f, const float* x, std::size_t n, const float* given = nullptr, float* seen = nullptr) {
+    const float s = tensor_scale(f, x, n, given, seen);
     float* const q = scratch<kSlot, float>(n);
-    std::uint8_t* const bytes = scratch<kBytes, std::uint8_t>(n);
-    for (std::size_t i = 0; i < n; ++i) q[i] = x[i] * s;
-    (f == Fp8::e4m3 ? P.e4m3 : P.e5m2)(q, bytes, n);
-    (f == Fp8::e4m3 ? P.e4m3_value : P.e5m2_value)(bytes, q, n);
+    round_of(f)(x, n, s, 1.0f, q);
     return {q, 1.0f / s};
   }
 
-  /// The cast read back in float32 in place: q_i · unscale.
-  static const float* cast_values(Cast c, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) c.q[i] *= c.unscale;
-    return c.q;
-  }
-
-  /// `blocks` whole blocks of 32 values in b (a slot of kMxBlock · blocks floats), quantised to MXFP8 E4M3 and
-  /// read back exactly, in place.
-  static void mx_read_back(float* b, std::size_t blocks) {
-    const std::size_t n = blocks * kMxBlock;
-    std::uint8_t* const scales = scratch<kScales, std::uint8_t>(blocks);
-    std::uint8_t* const elems = scratch<kBytes, std::uint8_t>(n);
-    P.mx_quantize(b, blocks, scales, elems);
-    P.mx_value(elems, b, n);
-    for (std::size_t k = 0; k < blocks; ++k) {
-      float* const v = b + k * kMxBlock;
-      if (scales[k] == kE8M0Nan) {
-        std::fill(v, v + kMxBlock, std::numeric_limits<float>::quiet_NaN());
-        continue;
-      }
-      // element · 2^e as two multiplications by normal powers of two (e ≥ −127 splits into halves ≥ −64): the
-      // first is exact, the second rounds once where the value is a float32 subnormal, and no operand is
-      // subnormal (the scale 2^−127 itself is one, and reading it would raise the denormal flag on zeros).
-      const int e = int(scales[k]) - 127, lo = e / 2, hi = e - lo;
-      const float f_lo = std::bit_cast<float>(std::uint32_t(lo + 127) << 23);
-      const float f_hi = std::bit_cast<float>(std::uint32_t(hi + 127) << 23);
-      for (std::size_t j = 0; j < kMxBlock; ++j) v[j] = v[j] * f_lo * f_hi;
-    }
+  /// The cast read back in float32: q_i · unscale, in scratch slot kSlot (current scaling).
+  template <int kSlot>
+  static const float* cast_tensor_values(Fp8 f, const float* x, std::size_t n) {
+    const float s = tensor_scale(f, x, n, nullptr, nullptr);
+    float* const v = scratch<kSlot, float>(n);
+    round_of(f)(x, n, s, 1.0f / s, v);
+    return v;
   }
 
   /// MXFP8 E4M3 blocks along each of `rows` rows of `cols` values (stride `cols`), read back exactly into scratch
   /// slot kSlot. A row's last block is padded with zeros.
   template <int kSlot>
   static const float* mx_rows(const float* x, std::size_t rows, std::size_t cols) {
-    const std::size_t blocks = (cols + kMxBlock - 1) / kMxBlock, padded = blocks * kMxBlock;
-    float* const row = scratch<kRow, float>(padded);
     float* const out = scratch<kSlot, float>(rows * cols);
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::copy(x + r * cols, x + (r + 1) * cols, row);
-      std::fill(row + cols, row + padded, 0.0f);
-      mx_read_back(row, blocks);
-      std::copy(row, row + cols, out + r * cols);
-    }
+    for (std::size_t r = 0; r < rows; ++r) P.mx_round(x + r * cols, cols, out + r * cols);
     return out;
   }
 
@@ -176,7 +146,7 @@ struct Scaled {
   template <int kSlot>
   static const float* mx_cols(const float* x, std::size_t rows, std::size_t cols) {
     float* const out = scratch<kSlot, float>(rows * cols);
-    float* const tile = scratch<kRow, float>(kMxBlock * kMxBlock);
+    float* const tile = scratch<kTile, float>(kMxBlock * kMxBlock);
     for (std::size_t r0 = 0; r0 < rows; r0 += kMxBlock) {
       const std::size_t nr = std::min(kMxBlock, rows - r0);
       for (std::size_t c0 = 0; c0 < cols; c0 += kMxBlock) {
@@ -185,7 +155,7 @@ struct Scaled {
           for (std::size_t c = 0; c < nc; ++c) tile[c * kMxBlock + r] = x[(r0 + r) * cols + c0 + c];
         }
         for (std::size_t c = 0; c < nc; ++c) std::fill(tile + c * kMxBlock + nr, tile + (c + 1) * kMxBlock, 0.0f);
-        mx_read_back(tile, nc);
+        P.mx_round(tile, nc * kMxBlock, tile);
         for (std::size_t r = 0; r < nr; ++r) {
           for (std::size_t c = 0; c < nc; ++c) out[(r0 + r) * cols + c0 + c] = tile[c * kMxBlock + r];
         }
@@ -210,9 +180,9 @@ struct Scaled {
 
   static void fp8_dense_fwd(const DenseArgs& a) {
     Fp8Scales* const d8 = a.fp8;
-    const Cast x = cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
+    const Cast x = cast_tensor<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
                                        d8 ? &d8->amax_x : nullptr);
-    const Cast w = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
+    const Cast w = cast_tensor<kOut1>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
                                        d8 ? &d8->amax_w : nullptr);
     DenseArgs q = a;
     q.x = x.q;
@@ -235,10 +205,10 @@ struct Scaled {
   static void fp8_dense_bwd(const DenseBwdArgs& a) {
     const auto* dy = static_cast<const float*>(a.dy);
     Fp8Scales* const d8 = a.fp8;
-    const Cast g = cast_current<kOut0>(Fp8::e5m2, dy, a.m * a.n, d8 ? &d8->dy : nullptr, d8 ? &d8->amax_dy : nullptr);
-    const Cast x = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
+    const Cast g = cast_tensor<kOut0>(Fp8::e5m2, dy, a.m * a.n, d8 ? &d8->dy : nullptr, d8 ? &d8->amax_dy : nullptr);
+    const Cast x = cast_tensor<kOut1>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
                                        d8 ? &d8->amax_x : nullptr);
-    const Cast w = cast_current<kOut2>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
+    const Cast w = cast_tensor<kOut2>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
                                        d8 ? &d8->amax_w : nullptr);
     DenseBwdArgs q = a;
     q.x = x.q;
@@ -253,13 +223,13 @@ struct Scaled {
 
   template <Op kOp>
   static float fp8_reduce(const void* x, const void* y, std::size_t n) {
-    const Cast cx = cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(x), n);
+    const Cast cx = cast_tensor<kOut0>(Fp8::e4m3, static_cast<const float*>(x), n);
     switch (kOp) {
       case Op::sum: return P.sum(cx.q, nullptr, n) * cx.unscale;
       case Op::sumsq: return P.sumsq(cx.q, nullptr, n) * cx.unscale * cx.unscale;
       case Op::maxabs: return P.maxabs(cx.q, nullptr, n) * cx.unscale;
       default: {
-        const Cast cy = cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(y), n);
+        const Cast cy = cast_tensor<kOut1>(Fp8::e4m3, static_cast<const float*>(y), n);
         return P.dot(cx.q, cy.q, n) * (cx.unscale * cy.unscale);
       }
     }
@@ -267,15 +237,15 @@ struct Scaled {
 
   static float fp8_mse(const LossArgs& a) {
     LossArgs q = a;
-    q.p = cast_values(cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.p), a.n), a.n);
-    q.y = cast_values(cast_current<kOut1>(Fp8::e4m3, static_cast<const float*>(a.y), a.n), a.n);
+    q.p = cast_tensor_values<kOut0>(Fp8::e4m3, static_cast<const float*>(a.p), a.n);
+    q.y = cast_tensor_values<kOut1>(Fp8::e4m3, static_cast<const float*>(a.y), a.n);
     return P.mse(q);
   }
 
   static void fp8_softmax(const SoftmaxArgs& a) {
     const std::size_t n = a.rows * a.cols;
     SoftmaxArgs q = a;
-    q.x = cast_values(cast_current<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), n), n);
+    q.x = cast_tensor_values<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), n);
     P.softmax(q);
   }
 

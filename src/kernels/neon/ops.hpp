@@ -101,6 +101,9 @@ struct I32T {
   static I fadd(I a, I b) {
     return vreinterpretq_u32_f32(vaddq_f32(vreinterpretq_f32_u32(a), vreinterpretq_f32_u32(b)));
   }
+  static I fmul(I a, I b) {
+    return vreinterpretq_u32_f32(vmulq_f32(vreinterpretq_f32_u32(a), vreinterpretq_f32_u32(b)));
+  }
   static I i2f_scaled(I v, float c) {
     return vreinterpretq_u32_f32(vmulq_n_f32(vcvtq_f32_s32(vreinterpretq_s32_u32(v)), c));
   }

@@ -67,6 +67,7 @@ struct I32 {
   static M eq(I a, I b) { return a == b; }
   static I select(M m, I a, I b) { return m ? a : b; }
   static I fadd(I a, I b) { return std::bit_cast<std::uint32_t>(std::bit_cast<float>(a) + std::bit_cast<float>(b)); }
+  static I fmul(I a, I b) { return std::bit_cast<std::uint32_t>(std::bit_cast<float>(a) * std::bit_cast<float>(b)); }
   static I i2f_scaled(I v, float c) { return std::bit_cast<std::uint32_t>(float(v) * c); }
 };
 
