@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "halfmap/f16_model.hpp"
+#include "halfmap/progress.hpp"
 #include "halfmap/registry.hpp"
 #include "halfmap/sweep.hpp"
 #include "halfmap/atomic_file.hpp"
@@ -204,6 +205,32 @@ TEST(SweepDeterminism, SameBytesAcrossRunsAndThreads) {
 
 // Progress in a log (stderr not a terminal): whole lines, never a carriage return, and none at all from a run
 // that ends before the first interval (the default, a minute), so that short runs leave stderr empty.
+// The pacing rule that the sweep and diagnose share (progress.hpp), on a clock the test sets: no sleeping.
+TEST(ProgressPacer, LinesEachIntervalAfterTheStartRedrawAtOnceAndThenPaced) {
+  using std::chrono::milliseconds;
+  const ProgressPacer::Clock::time_point t0{std::chrono::hours(1)};
+  ProgressPacer lines(Progress::lines, milliseconds(10), t0);
+  EXPECT_FALSE(lines.due(t0));
+  EXPECT_FALSE(lines.due(t0 + milliseconds(9)));
+  EXPECT_FALSE(lines.due(t0 + milliseconds(9), true)) << "forcing redraws only";
+  EXPECT_TRUE(lines.due(t0 + milliseconds(10)));
+  EXPECT_FALSE(lines.due(t0 + milliseconds(15)));
+  EXPECT_TRUE(lines.due(t0 + milliseconds(35)));
+  EXPECT_EQ(lines.next(), t0 + milliseconds(40)) << "the next line on the start's schedule, not 10 ms after this one";
+
+  ProgressPacer redraw(Progress::redraw, milliseconds(10), t0);
+  EXPECT_TRUE(redraw.due(t0));
+  EXPECT_FALSE(redraw.due(t0 + milliseconds(100))) << "at most every kProgressRedrawInterval, whatever the interval";
+  EXPECT_TRUE(redraw.due(t0 + milliseconds(100), true));
+  EXPECT_TRUE(redraw.due(t0 + kProgressRedrawInterval));
+
+  ProgressPacer off(Progress::off, milliseconds(0), t0);
+  EXPECT_FALSE(off.due(t0 + std::chrono::hours(1), true));
+  ProgressPacer every(Progress::lines, milliseconds(0), t0);
+  EXPECT_TRUE(every.due(t0));
+  EXPECT_TRUE(every.due(t0));
+}
+
 TEST(SweepProgress, ALogGetsWholeLinesAndAShortRunNone) {
   Options o = determinism_options();
   o.dists = {Dist::normal};

@@ -92,26 +92,19 @@ void parallel_for(std::size_t n, unsigned threads, const std::function<void(std:
 
 namespace {
 std::mutex progress_mutex;
-std::chrono::steady_clock::time_point progress_last;  // the last line, or the run's start (begin_progress)
+ProgressPacer progress_pacer(Progress::off, kProgressLineInterval, {});  // the current run's (begin_progress)
 }  // namespace
 
-void begin_progress() {
+void begin_progress(const Options& o) {
   const std::lock_guard lock(progress_mutex);
-  progress_last = std::chrono::steady_clock::now();
+  progress_pacer = ProgressPacer(o.progress, o.progress_interval, ProgressPacer::Clock::now());
 }
 
 void progress(const Options& o, const std::string& what, std::size_t done, std::size_t total) {
   if (o.progress == Progress::off) return;
-  // Redrawn at most four times a second (a progress line must not cost the work it reports on); in a log, a line
-  // each o.progress_interval, the first one interval after the run began.
+  // A redrawn line is also drawn at the end of each stage (done == total, or a stage without a count).
   const std::lock_guard lock(progress_mutex);
-  const auto now = std::chrono::steady_clock::now();
-  if (o.progress == Progress::lines) {
-    if (now - progress_last < o.progress_interval) return;
-  } else if (total != 0 && done != total && now - progress_last < std::chrono::milliseconds(250)) {
-    return;
-  }
-  progress_last = now;
+  if (!progress_pacer.due(ProgressPacer::Clock::now(), total == 0 || done == total)) return;
   const std::string line = total == 0 ? what : fmt::format("{} {} / {}", what, done, total);
   if (o.progress == Progress::lines) {
     std::fprintf(stderr, "diagnose: %s\n", line.c_str());
@@ -131,7 +124,7 @@ Report run(const Table& features, const Table& labels, const Options& o) {
   const std::vector<Path> paths = low_precision_paths(o.all_paths, o.path_first);
   Report r;
   r.options = o;
-  begin_progress();
+  begin_progress(o);
   progress(o, "data", 0, 0);
   r.data = data_section(features, labels, o);
   r.data.batches = batch_count(features.rows(), o);

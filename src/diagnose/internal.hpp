@@ -76,8 +76,8 @@ NoLossScaling no_loss_scaling(const Report& r);
 
 /// diagnose.cpp: runs `work(i)` for i < n on up to `threads` threads (0: the hardware's), each taking the next i.
 void parallel_for(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& work);
-/// Starts a run's progress: Progress::lines writes its first line one interval after this call.
-void begin_progress();
+/// Starts a run's progress, paced by ProgressPacer (progress.hpp) from this call.
+void begin_progress(const Options& o);
 /// A progress line on stderr when o.progress (rate-limited; `done` of `total` units of `what`).
 void progress(const Options& o, const std::string& what, std::size_t done, std::size_t total);
 /// Clears a redrawn progress line at the end of a run (before the report goes to stdout).

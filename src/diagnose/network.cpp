@@ -332,7 +332,7 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
   if (std::string e = check_model_inputs(net, features, loss, labels); !e.empty()) throw std::invalid_argument(e);
   ModelReport r;
   r.options = o;
-  begin_progress();
+  begin_progress(o);
   r.loss = loss;
   r.file = file;
   r.net = net;

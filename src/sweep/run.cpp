@@ -64,29 +64,26 @@ void plan_items(const Options& opts, Result& result) {
 
 /// The progress on stderr, written by the worker threads themselves as they finish rows of cells (no thread of its
 /// own: under the arm64 test preset's emulator a program hangs in its first pthread_create, and a one-thread sweep
-/// must run there). Progress::redraw redraws one line at most every 250 ms; Progress::lines writes a line each
-/// `interval`, the first one interval after the start, and a last line only if it wrote one before.
+/// must run there), paced by ProgressPacer (progress.hpp); a last line only if it wrote one before.
 class Reporter {
  public:
   Reporter(Progress mode, std::chrono::milliseconds interval, std::size_t total, Clock::time_point start)
       : mode_(mode),
-        every_(mode == Progress::redraw ? Clock::duration(std::chrono::milliseconds(250)) : Clock::duration(interval)),
+        pacer_(mode, interval, start),
         total_(total),
         start_(start),
-        next_((mode == Progress::redraw ? start : start + every_).time_since_epoch().count()) {}
+        next_(pacer_.next().time_since_epoch().count()) {}
 
   /// `cells` more are done; writes the line when one is due and no other thread is writing it.
   void add(std::size_t cells) {
     const std::size_t d = done_.fetch_add(cells, std::memory_order_relaxed) + cells;
     if (mode_ == Progress::off) return;
     const Clock::time_point now = Clock::now();
+    // Most calls stop here, on one relaxed load; the pacer itself is read and moved under the lock.
     if (now.time_since_epoch().count() < next_.load(std::memory_order_relaxed)) return;
     const std::unique_lock lock(write_, std::try_to_lock);
-    if (!lock.owns_lock()) return;
-    Clock::time_point next{Clock::duration(next_.load(std::memory_order_relaxed))};
-    if (now < next) return;
-    while (next <= now) next += every_;
-    next_.store(next.time_since_epoch().count(), std::memory_order_relaxed);
+    if (!lock.owns_lock() || !pacer_.due(now)) return;
+    next_.store(pacer_.next().time_since_epoch().count(), std::memory_order_relaxed);
     const double el = std::chrono::duration<double>(now - start_).count();
     const double eta = d == 0 ? NAN : el * double(total_ - d) / double(d);
     const double pct = total_ ? 100.0 * double(d) / double(total_) : 100.0;
@@ -112,11 +109,11 @@ class Reporter {
 
  private:
   const Progress mode_;
-  const Clock::duration every_;
+  ProgressPacer pacer_;  // under write_
   const std::size_t total_;
   const Clock::time_point start_;
   std::atomic<std::size_t> done_{0};
-  std::atomic<Clock::rep> next_;  // when the next line is due
+  std::atomic<Clock::rep> next_;  // pacer_.next(), for the check without the lock
   std::mutex write_;
   bool wrote_ = false;  // written under write_; read by finish() after the workers joined
 };
