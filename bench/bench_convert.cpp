@@ -1,5 +1,5 @@
-// fp8_encode/<conversion>/<level>, fp8_encode_nonsat/<conversion>/<level>, fp8_decode/<conversion>/<level> and
-// mx_quantize/<conversion>/<level>:
+// fp8_encode/<conversion>/<level>, fp8_encode_nonsat/<conversion>/<level>, fp8_decode/<conversion>/<level>,
+// mx_quantize/<conversion>/<level>, fp8_round/<conversion>/<level> and mx_round/<conversion>/<level>:
 // every fp8 conversion of the registry (registry.hpp's Fp8Conversion) at the reductions' three size levels
 // (bench_util.hpp), n = level bytes / 4 elements per call, so that the float32 side of each conversion is the
 // level's size:
@@ -10,13 +10,17 @@
 //   fp8_decode         fp8 -> float32, from the first n bytes of the same buffer read as fp8 patterns (every
 //                      pattern, NaNs included) into output_buffer();
 //   mx_quantize        the same float32 values as OCP MX blocks of 32 of each element type (registry.hpp's
-//                      MxConversion::quantize): scales and elements into output_buffer().
+//                      MxConversion::quantize): scales and elements into output_buffer();
+//   fp8_round          float32 onto the fp8 grid in float32, as the scaled modes cast (Fp8Conversion::round),
+//                      with current scaling's scale of the input (fp8_scale of its amax, 1) and its reciprocal;
+//   mx_round           the MX blocks read back in float32 (MxConversion::round), as MXFP8 casts.
 // The conversions have no data-dependent branch, so the inputs' values do not change their speed.
 //
 // Counters (tools/bench_report.py reads them):
 //   elements_per_second     values converted per second;
 //   bytes_per_second        bytes read per second (4 per element encoding, 1 decoding);
-//   bytes_moved_per_second  bytes read + written per second (5 per element either way; mx_quantize 5 + 1/32);
+//   bytes_moved_per_second  bytes read + written per second (5 per element either way; mx_quantize 5 + 1/32;
+//                           the roundings 8, float32 in and out);
 //   n                       elements per call (not a rate);
 //   roof_fraction           bytes_moved_per_second / the copy roof of the level (bench_roof.cpp): a conversion
 //                           streams its input to its output like a copy, whose bytes moved it is compared with.
@@ -28,6 +32,7 @@
 #include <fmt/format.h>
 
 #include "bench_util.hpp"
+#include "halfmap/fp8_scaling.hpp"
 
 namespace halfmap::bench {
 namespace {
@@ -93,6 +98,42 @@ void run_mx(benchmark::State& state, const MxConversion& c, const Level& level) 
   add_counters(state, level, n, 4.0, 5.0 + 1.0 / double(kMxBlock));  // 1 element and 1/32 of a scale written
 }
 
+/// fp8_round/<conversion>/<level> and mx_round/<conversion>/<level>: n float32 values onto the grid, into
+/// output_buffer().
+void run_fp8_round(benchmark::State& state, const Fp8Conversion& c, const Level& level) {
+  state.SetLabel(fmt::format("op=fp8_round mode=fp8 isa={} storage={} roof=copy/{}", isa_name(c.isa),
+                             fp8_name(c.format), level.name));
+  if (const std::string reason = isa_skip_reason(c.isa); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    return;
+  }
+  const std::size_t n = level.bytes / sizeof(float);
+  const auto* in = static_cast<const float*>(input_buffer(DType::f32, level));
+  auto* out = static_cast<float*>(output_buffer());
+  const float scale = fp8_scale(1.0f, c.format), unscale = 1.0f / scale;
+  for (auto _ : state) {
+    c.round(in, n, scale, unscale, out);
+    benchmark::ClobberMemory();
+  }
+  add_counters(state, level, n, 4.0, 8.0);
+}
+void run_mx_round(benchmark::State& state, const MxConversion& c, const Level& level) {
+  state.SetLabel(fmt::format("op=mx_round mode=mx isa={} storage={} roof=copy/{}", isa_name(c.isa),
+                             mx_name(c.elem), level.name));
+  if (const std::string reason = isa_skip_reason(c.isa); !reason.empty()) {
+    state.SkipWithError(reason.c_str());
+    return;
+  }
+  const std::size_t n = level.bytes / sizeof(float);
+  const auto* in = static_cast<const float*>(input_buffer(DType::f32, level));
+  auto* out = static_cast<float*>(output_buffer());
+  for (auto _ : state) {
+    c.round(in, n, out);
+    benchmark::ClobberMemory();
+  }
+  add_counters(state, level, n, 4.0, 8.0);
+}
+
 }  // namespace
 
 void register_convert_benchmarks() {
@@ -110,6 +151,20 @@ void register_convert_benchmarks() {
           run_convert(state, c, d, level);
         });
       }
+    }
+  }
+  for (const Fp8Conversion& c : fp8_conversions()) {
+    for (const Level& level : kLevels) {
+      const std::string name = fmt::format("fp8_round/{}/{}", c.name, level.name);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [&c, &level](benchmark::State& state) { run_fp8_round(state, c, level); });
+    }
+  }
+  for (const MxConversion& c : mx_conversions()) {
+    for (const Level& level : kLevels) {
+      const std::string name = fmt::format("mx_round/{}/{}", c.name, level.name);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [&c, &level](benchmark::State& state) { run_mx_round(state, c, level); });
     }
   }
 }

@@ -126,7 +126,7 @@ step_bench() {
   # The kernels' names (reduce/<kernel>/<level>, ...) and the peers' (<op>/<lib>_<dtype>__peer/<size>) share these
   # prefixes, so the peers need no pattern of their own.
   local json=$OUT/bench.json tmp
-  local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|layernorm|rmsnorm|gelu|gelu_tanh|attention_prescale|attention_postscale|fp8_encode|fp8_encode_nonsat|fp8_decode|mx_quantize|roof)/'
+  local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|layernorm|rmsnorm|gelu|gelu_tanh|attention_prescale|attention_postscale|fp8_encode|fp8_encode_nonsat|fp8_decode|mx_quantize|fp8_round|mx_round|roof)/'
   tmp=$(temp_for "$json")
   say "running the benchmarks: kernels, peers and roofs ($BENCH --benchmark_filter=$filter)"
   "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 --benchmark_min_time=0.05 \

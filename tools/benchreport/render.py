@@ -422,13 +422,16 @@ FP8_WHAT = {
     "fp8_encode_nonsat": "float32 -> fp8, non-saturating",
     "fp8_decode": "fp8 -> float32",
     "mx_quantize": "float32 -> MX blocks of 32 (scale and elements)",
+    "fp8_round": "float32 onto the fp8 grid in float32 (the scaled modes' per-tensor cast, current scaling's scale)",
+    "mx_round": "float32 onto MX blocks of 32, read back in float32 (the MXFP8 mode's cast)",
 }
 
 
 def fp8_section(results, roofs):
     out = ["## fp8 and MX conversions", ""]
     out.append("Values converted per second (G/s), and the fraction of the copy roof of the level that the bytes "
-               "read + written (5 per value: 4 of float32, 1 of fp8; MX: and a scale per 32) make: a conversion "
+               "read + written (5 per value: 4 of float32, 1 of fp8; MX: and a scale per 32; the roundings: 8, float32 in "
+               "and out) make: a conversion "
                "streams its input to its output like a copy. n = level bytes / 4 values per call. The vector paths run one integer "
                "algorithm (src/kernels/common/fp8_convert.hpp); ref runs it one value at a time. No peer: none of "
                "Debian's libraries converts to fp8 (peers.md).")
@@ -442,7 +445,8 @@ def fp8_section(results, roofs):
         out += memory_table(results, roofs, op, kernels, rate=("elements_per_second", "G/s"), first="conversion")
         out += not_run_lines(results, op, kernels)
     if not found:
-        out += ["", "No fp8_encode/, fp8_encode_nonsat/, fp8_decode/ or mx_quantize/ benchmarks in this run."]
+        out += ["", "No fp8_encode/, fp8_encode_nonsat/, fp8_decode/, mx_quantize/, fp8_round/ or mx_round/ "
+                "benchmarks in this run."]
     return out
 
 

@@ -20,7 +20,7 @@ REDUCE_OPS = ("sum", "sumsq", "maxabs", "dot")
 NN_OPS = ("mse", "softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh")
 DENSE_OPS = ("dense_fwd", "dense_bwd")
 ATTENTION_OPS = ("attention_prescale", "attention_postscale")
-FP8_OPS = ("fp8_encode", "fp8_encode_nonsat", "fp8_decode", "mx_quantize")  # bench/bench_convert.cpp
+FP8_OPS = ("fp8_encode", "fp8_encode_nonsat", "fp8_decode", "mx_quantize", "fp8_round", "mx_round")  # bench/bench_convert.cpp
 # The suites compared with an FMA roof (GFLOP/s), by size: the dense layers, and attention, made of its ISA's
 # dense kernels.
 COMPUTE_OPS = DENSE_OPS + ATTENTION_OPS
