@@ -177,6 +177,7 @@ bench_capped_peers() {
 gitignore_cells() {  # $1: add|remove, $2: <machine>/cells.csv
   local ignore=results/.gitignore line=/$2 tmp
   touch "$ignore"
+  if [ "$1" = add ] && grep -qxF "$line" "$ignore"; then return 0; fi  # listed already: leave the file as it is
   tmp=$(temp_for "$ignore")
   grep -vxF "$line" "$ignore" >"$tmp" || true
   [ "$1" = add ] && echo "$line" >>"$tmp"
