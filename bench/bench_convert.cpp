@@ -1,6 +1,6 @@
 // fp8_encode/<conversion>/<level>, fp8_encode_nonsat/<conversion>/<level>, fp8_decode/<conversion>/<level>,
 // mx_quantize/<conversion>/<level>, fp8_round/<conversion>/<level> and mx_round/<conversion>/<level>:
-// every fp8 conversion of the registry (registry.hpp's Fp8Conversion) at the reductions' three size levels
+// every fp8 conversion of the registry (conversions.hpp's Fp8Conversion) at the reductions' three size levels
 // (bench_util.hpp), n = level bytes / 4 elements per call, so that the float32 side of each conversion is the
 // level's size:
 //   fp8_encode         float32 -> fp8, saturating (what the fp8 GEMMs' outputs and Transformer Engine's casts do),
@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 
 #include "bench_util.hpp"
+#include "halfmap/conversions.hpp"
 #include "halfmap/fp8_scaling.hpp"
 
 namespace halfmap::bench {
@@ -98,40 +99,33 @@ void run_mx(benchmark::State& state, const MxConversion& c, const Level& level) 
   add_counters(state, level, n, 4.0, 5.0 + 1.0 / double(kMxBlock));  // 1 element and 1/32 of a scale written
 }
 
-/// fp8_round/<conversion>/<level> and mx_round/<conversion>/<level>: n float32 values onto the grid, into
-/// output_buffer().
-void run_fp8_round(benchmark::State& state, const Fp8Conversion& c, const Level& level) {
-  state.SetLabel(fmt::format("op=fp8_round mode=fp8 isa={} storage={} roof=copy/{}", isa_name(c.isa),
-                             fp8_name(c.format), level.name));
-  if (const std::string reason = isa_skip_reason(c.isa); !reason.empty()) {
+/// fp8_round/<conversion>/<level> and mx_round/<conversion>/<level>: n float32 values onto the grid by
+/// round(in, out, n), into output_buffer(); `op_mode` starts the label.
+template <class Round>
+void run_round(benchmark::State& state, std::string_view op_mode, Isa isa, std::string_view storage,
+               const Level& level, Round round) {
+  state.SetLabel(fmt::format("{} isa={} storage={} roof=copy/{}", op_mode, isa_name(isa), storage, level.name));
+  if (const std::string reason = isa_skip_reason(isa); !reason.empty()) {
     state.SkipWithError(reason.c_str());
     return;
   }
   const std::size_t n = level.bytes / sizeof(float);
   const auto* in = static_cast<const float*>(input_buffer(DType::f32, level));
   auto* out = static_cast<float*>(output_buffer());
-  const float scale = fp8_scale(1.0f, c.format), unscale = 1.0f / scale;
   for (auto _ : state) {
-    c.round(in, n, scale, unscale, out);
+    round(in, out, n);
     benchmark::ClobberMemory();
   }
   add_counters(state, level, n, 4.0, 8.0);
 }
+void run_fp8_round(benchmark::State& state, const Fp8Conversion& c, const Level& level) {
+  const float scale = fp8_scale(1.0f, c.format), unscale = 1.0f / scale;
+  run_round(state, "op=fp8_round mode=fp8", c.isa, fp8_name(c.format), level,
+            [&](const float* in, float* out, std::size_t n) { c.round(in, n, scale, unscale, out); });
+}
 void run_mx_round(benchmark::State& state, const MxConversion& c, const Level& level) {
-  state.SetLabel(fmt::format("op=mx_round mode=mx isa={} storage={} roof=copy/{}", isa_name(c.isa),
-                             mx_name(c.elem), level.name));
-  if (const std::string reason = isa_skip_reason(c.isa); !reason.empty()) {
-    state.SkipWithError(reason.c_str());
-    return;
-  }
-  const std::size_t n = level.bytes / sizeof(float);
-  const auto* in = static_cast<const float*>(input_buffer(DType::f32, level));
-  auto* out = static_cast<float*>(output_buffer());
-  for (auto _ : state) {
-    c.round(in, n, out);
-    benchmark::ClobberMemory();
-  }
-  add_counters(state, level, n, 4.0, 8.0);
+  run_round(state, "op=mx_round mode=mx", c.isa, mx_name(c.elem), level,
+            [&](const float* in, float* out, std::size_t n) { c.round(in, n, out); });
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
-// The fp8 conversion kernels (registry.hpp's Fp8Conversion, kernels/common/fp8_convert.hpp) against fp8.hpp's
+// The fp8 conversion kernels (conversions.hpp's Fp8Conversion, kernels/common/fp8_convert.hpp) against fp8.hpp's
 // model, bit for bit, on every path this CPU runs:
 //   encoding: every float32 pattern (all 2^32 in release builds; under ASan and on arm64, which runs under qemu,
 //     every 251st plus every pattern within ±4096 of each boundary of the formats), in both overflow modes;
 //   decoding: all 256 patterns;
 //   every length from 0 to 3 vectors past the widest path, at every misalignment, with guard bytes on both sides
 //   (the vector body, the tail, and nothing written outside).
-// The MX element conversions (registry.hpp's MxConversion) likewise against mx.hpp: encoding on a strided sample
+// The MX element conversions (conversions.hpp's MxConversion) likewise against mx.hpp: encoding on a strided sample
 // plus every pattern near each element type's boundaries, every element decoded, and whole blocks quantised.
 // The roundings in float32 that the scaled modes cast with (Fp8RoundFn, MxRoundFn) likewise: fp8's on every
 // pattern the encoding sees, against the encoding read back; MX blocks against mx_quantize read back.
@@ -33,6 +33,7 @@
 
 #include "halfmap/fp8.hpp"
 #include "halfmap/mx.hpp"
+#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 #include "test_util.hpp"
 
@@ -273,7 +274,7 @@ TEST(Fp8Conversions, EveryCompiledVectorPathHasBothFormats) {
   EXPECT_EQ(fp8_conversions().size(), 2 * std::size(kPaths));
 }
 
-// ---- MX element conversions and block quantisation (registry.hpp's MxConversion) -------------------------------
+// ---- MX element conversions and block quantisation (conversions.hpp's MxConversion) -------------------------------
 
 std::vector<const MxConversion*> enabled_mx(MxElem t) {
   std::vector<const MxConversion*> v;

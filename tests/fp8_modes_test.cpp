@@ -22,6 +22,7 @@
 #include "halfmap/fp8.hpp"
 #include "halfmap/fp8_scaling.hpp"
 #include "halfmap/mx.hpp"
+#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 #include "kernel_param.hpp"
 #include "test_util.hpp"

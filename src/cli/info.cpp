@@ -21,6 +21,7 @@
 #include "halfmap/fp_env.hpp"
 #include "halfmap/parallel.hpp"
 #include "halfmap/kernel_spec.hpp"
+#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap::cli {
@@ -121,7 +122,7 @@ std::string format_text(const FpEnv& env) {
   }
   line("");
 
-  // The fp8 conversions (registry.hpp's Fp8Conversion): float32 -> fp8 in both overflow modes, and back.
+  // The fp8 conversions (conversions.hpp's Fp8Conversion): float32 -> fp8 in both overflow modes, and back.
   std::size_t conv_w = 4;
   for (const Fp8Conversion& c : fp8_conversions()) conv_w = std::max(conv_w, c.name.size());
   line("fp8 conversions ({} registered; float32 -> fp8 saturating and non-saturating, fp8 -> float32)",
@@ -133,7 +134,7 @@ std::string format_text(const FpEnv& env) {
   }
   line("");
 
-  // The MX element conversions and block quantisation (registry.hpp's MxConversion).
+  // The MX element conversions and block quantisation (conversions.hpp's MxConversion).
   std::size_t mx_w = 4;
   for (const MxConversion& c : mx_conversions()) mx_w = std::max(mx_w, c.name.size());
   line("MX conversions ({} registered; elements float32 -> element and back, blocks of 32 quantised)",

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/list.hpp"
 

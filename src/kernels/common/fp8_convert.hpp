@@ -40,6 +40,7 @@
 
 #include "halfmap/fp8.hpp"
 #include "halfmap/mx.hpp"
+#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/list.hpp"
 
