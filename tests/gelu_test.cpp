@@ -141,8 +141,10 @@ void run_and_check(const Kernel& k, const Arr& x, const Arr& dy, bool fwd, bool 
 
 TEST_P(GeluTest, SizesAroundTheRegisters) {
   std::set<std::size_t> sizes = {1, 2, 3, 7, 100003};
-  for (std::size_t w : {8, 16, 32, 64}) {
-    for (std::size_t n : {w - 1, w, w + 1, 2 * w + 1}) sizes.insert(n);
+  // w: a register of f32 or fp16 lanes on some path. The f32-accumulating kernels also take blocks of 4
+  // registers side by side: 4w ± 1 and 5w + 3 (a block, a whole register and a partial one) are around those.
+  for (std::size_t w : {4, 8, 16, 32, 64}) {
+    for (std::size_t n : {w - 1, w, w + 1, 2 * w + 1, 4 * w - 1, 4 * w + 1, 5 * w + 3}) sizes.insert(n);
   }
   unsigned variant = 0;
   for (std::size_t n : sizes) {

@@ -1,9 +1,10 @@
 // Portable logic of the GELU kernels (GeluArgs in include/halfmap/registry.hpp states every step), written once
 // and instantiated per ISA with nn.hpp's traits: S (f32-accumulating modes, every step in f32) and H (fp16
 // arithmetic, every step rounded to fp16; erf, tanh and exp through f32 with one rounding back, by
-// H::exp_store_with, which applies any f32 function). Elementwise, one register at a time; the tail runs on a
-// zero-padded copy and only its own lanes are stored. erf_f32_generic and tanh_f32_generic (softmax_row.hpp) are
-// the same operations as the scalar erf_f32 and tanh_f32 the f16 model calls, so the kernels match it bit for bit.
+// H::exp_store_with, which applies any f32 function). Elementwise: S takes four registers side by side
+// (lanes.hpp), then the rest one at a time; H one at a time. A tail runs on a zero-padded copy and only its own
+// lanes are stored. erf_f32_generic and tanh_f32_generic (softmax_row.hpp) are the same operations as the scalar
+// erf_f32 and tanh_f32 the f16 model calls, so the kernels match it bit for bit.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstring>
 
 #include "halfmap/registry.hpp"
+#include "kernels/common/lanes.hpp"
 #include "kernels/common/softmax_row.hpp"  // erf_f32_generic, tanh_f32_generic, exp_f32_generic, store_lanes
 
 namespace halfmap::detail {
@@ -46,39 +48,68 @@ void for_each_register(const GeluArgs& a, Block block) {
   }
 }
 
+/// GELU in f32 on registers of X (nn.hpp's M, or Lanes<M, R> for R registers at once): y = x·Φ(x) and, when
+/// `grad`, d = Φ(x) + x·φ(x) (dx = dy·d), in the operations GeluArgs states.
+template <class X, bool kTanh>
+HALFMAP_VEC_INLINE void gelu_f32_math(typename X::V xv, bool grad, typename X::V& y, typename X::V& d) {
+  namespace c = gelu_consts;
+  using V = typename X::V;
+  const V one = X::set1(1.0f), half = X::set1(0.5f);
+  const V h = X::mul(xv, half);
+  V fa;
+  if constexpr (kTanh) {
+    const V x2 = X::mul(xv, xv);
+    const V u = X::mul(X::set1(c::kK0), X::fma(X::set1(c::kC), X::mul(x2, xv), xv));
+    const V t = tanh_f32_generic<X>(u);
+    fa = X::add(one, t);
+    if (grad) {
+      const V s = X::mul(X::sub(one, X::mul(t, t)), X::mul(X::set1(c::kK0), X::fma(X::set1(c::kC3), x2, one)));
+      d = X::fma(h, s, X::mul(fa, half));
+    }
+  } else {
+    const V z = X::mul(xv, X::set1(c::kK1));
+    fa = X::add(one, erf_f32_generic<X>(z));
+    if (grad) {
+      const V p = exp_f32_generic<X>(X::sub(X::set1(0.0f), X::mul(z, z)));
+      d = X::fma(X::mul(xv, X::set1(c::kK2)), p, X::mul(fa, half));
+    }
+  }
+  y = X::mul(h, fa);
+}
+
+/// The f32-accumulating GELU: blocks of kRegs registers evaluated side by side (Lanes: the same bits as one at a
+/// time, see lanes.hpp), then the rest one register at a time.
 template <class S, bool kTanh>
 void gelu_f32acc(const GeluArgs& a) {
-  namespace c = gelu_consts;
   using M = typename S::M;
   using V = typename M::V;
   using Elem = typename S::Elem;
-  constexpr std::size_t W = M::kW;
-  const V one = M::set1(1.0f), half = M::set1(0.5f), zero = M::set1(0.0f);
-  auto block = [&](const Elem* xp, const Elem* dyp, Elem* yp, Elem* dxp, std::size_t n) {
-    const V xv = S::load(xp);
-    const V h = M::mul(xv, half);
-    V fa, d = zero;
-    if constexpr (kTanh) {
-      const V x2 = M::mul(xv, xv);
-      const V u = M::mul(M::set1(c::kK0), M::fma(M::set1(c::kC), M::mul(x2, xv), xv));
-      const V t = tanh_f32_generic<M>(u);
-      fa = M::add(one, t);
-      if (dyp != nullptr) {
-        const V s = M::mul(M::sub(one, M::mul(t, t)), M::mul(M::set1(c::kK0), M::fma(M::set1(c::kC3), x2, one)));
-        d = M::fma(h, s, M::mul(fa, half));
-      }
-    } else {
-      const V z = M::mul(xv, M::set1(c::kK1));
-      fa = M::add(one, erf_f32_generic<M>(z));
-      if (dyp != nullptr) {
-        const V p = exp_f32_generic<M>(M::sub(zero, M::mul(z, z)));
-        d = M::fma(M::mul(xv, M::set1(c::kK2)), p, M::mul(fa, half));
-      }
+  constexpr std::size_t W = M::kW, kRegs = 4;
+  using L = Lanes<M, kRegs>;
+  const bool grad = a.dy != nullptr;
+  const auto* x = static_cast<const Elem*>(a.x);
+  const auto* dy = static_cast<const Elem*>(a.dy);
+  auto* y = static_cast<Elem*>(a.y);
+  auto* dx = static_cast<Elem*>(a.dx);
+  std::size_t i = 0;
+  for (; i + kRegs * W <= a.n; i += kRegs * W) {
+    typename L::V xv, yv, d;
+    for (std::size_t r = 0; r < kRegs; ++r) xv.r[r] = S::load(x + i + r * W);
+    gelu_f32_math<L, kTanh>(xv, grad, yv, d);
+    for (std::size_t r = 0; r < kRegs; ++r) {
+      if (y != nullptr) S::store(y + i + r * W, yv.r[r]);
+      if (grad) S::store(dx + i + r * W, M::mul(S::load(dy + i + r * W), d.r[r]));
     }
-    if (yp != nullptr) store_lanes<S>(yp, M::mul(h, fa), n);
+  }
+  if (i == a.n) return;
+  auto at = [i](auto* p) { return p != nullptr ? p + i : nullptr; };
+  const GeluArgs rest{a.n - i, x + i, at(y), at(dy), at(dx)};
+  for_each_register<W, Elem>(rest, [&](const Elem* xp, const Elem* dyp, Elem* yp, Elem* dxp, std::size_t n) {
+    V yv, d;
+    gelu_f32_math<M, kTanh>(S::load(xp), dyp != nullptr, yv, d);
+    if (yp != nullptr) store_lanes<S>(yp, yv, n);
     if (dyp != nullptr) store_lanes<S>(dxp, M::mul(S::load(dyp), d), n);
-  };
-  for_each_register<W, Elem>(a, block);
+  });
 }
 
 template <class H, bool kTanh>

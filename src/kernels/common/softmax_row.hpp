@@ -25,6 +25,11 @@
 #include "halfmap/registry.hpp"
 #include "kernels/common/reduce.hpp"  // hsum
 
+/// Forces a vector-math helper inline into its caller. GCC otherwise calls exp, erf and tanh out of line from a
+/// loop body that uses them more than once, spilling every live register around the call (3-4x slower GELU and
+/// softmax). With -ffp-contract=off, inlining changes no result.
+#define HALFMAP_VEC_INLINE [[gnu::always_inline]] inline
+
 namespace halfmap::detail {
 
 /// The f32 value of one storage-type bit pattern (exact; src/kernels/common/nn.cpp).
@@ -54,7 +59,7 @@ inline constexpr float kExpHi = 88.0f;
 /// is exactly (M::scale2n_normal, where the ISA has it: two integer operations instead of scale2n's
 /// two-step product); the same bits again, since scale2n rounds an exact normal result to itself.
 template <class M, bool kNormal = false>
-typename M::V exp_f32_inrange(typename M::V xc) {
+HALFMAP_VEC_INLINE typename M::V exp_f32_inrange(typename M::V xc) {
   namespace c = exp_consts;
   using V = typename M::V;
   const V nk = M::fma(xc, M::set1(c::kLog2e), M::set1(c::kRound));  // 1.5·2^23 + n
@@ -73,7 +78,7 @@ typename M::V exp_f32_inrange(typename M::V xc) {
 /// halfmap's exp on one register of M (see include/halfmap/math.hpp for the algorithm and its measured error).
 /// Every ISA and the scalar exp_f32 run exactly these operations in this order, so they agree bit for bit.
 template <class M>
-typename M::V exp_f32_generic(typename M::V x) {
+HALFMAP_VEC_INLINE typename M::V exp_f32_generic(typename M::V x) {
   namespace c = exp_consts;
   using V = typename M::V;
   const V xc = M::min(M::max(x, M::set1(c::kLo)), M::set1(c::kHi));  // a NaN is restored by nan_pass
@@ -84,7 +89,7 @@ typename M::V exp_f32_generic(typename M::V x) {
 /// same on every ISA, so SIMD and scalar agree bit for bit. 2u is exact; e^(2u) = inf gives 1 and e^(2u) = 0 gives
 /// -1, so no input overflows; NaN gives NaN.
 template <class M>
-typename M::V tanh_f32_generic(typename M::V u) {
+HALFMAP_VEC_INLINE typename M::V tanh_f32_generic(typename M::V u) {
   const typename M::V one = M::set1(1.0f);
   const typename M::V e = exp_f32_generic<M>(M::add(u, u));
   return M::nan_pass(u, M::sub(one, M::div(M::set1(2.0f), M::add(e, one))));
@@ -94,7 +99,7 @@ typename M::V tanh_f32_generic(typename M::V u) {
 /// t = 1/(1 + p·a), erf(a) = 1 - t·(a1 + t·(a2 + t·(a3 + t·(a4 + t·a5))))·e^(-a²), the sign of z restored; every
 /// multiply-add fused, the exp halfmap's. The same operations on every ISA (include/halfmap/math.hpp, erf_f32).
 template <class M>
-typename M::V erf_f32_generic(typename M::V z) {
+HALFMAP_VEC_INLINE typename M::V erf_f32_generic(typename M::V z) {
   using V = typename M::V;
   const V zero = M::set1(0.0f), one = M::set1(1.0f);
   const V a = M::max(z, M::sub(zero, z));  // |z| (a NaN is restored by nan_pass)
