@@ -99,8 +99,8 @@ def header_rows(context, info, machine, source, benchmarks):
 
 
 ROOF_FRACTION_TEXT = (
-    "**Roof fraction**, one definition for every table: a kernel's rate / the startup roof that bounds "
-    "it. Kernels that only read (reductions, mse): bytes read per second / the read roof of the same level. "
+    "**Roof fraction**, one definition for every table: a kernel's rate / the roof that bounds it (the roof "
+    "used above). Kernels that only read (reductions, mse): bytes read per second / the read roof of the same level. "
     "softmax, softmax_naive and xent, which write as many bytes as they read: bytes read + written per second "
     "/ the copy roof of the same level. Dense kernels: GFLOP/s / the FMA roof of the "
     "kernel's ISA and arithmetic: the f32 FMA of the ISA for f32, f16_f32acc and the f16 kernels of avx2 and avx512 "
@@ -122,6 +122,11 @@ def copy_what(context, level):
     return "the same loads stored to a second buffer (ordinary stores), bytes read + written"
 
 
+def used(found, arg, unit):
+    """The roof a fraction divides by (Roofs: the higher of startup and the roof/* benchmark's fastest repetition)."""
+    return fmt_unit(found[arg], unit) if found.get(arg) else "-"
+
+
 def roof_table_rows(context, results, roofs):
     rows = []
     loads = context.get("roof_read_loads")
@@ -130,25 +135,25 @@ def roof_table_rows(context, results, roofs):
         start = context.get(f"roof_read_{lv}_bytes_per_second")
         variants = context.get(f"roof_read_{lv}_variants")
         rows.append([f"read, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
-                     fmt_unit(results.value("roof", "read", lv, "bytes_per_second"), "GB/s"),
+                     fmt_unit(results.value("roof", "read", lv, "bytes_per_second"), "GB/s"), used(roofs.read, lv, "GB/s"),
                      read_what + (f"; {variants}" if variants else "")])
     for lv in sorted(set(LEVELS) | set(roofs.copy), key=level_key):
         start = context.get(f"roof_copy_{lv}_bytes_per_second")
         rows.append([f"copy, {lv}", fmt_unit(number(start), "GB/s") if number(start) else "not measured",
-                     fmt_unit(results.value("roof", "copy", lv, "bytes_per_second"), "GB/s"),
+                     fmt_unit(results.value("roof", "copy", lv, "bytes_per_second"), "GB/s"), used(roofs.copy, lv, "GB/s"),
                      copy_what(context, lv)])
     fma_isas = [a for a in results.args.get("roof", []) if ("roof", "fma", a) in results.cells] + \
         [i for i in roofs.fma if ("roof", "fma", i) not in results.cells]
     for isa in dict.fromkeys(fma_isas):
         start = context.get(f"roof_fma_{isa}_flops_per_second")
         rows.append([f"fma, {isa}", fmt_unit(number(start), "GFLOP/s") if number(start) else "not measured",
-                     fmt_unit(results.value("roof", "fma", isa, "flops_per_second"), "GFLOP/s"),
+                     fmt_unit(results.value("roof", "fma", isa, "flops_per_second"), "GFLOP/s"), used(roofs.fma, isa, "GFLOP/s"),
                      FMA_WHAT.get(isa, "")])
     f16c_isas = [a for a in results.args.get("roof", []) if ("roof", "f16c", a) in results.cells] + list(roofs.f16c)
     for isa in dict.fromkeys(f16c_isas):
         start = context.get(f"roof_f16c_{isa}_flops_per_second")
         rows.append([f"f16c, {isa}", fmt_unit(number(start), "GFLOP/s") if number(start) else "not measured",
-                     fmt_unit(results.value("roof", "f16c", isa, "flops_per_second"), "GFLOP/s"),
+                     fmt_unit(results.value("roof", "f16c", isa, "flops_per_second"), "GFLOP/s"), used(roofs.f16c, isa, "GFLOP/s"),
                      F16C_WHAT.get(isa, "")])
     return rows
 
@@ -156,12 +161,13 @@ def roof_table_rows(context, results, roofs):
 def roofs_section(context, results, roofs):
     out = ["", "## Roofs", ""]
     out.append("What one core of this machine can read, copy and compute. \"startup\" is measured once before the "
-               "benchmarks (`halfmap_bench` puts it in the JSON context) and is what every roof fraction below "
-               "divides by; the `roof/*` benchmarks measure the same loops again during the run, as a check on how "
-               "steady the machine was.")
+               "benchmarks (`halfmap_bench` puts it in the JSON context); \"benchmark\" is the median of the "
+               "`roof/*` benchmarks, which measure the same loops again during the run. \"roof\" is what every "
+               "roof fraction below divides by: the best this core did, the higher of startup and the fastest "
+               "repetition of the benchmark (on a shared machine a single measurement can land in a slow moment).")
     out.append("")
-    out += table(["roof", "startup", "benchmark", "what"], roof_table_rows(context, results, roofs),
-                 ["---", "---:", "---:", "---"])
+    out += table(["roof", "startup", "benchmark", "roof used", "what"], roof_table_rows(context, results, roofs),
+                 ["---", "---:", "---:", "---:", "---"])
     skipped_roofs = [f"- `roof/{k}/{a}`: {msg}" for (suite, k, a), msg in results.skipped_at.items()
                      if suite == "roof"]
     if skipped_roofs:
