@@ -2,18 +2,20 @@
 // so that "a kernel reaches X % of the roof" compares like with like (same load, same frequency, same pages).
 //
 //   roof/read/<level>  reads the level's f32 input buffer (bench_util.hpp: the very bytes the f32 kernels read
-//                      there) as 64-bit integers summed into eight independent accumulators; the additions are
-//                      integer, so they never limit the loop. Timed as one stream and as two (the buffer's halves
-//                      in alternating 4 KiB chunks, as dot and mse read x and y); the faster is the roof
-//                      (roof_read_<level>_variants in the context). It uses the widest loads of the best enabled ISA that
-//                      has a read loop (roof/roof_avx512.cpp: 64 bytes, roof_avx2.cpp: 32 bytes), else 16-byte
-//                      vectors written with GCC/Clang vector extensions (SSE2 or NEON, no ISA flags): at l1 the
-//                      load width decides the speed, at dram it does not.
+//                      there) as 64-bit integers summed into independent accumulators; the additions are
+//                      integer, so they never limit the loop. Timed in four shapes (2, 4, 8 and 16 registers a
+//                      step, each its own accumulator: roof/roof_isa.hpp, kShapeRegs; a core favours some shapes
+//                      over others, not predictably) and each as one stream and as two (the buffer's halves in
+//                      alternating 4 KiB chunks, as dot and mse read x and y); the fastest of the eight is the
+//                      roof (roof_read_<level>_variants in the context). It uses the widest loads of the best
+//                      enabled ISA that has a read loop (roof/roof_avx512.cpp: 64 bytes, roof_avx2.cpp: 32 bytes),
+//                      else 16-byte vectors written with GCC/Clang vector extensions (SSE2 or NEON, no ISA flags):
+//                      at l1 the load width decides the speed, at dram it does not.
 //   roof/copy/<level>  the fastest way this core moves the level's bytes: the f32 input buffer copied into the
 //                      output buffer with the read loop's loads and (a) ordinary stores of the same width, (b)
 //                      non-temporal stores, which skip the read for ownership an ordinary store pays at DRAM
-//                      sizes, and (c) ordinary stores in place (the output buffer read and written back); each
-//                      timed at startup, the fastest is the roof (the context lists all three,
+//                      sizes, and (c) ordinary stores in place (the output buffer read and written back); each in
+//                      the four shapes, timed at startup, the fastest is the roof (the context lists every one,
 //                      roof_copy_<level>_variants) and this benchmark times it again. Counts bytes read plus
 //                      bytes written: the roof of softmax and xent, which read and write the same bytes. A kernel
 //                      cannot move its bytes faster than the fastest of these, whatever stores it uses.
@@ -45,6 +47,7 @@
 #include <cstring>
 #include <ctime>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <benchmark/benchmark.h>
@@ -98,31 +101,37 @@ std::optional<roof::IsaLoops> loops_for(Isa isa) {
 /// the ISA flags for it is lowered through the stack by GCC, which would make this loop slower than memory.)
 using U64x2 = std::uint64_t __attribute__((vector_size(16)));
 
-/// The sum of the 64-bit words of p[0, bytes), bytes a multiple of 128, 128 bytes per step into eight independent
-/// accumulators; p needs no alignment.
+using roof::CopyFn;
+using roof::kShapeRegs;
+using roof::kShapes;
+using roof::ReadFn;
+
+/// The sum of the 64-bit words of p[0, bytes), bytes a multiple of 16 * kRegs, kRegs vectors of 16 bytes per step
+/// into kRegs independent accumulators; p needs no alignment.
+template <int kRegs>
 std::uint64_t read_baseline(const unsigned char* p, std::size_t bytes) {
-  constexpr int kAcc = 8;
-  U64x2 acc[kAcc] = {};
-  for (std::size_t i = 0; i < bytes; i += 16 * kAcc) {
-    for (int a = 0; a < kAcc; ++a) {
+  U64x2 acc[kRegs] = {};
+  for (std::size_t i = 0; i < bytes; i += 16 * kRegs) {
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) {
       U64x2 v;  // memcpy: the buffer holds floats; this reads their bytes without aliasing them
       std::memcpy(&v, p + i + 16 * a, 16);
       acc[a] += v;
     }
   }
   U64x2 total = acc[0];
-  for (int a = 1; a < kAcc; ++a) total += acc[a];
+  for (int a = 1; a < kRegs; ++a) total += acc[a];
   return total[0] + total[1];
 }
 
-using ReadFn = std::uint64_t (*)(const unsigned char*, std::size_t);
-using CopyFn = void (*)(const unsigned char*, unsigned char*, std::size_t);
-
-/// dst[0, bytes) = src[0, bytes), bytes a multiple of 128, in 16-byte vectors; neither needs alignment.
+/// dst[0, bytes) = src[0, bytes), bytes a multiple of 16 * kRegs, kRegs 16-byte vectors per step; neither needs
+/// alignment.
+template <int kRegs>
 void copy_baseline(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; i += 128) {
-    U64x2 v[8];
-    for (int a = 0; a < 8; ++a) {
+  for (std::size_t i = 0; i < bytes; i += 16 * kRegs) {
+    U64x2 v[kRegs];
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) {
       std::memcpy(&v[a], src + i + 16 * a, 16);
       // An empty asm on the value: without it the compiler may turn the loop into a call of memcpy, whose
       // non-temporal stores at DRAM sizes no kernel uses.
@@ -132,45 +141,55 @@ void copy_baseline(const unsigned char* src, unsigned char* dst, std::size_t byt
       asm("" : "+x"(v[a]));
 #endif
     }
-    for (int a = 0; a < 8; ++a) std::memcpy(dst + i + 16 * a, &v[a], 16);
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) std::memcpy(dst + i + 16 * a, &v[a], 16);
   }
 }
 
 #if defined(__x86_64__)
 /// copy_baseline with non-temporal 16-byte stores (dst 16-byte aligned).
+template <int kRegs>
 void copy_nt_baseline(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; i += 128) {
-    __m128i v[8];
-    for (int a = 0; a < 8; ++a) v[a] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16 * a));
-    for (int a = 0; a < 8; ++a) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16 * a), v[a]);
+  for (std::size_t i = 0; i < bytes; i += 16 * kRegs) {
+    __m128i v[kRegs];
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) v[a] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16 * a));
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16 * a), v[a]);
   }
   _mm_sfence();
 }
 #endif
 
-/// The read loop of the best enabled ISA that has one, and its name.
-std::pair<ReadFn, std::string> read_loop() {
+static_assert(kShapeRegs[0] == 2 && kShapeRegs[1] == 4 && kShapeRegs[2] == 8 && kShapeRegs[3] == 16);
+using ReadLoops = std::array<ReadFn, kShapes>;
+using CopyLoops = std::array<CopyFn, kShapes>;
+
+/// The read loops (one per shape) of the best enabled ISA that has them, and how they load, in words.
+std::pair<ReadLoops, std::string> read_loops() {
   for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
     if (!isa_enabled(*it)) continue;
     const auto loops = loops_for(*it);
-    if (loops && loops->read != nullptr) {
-      return {loops->read, fmt::format("{}-byte loads ({})", loops->read_load_bytes, isa_name(*it))};
+    if (loops && loops->read[0] != nullptr) {
+      return {std::to_array(loops->read), fmt::format("{}-byte loads ({})", loops->read_load_bytes, isa_name(*it))};
     }
   }
-  return {read_baseline, "16-byte loads (baseline SSE2/NEON)"};
+  return {{read_baseline<2>, read_baseline<4>, read_baseline<8>, read_baseline<16>},
+          "16-byte loads (baseline SSE2/NEON)"};
 }
 
-/// The copy loops (ordinary stores, non-temporal stores or null) of the same ISA as read_loop()'s.
-std::pair<CopyFn, CopyFn> copy_loops() {
+/// The copy loops per shape (ordinary stores; non-temporal stores, or nulls) of the same ISA as read_loops()'s.
+std::pair<CopyLoops, CopyLoops> copy_loops() {
   for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
     if (!isa_enabled(*it)) continue;
     const auto loops = loops_for(*it);
-    if (loops && loops->copy != nullptr) return {loops->copy, loops->copy_nt};
+    if (loops && loops->copy[0] != nullptr) return {std::to_array(loops->copy), std::to_array(loops->copy_nt)};
   }
+  const CopyLoops ordinary = {copy_baseline<2>, copy_baseline<4>, copy_baseline<8>, copy_baseline<16>};
 #if defined(__x86_64__)
-  return {copy_baseline, copy_nt_baseline};
+  return {ordinary, {copy_nt_baseline<2>, copy_nt_baseline<4>, copy_nt_baseline<8>, copy_nt_baseline<16>}};
 #else
-  return {copy_baseline, nullptr};
+  return {ordinary, {}};
 #endif
 }
 
@@ -179,7 +198,7 @@ std::pair<CopyFn, CopyFn> copy_loops() {
 enum class CopyVariant : unsigned char { ordinary, non_temporal, in_place };
 constexpr const char* kCopyVariantNames[] = {"ordinary", "non-temporal", "in place"};
 
-/// One variant's loop, looked up once outside the timed calls: fn(in_place ? out : in, out, bytes).
+/// One variant's loop in one shape, looked up once outside the timed calls: fn(in_place ? out : in, out, bytes).
 struct CopyCall {
   CopyFn fn = nullptr;  // null: no loop for the variant here
   bool in_place = false;
@@ -188,9 +207,10 @@ struct CopyCall {
   }
 };
 
-CopyCall copy_call(CopyVariant v) {
+CopyCall copy_call(CopyVariant v, int shape) {
   const auto [copy, copy_nt] = copy_loops();
-  return {v == CopyVariant::non_temporal ? copy_nt : copy, v == CopyVariant::in_place};
+  return {(v == CopyVariant::non_temporal ? copy_nt : copy)[static_cast<std::size_t>(shape)],
+          v == CopyVariant::in_place};
 }
 
 /// Reads p[0, bytes) as two streams, its halves in alternating chunks of 4 KiB, as dot and mse read x and y: a
@@ -202,15 +222,27 @@ std::uint64_t read_two_streams(ReadFn read, const unsigned char* p, std::size_t 
   return s;
 }
 
-/// Whether two streams read a level faster than one, decided by measure_memory_roofs (false until then).
-std::array<bool, kLevels.size()>& read_two_streams_wins() {
-  static std::array<bool, kLevels.size()> v{};
+/// The read roof's fastest variant of a level: its shape (index into kShapeRegs) and whether two streams.
+struct ReadVariant {
+  int shape = 0;
+  bool two_streams = false;
+};
+
+/// The copy roof's fastest variant of a level: its stores and shape.
+struct CopyRoofVariant {
+  CopyVariant stores = CopyVariant::ordinary;
+  int shape = 0;
+};
+
+/// The fastest read variant of each level, chosen by measure_memory_roofs (the first until then).
+std::array<ReadVariant, kLevels.size()>& read_roof_variant() {
+  static std::array<ReadVariant, kLevels.size()> v{};
   return v;
 }
 
-/// The fastest variant of each level, chosen by measure_memory_roofs (ordinary until then).
-std::array<CopyVariant, kLevels.size()>& copy_roof_variant() {
-  static std::array<CopyVariant, kLevels.size()> v{};
+/// The fastest copy variant of each level, chosen by measure_memory_roofs (the first until then).
+std::array<CopyRoofVariant, kLevels.size()>& copy_roof_variant() {
+  static std::array<CopyRoofVariant, kLevels.size()> v{};
   return v;
 }
 
@@ -225,8 +257,9 @@ constexpr std::size_t kFmaReps = 4096;
 
 void run_read(benchmark::State& state, const Level& level) {
   const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
-  const ReadFn read = read_loop().first;
-  const bool two = read_two_streams_wins()[static_cast<std::size_t>(&level - kLevels.data())];
+  const ReadVariant best = read_roof_variant()[static_cast<std::size_t>(&level - kLevels.data())];
+  const ReadFn read = read_loops().first[static_cast<std::size_t>(best.shape)];
+  const bool two = best.two_streams;
   for (auto _ : state) {
     std::uint64_t s = two ? read_two_streams(read, buf, level.bytes) : read(buf, level.bytes);
     benchmark::DoNotOptimize(s);
@@ -238,7 +271,8 @@ void run_read(benchmark::State& state, const Level& level) {
 void run_copy(benchmark::State& state, const Level& level) {
   const auto* in = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
   auto* out = static_cast<unsigned char*>(output_buffer());
-  const CopyCall copy = copy_call(copy_roof_variant()[static_cast<std::size_t>(&level - kLevels.data())]);
+  const CopyRoofVariant best = copy_roof_variant()[static_cast<std::size_t>(&level - kLevels.data())];
+  const CopyCall copy = copy_call(best.stores, best.shape);
   for (auto _ : state) {
     copy(in, out, level.bytes);
     benchmark::ClobberMemory();
@@ -336,39 +370,60 @@ namespace {
 
 /// The read and copy roofs of every level, into r and the context; returns how the loops load.
 std::string measure_memory_roofs(Roofs& r, double seconds) {
-  const auto [read, how] = read_loop();
+  const auto [reads, how] = read_loops();
   benchmark::AddCustomContext("roof_read_loads", how);
   auto* out = static_cast<unsigned char*>(output_buffer());
   for (std::size_t i = 0; i < kLevels.size(); ++i) {
     const Level& level = kLevels[i];
+    static_assert(roof::kStepBytes <= 4096, "read_two_streams' chunks are whole steps");
+    if (level.bytes % (2 * 4096) != 0) throw std::logic_error("a level's bytes are whole pairs of 4 KiB chunks");
     const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
     const auto bytes = static_cast<double>(level.bytes);
-    const double one = rate([&] { benchmark::DoNotOptimize(read(buf, level.bytes)); }, bytes, seconds);
-    const double two =
-        rate([&] { benchmark::DoNotOptimize(read_two_streams(read, buf, level.bytes)); }, bytes, seconds);
-    r.read[i] = std::max(one, two);
-    read_two_streams_wins()[i] = two > one;
-    benchmark::AddCustomContext(fmt::format("roof_read_{}_variants", level.name),
-                                fmt::format("bytes/s: one stream {:.6g}; two streams {:.6g} (the roof: {})", one,
-                                            two, two > one ? "two streams" : "one stream"));
-    benchmark::AddCustomContext(fmt::format("roof_read_{}_bytes_per_second", level.name),
-                                fmt::format("{:.6g}", r.read[i]));
     std::string variants;
-    for (const CopyVariant v : {CopyVariant::ordinary, CopyVariant::non_temporal, CopyVariant::in_place}) {
-      const CopyCall copy = copy_call(v);
-      if (copy.fn == nullptr) continue;  // no loop for it here
-      const double got = rate([&] { copy(buf, out, level.bytes); benchmark::ClobberMemory(); }, 2 * bytes, seconds);
-      variants += fmt::format("{}{} {:.6g}", variants.empty() ? "" : "; ", kCopyVariantNames[int(v)], got);
-      if (got > r.copy[i]) {
-        r.copy[i] = got;
-        copy_roof_variant()[i] = v;
+    for (int shape = 0; shape < kShapes; ++shape) {
+      const ReadFn read = reads[static_cast<std::size_t>(shape)];
+      for (const bool two : {false, true}) {
+        const double got = rate(
+            [&] {
+              benchmark::DoNotOptimize(two ? read_two_streams(read, buf, level.bytes) : read(buf, level.bytes));
+            },
+            bytes, seconds);
+        variants += fmt::format("{}{} registers, {} {:.6g}", variants.empty() ? "" : "; ", kShapeRegs[shape],
+                                two ? "two streams" : "one stream", got);
+        if (got > r.read[i]) {
+          r.read[i] = got;
+          read_roof_variant()[i] = {shape, two};
+        }
       }
     }
+    const ReadVariant best_read = read_roof_variant()[i];
+    benchmark::AddCustomContext(
+        fmt::format("roof_read_{}_variants", level.name),
+        fmt::format("bytes/s by shape: {} (the roof: {} registers, {})", variants, kShapeRegs[best_read.shape],
+                    best_read.two_streams ? "two streams" : "one stream"));
+    benchmark::AddCustomContext(fmt::format("roof_read_{}_bytes_per_second", level.name),
+                                fmt::format("{:.6g}", r.read[i]));
+    variants.clear();
+    for (const CopyVariant v : {CopyVariant::ordinary, CopyVariant::non_temporal, CopyVariant::in_place}) {
+      for (int shape = 0; shape < kShapes; ++shape) {
+        const CopyCall copy = copy_call(v, shape);
+        if (copy.fn == nullptr) continue;  // no loop for it here
+        const double got =
+            rate([&] { copy(buf, out, level.bytes); benchmark::ClobberMemory(); }, 2 * bytes, seconds);
+        variants += fmt::format("{}{}, {} registers {:.6g}", variants.empty() ? "" : "; ", kCopyVariantNames[int(v)],
+                                kShapeRegs[shape], got);
+        if (got > r.copy[i]) {
+          r.copy[i] = got;
+          copy_roof_variant()[i] = {v, shape};
+        }
+      }
+    }
+    const CopyRoofVariant best_copy = copy_roof_variant()[i];
     benchmark::AddCustomContext(fmt::format("roof_copy_{}_bytes_per_second", level.name),
                                 fmt::format("{:.6g}", r.copy[i]));
     benchmark::AddCustomContext(fmt::format("roof_copy_{}_variants", level.name),
-                                fmt::format("bytes/s by stores: {} (the roof: {})", variants,
-                                            kCopyVariantNames[int(copy_roof_variant()[i])]));
+                                fmt::format("bytes/s by stores and shape: {} (the roof: {}, {} registers)", variants,
+                                            kCopyVariantNames[int(best_copy.stores)], kShapeRegs[best_copy.shape]));
   }
   return how;
 }
@@ -405,10 +460,10 @@ void measure_roofs(double seconds) {
   benchmark::AddCustomContext(
       "roof_method",
       fmt::format("measured once at startup, the fastest batch of calls over {} s of thread CPU time each; read: {} "
-                  "summing 64-bit words of the level's f32 input, the faster of one stream and two "
-                  "(roof_read_<level>_variants); copy: the same loads stored, the fastest of "
-                  "ordinary stores to a second buffer, non-temporal stores to it and ordinary stores in place "
-                  "(roof_copy_<level>_variants), bytes read + written; fma and f16c ({}), FMA = 2 flops per lane, vdpbf16ps 4 "
+                  "summing 64-bit words of the level's f32 input, the fastest of 2, 4, 8 and 16 registers a step, "
+                  "each as one stream and as two (roof_read_<level>_variants); copy: the same loads stored, the "
+                  "fastest of ordinary stores to a second buffer, non-temporal stores to it and ordinary stores in "
+                  "place, each in the four shapes (roof_copy_<level>_variants), bytes read + written; fma and f16c ({}), FMA = 2 flops per lane, vdpbf16ps 4 "
                   "per f32 lane, conversions none; roof_fraction = a kernel's bytes_per_second / the read roof of "
                   "its level (softmax, softmax_naive, xent: bytes read + written per second / the copy roof), or "
                   "its flops_per_second / the FMA roof of its ISA and arithmetic; f16c_roof_fraction = a "

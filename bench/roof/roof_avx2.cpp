@@ -22,6 +22,7 @@ float fma(std::size_t reps) {
   __m256 acc[kAcc];
   for (auto& v : acc) v = _mm256_setzero_ps();
   for (std::size_t r = 0; r < reps; ++r) {
+#pragma GCC unroll 32
     for (auto& v : acc) v = _mm256_fmadd_ps(v, a, b);
   }
   __m256 s = acc[0];
@@ -29,39 +30,49 @@ float fma(std::size_t reps) {
   return _mm_cvtss_f32(_mm256_castps256_ps128(s));
 }
 
+template <int kRegs>
 std::uint64_t read(const unsigned char* p, std::size_t bytes) {
-  __m256i acc[8];
+  __m256i acc[kRegs];
+#pragma GCC unroll 16
   for (auto& v : acc) v = _mm256_setzero_si256();
-  for (std::size_t i = 0; i < bytes; i += 256) {
-    for (int a = 0; a < 8; ++a) {
+  for (std::size_t i = 0; i < bytes; i += 32 * kRegs) {
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) {
       acc[a] = _mm256_add_epi64(acc[a], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 32 * a)));
     }
   }
-  for (int a = 1; a < 8; ++a) acc[0] = _mm256_add_epi64(acc[0], acc[a]);
+#pragma GCC unroll 16
+  for (int a = 1; a < kRegs; ++a) acc[0] = _mm256_add_epi64(acc[0], acc[a]);
   // Lanes summed as unsigned (a signed 64-bit sum may overflow: undefined behaviour; these sums wrap by design).
   alignas(32) std::uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[0]);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
+template <int kRegs>
 void copy(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; i += 256) {
-    __m256i v[8];
-    for (int a = 0; a < 8; ++a) {
+  for (std::size_t i = 0; i < bytes; i += 32 * kRegs) {
+    __m256i v[kRegs];
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) {
       v[a] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32 * a));
       // An empty asm on the value: without it the compiler may turn the loop into a call of memcpy, whose
       // non-temporal stores at DRAM sizes no kernel uses.
       asm("" : "+x"(v[a]));
     }
-    for (int a = 0; a < 8; ++a) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 32 * a), v[a]);
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 32 * a), v[a]);
   }
 }
 
+template <int kRegs>
 void copy_nt(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; i += 256) {
-    __m256i v[8];
-    for (int a = 0; a < 8; ++a) v[a] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32 * a));
-    for (int a = 0; a < 8; ++a) _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32 * a), v[a]);
+  for (std::size_t i = 0; i < bytes; i += 32 * kRegs) {
+    __m256i v[kRegs];
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) v[a] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 32 * a));
+#pragma GCC unroll 16
+    for (int a = 0; a < kRegs; ++a) _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i + 32 * a), v[a]);
   }
   _mm_sfence();  // the streamed lines are globally visible before the next call reads or times them
 }
@@ -72,6 +83,7 @@ float f16c(std::size_t reps) {
   __m256 acc[kF16cAcc];
   for (auto& v : acc) v = _mm256_setzero_ps();
   for (std::size_t r = 0; r < reps; ++r) {
+#pragma GCC unroll 32
     for (auto& v : acc) v = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_fmadd_ps(v, a, a), _MM_FROUND_TO_NEAREST_INT));
   }
   __m256 s = acc[0];
@@ -82,8 +94,17 @@ float f16c(std::size_t reps) {
 }  // namespace
 
 IsaLoops loops_avx2() {
-  return {"vfmadd*ps ymm (f32)", 8.0 * 2 * kAcc, fma, read, 32, copy, f16c, 8.0 * 2 * kF16cAcc,
-          "vfmadd*ps + vcvtps2ph + vcvtph2ps ymm (f32 rounded to fp16 after every FMA)", copy_nt};
+  static_assert(kShapeRegs[0] == 2 && kShapeRegs[1] == 4 && kShapeRegs[2] == 8 && kShapeRegs[3] == 16);
+  return {"vfmadd*ps ymm (f32)",
+          8.0 * 2 * kAcc,
+          fma,
+          {read<2>, read<4>, read<8>, read<16>},
+          32,
+          {copy<2>, copy<4>, copy<8>, copy<16>},
+          f16c,
+          8.0 * 2 * kF16cAcc,
+          "vfmadd*ps + vcvtps2ph + vcvtph2ps ymm (f32 rounded to fp16 after every FMA)",
+          {copy_nt<2>, copy_nt<4>, copy_nt<8>, copy_nt<16>}};
 }
 
 }  // namespace halfmap::bench::roof

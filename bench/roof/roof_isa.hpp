@@ -9,18 +9,32 @@
 
 namespace halfmap::bench::roof {
 
+/// The shapes of the read and copy loops: vector registers moved per step (each its own accumulator in a read).
+/// A core's loads, prefetchers and loop buffers favour different shapes, and not predictably: on one Zen 5 the
+/// eight-register read reached 15-20 GB/s from DRAM where two and four reached 43, and 350 GB/s in L1 where four
+/// reached 437. So every loop comes in each shape, and a roof is the fastest of them (bench_roof.cpp).
+inline constexpr int kShapes = 4;
+inline constexpr int kShapeRegs[kShapes] = {2, 4, 8, 16};
+/// Every level's byte count is a multiple of this: a whole number of steps of the widest shape of the widest loads.
+inline constexpr std::size_t kStepBytes = 16 * 64;
+
+using ReadFn = std::uint64_t (*)(const unsigned char* p, std::size_t bytes);
+using CopyFn = void (*)(const unsigned char* src, unsigned char* dst, std::size_t bytes);
+
 /// One ISA's loops.
-///   fma:   reps x `accumulators` independent fused multiply-adds (enough chains to hide the latency), with
-///          operands that keep every value normal and finite; returns a value derived from every accumulator,
-///          so that nothing is optimised away. Performs reps * flops_per_rep floating-point operations.
-///   read:  sums the 64-bit words of p[0, bytes) with the ISA's widest loads into independent integer
-///          accumulators; bytes a multiple of 512. Null where the ISA adds no wider load than the baseline's
-///          (16-byte SSE2/NEON), which bench_roof.cpp provides.
-///   copy:  copies src[0, bytes) to dst with the same loads as read and ordinary stores of the same width; bytes
-///          a multiple of 512. Null exactly where read is. Also timed with src == dst (in place).
-///   copy_nt: the same with non-temporal stores (dst aligned to the store width), which skip the read for
-///          ownership that an ordinary store pays at DRAM sizes. Null where the ISA has none wider than the
-///          baseline's; the copy roof is the fastest of the variants (bench_roof.cpp).
+///   fma:   reps x `accumulators` independent fused multiply-adds (enough chains to hide the latency, each kept
+///          in a register: the chain loops are unrolled by pragma, since GCC left 24 of them in memory, chained
+///          through store-to-load forwarding), with operands that keep every value normal and finite; returns a
+///          value derived from every accumulator, so that nothing is optimised away. Performs
+///          reps * flops_per_rep floating-point operations.
+///   read:  per shape (kShapeRegs[i] registers a step), sums the 64-bit words of p[0, bytes) with the ISA's
+///          widest loads into independent integer accumulators; bytes a multiple of kStepBytes. All null where
+///          the ISA adds no wider load than the baseline's (16-byte SSE2/NEON), which bench_roof.cpp provides.
+///   copy:  per shape, copies src[0, bytes) to dst with the same loads as read and ordinary stores of the same
+///          width. Null exactly where read is. Also timed with src == dst (in place).
+///   copy_nt: per shape, the same with non-temporal stores (dst aligned to the store width), which skip the read
+///          for ownership that an ordinary store pays at DRAM sizes. Null where the ISA has none wider than the
+///          baseline's; the copy roof is the fastest of the stores and shapes (bench_roof.cpp).
 ///   f16c:  the F16C round trip: reps x `accumulators` independent chains of vfmadd*ps, each result rounded to
 ///          fp16 (vcvtps2ph, round to nearest even) and widened back (vcvtph2ps) before the next FMA of its chain,
 ///          as the per-operation f16 kernels do (NUMERICS.md); no loads. Performs reps * f16c_flops_per_rep
@@ -29,13 +43,13 @@ struct IsaLoops {
   const char* what;      // the instruction timed, for the benchmark context
   double flops_per_rep;  // lanes x flops per lane x accumulators; an FMA is 2 flops per lane, vdpbf16ps 4
   float (*fma)(std::size_t reps);
-  std::uint64_t (*read)(const unsigned char* p, std::size_t bytes);
+  ReadFn read[kShapes];
   unsigned read_load_bytes;  // the width of read's loads; 0 without read
-  void (*copy)(const unsigned char* src, unsigned char* dst, std::size_t bytes);
+  CopyFn copy[kShapes];
   float (*f16c)(std::size_t reps);
   double f16c_flops_per_rep;  // lanes x 2 x chains; 0 without f16c
   const char* f16c_what;      // the instructions timed; null without f16c
-  void (*copy_nt)(const unsigned char* src, unsigned char* dst, std::size_t bytes) = nullptr;
+  CopyFn copy_nt[kShapes] = {};
 };
 
 // Defined only in builds that compile the ISA (bench/CMakeLists.txt defines HALFMAP_BENCH_ROOF_<ISA>).

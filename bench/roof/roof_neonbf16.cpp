@@ -16,6 +16,7 @@ float fma(std::size_t reps) {
   float32x4_t acc[kAcc];
   for (auto& v : acc) v = vdupq_n_f32(0.0f);
   for (std::size_t r = 0; r < reps; ++r) {
+#pragma GCC unroll 32
     for (int a = 0; a < kAcc; ++a) acc[a] = vbfmmlaq_f32(acc[a], x, x);
   }
   float32x4_t s = vdupq_n_f32(0.0f);
@@ -26,7 +27,7 @@ float fma(std::size_t reps) {
 }  // namespace
 
 IsaLoops loops_neonbf16() {
-  return {"bfmmla .4s (2x4 by 4x2 bf16 into f32)", 32.0 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+  return {"bfmmla .4s (2x4 by 4x2 bf16 into f32)", 32.0 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr};
 }
 
 }  // namespace halfmap::bench::roof

@@ -15,6 +15,7 @@ float fma(std::size_t reps) {
   float32x4_t acc[kAcc];
   for (auto& v : acc) v = vdupq_n_f32(0.0f);
   for (std::size_t r = 0; r < reps; ++r) {
+#pragma GCC unroll 32
     for (int a = 0; a < kAcc; a += 2) {
       acc[a] = vfmlalq_low_f16(acc[a], x, x);
       acc[a + 1] = vfmlalq_high_f16(acc[a + 1], x, x);
@@ -28,7 +29,7 @@ float fma(std::size_t reps) {
 }  // namespace
 
 IsaLoops loops_neonfhm() {
-  return {"fmlal/fmlal2 .4s (fp16 products into f32)", 4.0 * 2 * kAcc, fma, nullptr, 0, nullptr, nullptr, 0, nullptr};
+  return {"fmlal/fmlal2 .4s (fp16 products into f32)", 4.0 * 2 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr};
 }
 
 }  // namespace halfmap::bench::roof

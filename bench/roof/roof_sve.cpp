@@ -30,7 +30,7 @@ float fma(std::size_t reps) {
 }  // namespace
 
 IsaLoops loops_sve() {
-  return {"fmla z.s (f32, vector-length agnostic)", double(svcntw()) * 2 * 8, fma, nullptr, 0, nullptr, nullptr, 0,
+  return {"fmla z.s (f32, vector-length agnostic)", double(svcntw()) * 2 * 8, fma, {}, 0, {}, nullptr, 0,
           nullptr};
 }
 

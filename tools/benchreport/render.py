@@ -118,7 +118,7 @@ ROOF_FRACTION_TEXT = (
 def copy_what(context, level):
     variants = context.get(f"roof_copy_{level}_variants")
     if variants:
-        return f"the same loads stored, the fastest of three stores; {variants}; bytes read + written"
+        return f"the same loads stored, the fastest of three stores in four shapes; {variants}; bytes read + written"
     return "the same loads stored to a second buffer (ordinary stores), bytes read + written"
 
 
