@@ -28,7 +28,7 @@ class Arr : public GuardedArray {
   static Arr input(DType t, std::size_t n, std::size_t offset) { return Arr(t, n, offset, nan_bits(t)); }
   static Arr output(DType t, std::size_t n, std::size_t offset) {
     Arr a(t, n, offset, guard_bits(t));
-    for (std::size_t i = 0; i < n; ++i) a.set_bits(i, unwritten_bits(t));
+    a.fill_bits(unwritten_bits(t));
     return a;
   }
 };

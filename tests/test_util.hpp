@@ -3,6 +3,7 @@
 // against itself) and hex formatting for failure messages.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -265,6 +266,14 @@ class GuardedArray {
   std::size_t size() const { return n_; }
   void set(std::size_t i, double v) { set_bits(i, store_bits(t_, v)); }
   void set_bits(std::size_t i, std::uint32_t b) { put_raw(start_ + i, b); }
+  /// Every element of the array (not its surroundings) set to the pattern b.
+  void fill_bits(std::uint32_t b) {
+    if (esize_ == 4) {
+      std::fill_n(reinterpret_cast<std::uint32_t*>(buf_.data()) + start_, n_, b);
+    } else {
+      std::fill_n(reinterpret_cast<std::uint16_t*>(buf_.data()) + start_, n_, std::uint16_t(b));
+    }
+  }
   std::uint32_t bits(std::size_t i) const { return get_raw(start_ + i); }
   double value(std::size_t i) const { return load_exact(t_, bits(i)); }
   const void* data() const { return bytes() + start_ * esize_; }
