@@ -36,6 +36,27 @@ inline void canon_f16(void* p, std::size_t n) {
   }
 }
 
+/// The composition's intermediates, kept per thread between calls and grown, never shrunk (as scratch.hpp's): at
+/// len 512 they are 4.5 MB, and allocating them per call (value-initialised, then page-faulted in, often as huge
+/// pages) took 78 % of the f32 avx512 attention's time, the GEMMs 5 %. Every element a call reads it wrote first.
+template <class T>
+struct AttentionScratch {
+  std::vector<T> qs, kt, s, pm, dp, ds, dqs, dkt;
+};
+
+template <class T>
+AttentionScratch<T>& attention_scratch() {
+  thread_local AttentionScratch<T> scratch;
+  return scratch;
+}
+
+/// The first n elements of v, grown to hold them.
+template <class T>
+T* first(std::vector<T>& v, std::size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
 template <class T, class Parts>
 void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
   const std::size_t L = a.len, d = a.dim, LL = L * L, Ld = L * d;
@@ -48,21 +69,25 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
 
   const T* q = static_cast<const T*>(a.q);
   const T* k = static_cast<const T*>(a.k);
-  std::vector<T> qs(prescale ? Ld : 0), kt(Ld), s(LL), pm(LL);
+  AttentionScratch<T>& sc = attention_scratch<T>();
+  T* qs = first(sc.qs, prescale ? Ld : 0);
+  T* kt = first(sc.kt, Ld);
+  T* s = first(sc.s, LL);
+  T* pm = first(sc.pm, LL);
   const T* qa = q;
   if (prescale) {
     for (std::size_t i = 0; i < Ld; ++i) qs[i] = scale(q[i]);
-    qa = qs.data();
+    qa = qs;
   }
   for (std::size_t i = 0; i < L; ++i) {
     for (std::size_t j = 0; j < d; ++j) kt[j * L + i] = k[i * d + j];
   }
-  p.fwd(DenseArgs{L, L, d, qa, kt.data(), nullptr, s.data(), Act::identity, a.threads});
+  p.fwd(DenseArgs{L, L, d, qa, kt, nullptr, s, Act::identity, a.threads});
   if (!prescale) {
-    for (T& v : s) v = scale(v);
+    for (std::size_t i = 0; i < LL; ++i) s[i] = scale(s[i]);
   }
   if (a.scores != nullptr) {
-    std::memcpy(a.scores, s.data(), LL * sizeof(T));
+    std::memcpy(a.scores, s, LL * sizeof(T));
     if (h16) canon_f16(a.scores, LL);
   }
   if (a.causal) {
@@ -70,19 +95,20 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
       for (std::size_t j = i + 1; j < L; ++j) s[i * L + j] = neg_inf<T>();
     }
   }
-  p.softmax(SoftmaxArgs{L, L, s.data(), pm.data()});
+  p.softmax(SoftmaxArgs{L, L, s, pm});
   if (a.o != nullptr) {
-    p.fwd(DenseArgs{L, d, L, pm.data(), a.v, nullptr, a.o, Act::identity, a.threads});
+    p.fwd(DenseArgs{L, d, L, pm, a.v, nullptr, a.o, Act::identity, a.threads});
     if (h16) canon_f16(a.o, Ld);
   }
   if (a.dout == nullptr) return;
 
-  std::vector<T> dp(LL), ds(LL);
-  p.bwd(DenseBwdArgs{L, d, L, pm.data(), a.v, a.dout, dp.data(), a.dv, nullptr, a.threads});
+  T* dp = first(sc.dp, LL);
+  T* ds = first(sc.ds, LL);
+  p.bwd(DenseBwdArgs{L, d, L, pm, a.v, a.dout, dp, a.dv, nullptr, a.threads});
   for (std::size_t i = 0; i < L; ++i) {
-    const T* pr = pm.data() + i * L;
-    const T* dpr = dp.data() + i * L;
-    T* dsr = ds.data() + i * L;
+    const T* pr = pm + i * L;
+    const T* dpr = dp + i * L;
+    T* dsr = ds + i * L;
     const std::size_t valid = a.causal ? i + 1 : L;
     if constexpr (std::is_same_v<T, f16>) {
       if (h16) {
@@ -98,11 +124,12 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
     for (std::size_t j = valid; j < L; ++j) dsr[j] = T{};
   }
   if (!prescale) {
-    for (T& v : ds) v = scale(v);
+    for (std::size_t i = 0; i < LL; ++i) ds[i] = scale(ds[i]);
   }
-  std::vector<T> dqs(prescale ? Ld : 0), dkt(Ld);
-  void* dq_out = prescale ? static_cast<void*>(dqs.data()) : a.dq;
-  p.bwd(DenseBwdArgs{L, L, d, qa, kt.data(), ds.data(), dq_out, dkt.data(), nullptr, a.threads});
+  T* dqs = first(sc.dqs, prescale ? Ld : 0);
+  T* dkt = first(sc.dkt, Ld);
+  void* dq_out = prescale ? static_cast<void*>(dqs) : a.dq;
+  p.bwd(DenseBwdArgs{L, L, d, qa, kt, ds, dq_out, dkt, nullptr, a.threads});
   T* dq = static_cast<T*>(a.dq);
   T* dk = static_cast<T*>(a.dk);
   if (prescale) {
