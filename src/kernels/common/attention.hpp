@@ -6,13 +6,19 @@
 // once more with the f16 models in src/models/attention.cpp: the model is the same composition of the models.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "halfmap/registry.hpp"
 
 namespace halfmap::detail {
 
 /// The kernels of one path and mode that an attention kernel is made of (the storage type is the mode's). lanes
 /// and fma: the f16 modes' softmax lanes (δ's fp16 dot runs in the same order) and the fp16 FMA of the dense
-/// kernels; 1 and none otherwise.
+/// kernels; 1 and none otherwise. widen_f16 and narrow_f16: the path's conversions of many fp16 values to f32 and
+/// back (round to nearest even), which the composition's elementwise steps use on fp16 storage in place of
+/// half.hpp's scalar ones, giving the same bits (exhaustive_conversion_test pins the hardware's conversions to
+/// half.hpp's for every pattern); null where the path has none (the scalar ones then).
 struct AttentionKernels {
   Mode mode;
   DenseFn fwd;
@@ -20,6 +26,8 @@ struct AttentionKernels {
   SoftmaxFn softmax;
   unsigned lanes;
   FmaKind fma;
+  void (*widen_f16)(const std::uint16_t* src, float* dst, std::size_t n) = nullptr;
+  void (*narrow_f16)(const float* src, std::uint16_t* dst, std::size_t n) = nullptr;
 };
 
 /// Runs AttentionArgs' recipe with these kernels (kernels/common/attention.cpp).

@@ -4,7 +4,9 @@
 // elementwise steps are scalar code whose IEEE roundings are the same on every machine.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -41,7 +43,8 @@ inline void canon_f16(void* p, std::size_t n) {
 /// pages) took 78 % of the f32 avx512 attention's time, the GEMMs 5 %. Every element a call reads it wrote first.
 template <class T>
 struct AttentionScratch {
-  std::vector<T> qs, kt, s, pm, dp, ds, dqs, dkt;
+  std::vector<T> qs, kt, s, pm, dp, ds, dqs, dkt, row;
+  std::vector<float> pf, dpf;  // one row of P and of dP in f32
 };
 
 template <class T>
@@ -57,6 +60,48 @@ T* first(std::vector<T>& v, std::size_t n) {
   return v.data();
 }
 
+/// dst[0, n) = src[0, n) widened to f32: with the path's bulk conversion on fp16 storage where it has one (the
+/// same bits as half.hpp's, AttentionKernels), else with the scalar one.
+template <class T, class Parts>
+void widen_all(const Parts& p, const T* src, float* dst, std::size_t n) {
+  if constexpr (std::is_same_v<T, f16>) {
+    if (p.widen_f16 != nullptr) {
+      p.widen_f16(reinterpret_cast<const std::uint16_t*>(src), dst, n);
+      return;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) dst[i] = widen(src[i]);
+}
+
+/// dst[0, n) = src[0, n) rounded to T (nearest even), as widen_all.
+template <class T, class Parts>
+void narrow_all(const Parts& p, const float* src, T* dst, std::size_t n) {
+  if constexpr (std::is_same_v<T, f16>) {
+    if (p.narrow_f16 != nullptr) {
+      p.narrow_f16(src, reinterpret_cast<std::uint16_t*>(dst), n);
+      return;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) dst[i] = narrow<T>(src[i]);
+}
+
+/// dst[i] = src[i] · c rounded once to T, for i < n (dst may be src): the widened value times c in f32, rounded.
+template <class T, class Parts>
+void scale_all(const Parts& p, const T* src, T* dst, std::size_t n, float c) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = src[i] * c;
+  } else {
+    constexpr std::size_t kChunk = 1024;
+    float buf[kChunk];
+    for (std::size_t i = 0; i < n; i += kChunk) {
+      const std::size_t m = std::min(kChunk, n - i);
+      widen_all(p, src + i, buf, m);
+      for (std::size_t j = 0; j < m; ++j) buf[j] *= c;
+      narrow_all(p, buf, dst + i, m);
+    }
+  }
+}
+
 template <class T, class Parts>
 void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
   const std::size_t L = a.len, d = a.dim, LL = L * L, Ld = L * d;
@@ -64,8 +109,8 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
   const bool h16 = p.mode == Mode::f16 || p.mode == Mode::f16_model;
   const float c32 = 1.0f / std::sqrt(float(d));
   const float c = h16 ? to_f32(to_f16(c32)) : c32;
-  // v·c rounded once to the storage type: in the f16 modes the correctly rounded fp16 product of v and r16(c)
-  const auto scale = [c](T v) { return narrow<T>(widen(v) * c); };
+  // v·c is rounded once to the storage type (scale_all): in the f16 modes the correctly rounded fp16 product of v
+  // and r16(c)
 
   const T* q = static_cast<const T*>(a.q);
   const T* k = static_cast<const T*>(a.k);
@@ -76,16 +121,14 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
   T* pm = first(sc.pm, LL);
   const T* qa = q;
   if (prescale) {
-    for (std::size_t i = 0; i < Ld; ++i) qs[i] = scale(q[i]);
+    scale_all(p, q, qs, Ld, c);
     qa = qs;
   }
   for (std::size_t i = 0; i < L; ++i) {
     for (std::size_t j = 0; j < d; ++j) kt[j * L + i] = k[i * d + j];
   }
   p.fwd(DenseArgs{L, L, d, qa, kt, nullptr, s, Act::identity, a.threads});
-  if (!prescale) {
-    for (std::size_t i = 0; i < LL; ++i) s[i] = scale(s[i]);
-  }
+  if (!prescale) scale_all(p, s, s, LL, c);
   if (a.scores != nullptr) {
     std::memcpy(a.scores, s, LL * sizeof(T));
     if (h16) canon_f16(a.scores, LL);
@@ -104,37 +147,47 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
 
   T* dp = first(sc.dp, LL);
   T* ds = first(sc.ds, LL);
+  T* row = first(sc.row, L);
+  float* pf = first(sc.pf, L);
+  float* dpf = first(sc.dpf, L);
   p.bwd(DenseBwdArgs{L, d, L, pm, a.v, a.dout, dp, a.dv, nullptr, a.threads});
+  // The softmax backward, row by row: dS = P ∘ (dP − δ), δ = Σ P ∘ dP. In f32 (widen_all, narrow_all) the
+  // operations of ds = r(p · (dp − δ)); in the f16 modes each rounded to fp16: r(p · r(dp − δ)), δ the fp16 dot.
   for (std::size_t i = 0; i < L; ++i) {
     const T* pr = pm + i * L;
     const T* dpr = dp + i * L;
     T* dsr = ds + i * L;
     const std::size_t valid = a.causal ? i + 1 : L;
+    widen_all(p, pr, pf, L);
+    widen_all(p, dpr, dpf, L);
+    bool rounded_difference = false;
+    float delta = 0;
     if constexpr (std::is_same_v<T, f16>) {
       if (h16) {
-        const f16 delta = f16_model_reduce(Op::dot, pr, dpr, L, p.lanes, p.fma);
-        for (std::size_t j = 0; j < L; ++j) dsr[j] = f16_model::mul(pr[j], f16_model::sub(dpr[j], delta));
-        for (std::size_t j = valid; j < L; ++j) dsr[j] = f16{};
-        continue;
+        delta = to_f32(f16_model_reduce(Op::dot, pr, dpr, L, p.lanes, p.fma));
+        rounded_difference = true;
       }
     }
-    float delta = 0;
-    for (std::size_t j = 0; j < L; ++j) delta += widen(pr[j]) * widen(dpr[j]);
-    for (std::size_t j = 0; j < L; ++j) dsr[j] = narrow<T>(widen(pr[j]) * (widen(dpr[j]) - delta));
+    if (!rounded_difference) {
+      for (std::size_t j = 0; j < L; ++j) delta += pf[j] * dpf[j];
+    }
+    for (std::size_t j = 0; j < L; ++j) dpf[j] = dpf[j] - delta;
+    if (rounded_difference) {  // f16_model::sub: the difference rounded to fp16 before the product
+      narrow_all(p, dpf, row, L);
+      widen_all(p, row, dpf, L);
+    }
+    for (std::size_t j = 0; j < L; ++j) pf[j] = pf[j] * dpf[j];
+    narrow_all(p, pf, dsr, L);
     for (std::size_t j = valid; j < L; ++j) dsr[j] = T{};
   }
-  if (!prescale) {
-    for (std::size_t i = 0; i < LL; ++i) ds[i] = scale(ds[i]);
-  }
+  if (!prescale) scale_all(p, ds, ds, LL, c);
   T* dqs = first(sc.dqs, prescale ? Ld : 0);
   T* dkt = first(sc.dkt, Ld);
   void* dq_out = prescale ? static_cast<void*>(dqs) : a.dq;
   p.bwd(DenseBwdArgs{L, L, d, qa, kt, ds, dq_out, dkt, nullptr, a.threads});
   T* dq = static_cast<T*>(a.dq);
   T* dk = static_cast<T*>(a.dk);
-  if (prescale) {
-    for (std::size_t i = 0; i < Ld; ++i) dq[i] = scale(dqs[i]);
-  }
+  if (prescale) scale_all(p, dqs, dq, Ld, c);
   for (std::size_t i = 0; i < L; ++i) {
     for (std::size_t j = 0; j < d; ++j) dk[i * d + j] = dkt[j * L + i];
   }
