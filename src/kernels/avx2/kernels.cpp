@@ -57,8 +57,15 @@ constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc,         dense_fwd<F16
                                          dense_bwd<F16F32AccGemm>,   softmax_f32acc<F16S, true>,
                                          1,                          FmaKind::none,
                                          F32::f16_to_f32,            F32::f32_to_f16};
-constexpr AttentionKernels kAttF16{Mode::f16,          dense_fwd<F16Gemm>, dense_bwd<F16Gemm>, softmax_f16<F16Nn, true>,
-                                   kNnLanes,           kF,                 F32::f16_to_f32,    F32::f32_to_f16};
+constexpr AttentionKernels kAttF16{Mode::f16,
+                                   dense_fwd<F16Gemm>,
+                                   dense_bwd<F16Gemm>,
+                                   softmax_f16<F16Nn, true>,
+                                   kNnLanes,
+                                   kF,
+                                   F32::f16_to_f32,
+                                   F32::f32_to_f16,
+                                   f16acc_reduce<F16, kNnRegs, Op::dot>};
 
 const Kernel kList[] = {
     k<Op::sum, Mode::f32>(f32acc_reduce<F32S, Op::sum>),

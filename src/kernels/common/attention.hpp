@@ -18,7 +18,9 @@ namespace halfmap::detail {
 /// kernels; 1 and none otherwise. widen_f16 and narrow_f16: the path's conversions of many fp16 values to f32 and
 /// back (round to nearest even), which the composition's elementwise steps use on fp16 storage in place of
 /// half.hpp's scalar ones, giving the same bits (exhaustive_conversion_test pins the hardware's conversions to
-/// half.hpp's for every pattern); null where the path has none (the scalar ones then).
+/// half.hpp's for every pattern); null where the path has none (the scalar ones then). f16_dot: the f16 mode's
+/// δ = Σ P ∘ dP, the path's fp16 dot in f16_model_reduce's order over `lanes` lanes with `fma` (its f16acc_reduce
+/// at the softmax's registers); null: f16_model_reduce itself.
 struct AttentionKernels {
   Mode mode;
   DenseFn fwd;
@@ -28,6 +30,7 @@ struct AttentionKernels {
   FmaKind fma;
   void (*widen_f16)(const std::uint16_t* src, float* dst, std::size_t n) = nullptr;
   void (*narrow_f16)(const float* src, std::uint16_t* dst, std::size_t n) = nullptr;
+  ReduceFn f16_dot = nullptr;
 };
 
 /// Runs AttentionArgs' recipe with these kernels (kernels/common/attention.cpp).
