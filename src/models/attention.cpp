@@ -11,8 +11,8 @@ struct ModelParts {
   unsigned lanes;
   FmaKind fma;
   // The composition's scalar conversions (half.hpp's): the model names no path's instructions.
-  void (*widen_f16)(const std::uint16_t*, float*, std::size_t) = nullptr;
-  void (*narrow_f16)(const float*, std::uint16_t*, std::size_t) = nullptr;
+  void (*widen16)(const std::uint16_t*, float*, std::size_t) = nullptr;
+  void (*narrow16)(const float*, std::uint16_t*, std::size_t) = nullptr;
   ReduceFn f16_dot = nullptr;  // δ by f16_model_reduce
   void fwd(const DenseArgs& a) const { f16_model_dense_fwd(a, fma); }
   void bwd(const DenseBwdArgs& a) const { f16_model_dense_bwd(a, fma); }

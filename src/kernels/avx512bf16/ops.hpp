@@ -45,6 +45,17 @@ inline __m256i to_bf16_exact(__m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
 }
 
+/// n bf16 values widened to f32 exactly (a 16-bit shift, NaNs as they are), any n (masked tail).
+inline void bf16_to_f32(const std::uint16_t* src, float* dst, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, F32::load_bf16(src + i));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src + i));
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
+  }
+}
+
 /// n f32 values rounded to bf16 with to_bf16_exact, any n (masked tail).
 inline void f32_to_bf16(const float* src, std::uint16_t* dst, std::size_t n) {
   std::size_t i = 0;

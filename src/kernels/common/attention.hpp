@@ -15,10 +15,11 @@ namespace halfmap::detail {
 
 /// The kernels of one path and mode that an attention kernel is made of (the storage type is the mode's). lanes
 /// and fma: the f16 modes' softmax lanes (δ's fp16 dot runs in the same order) and the fp16 FMA of the dense
-/// kernels; 1 and none otherwise. widen_f16 and narrow_f16: the path's conversions of many fp16 values to f32 and
-/// back (round to nearest even), which the composition's elementwise steps use on fp16 storage in place of
-/// half.hpp's scalar ones, giving the same bits (exhaustive_conversion_test pins the hardware's conversions to
-/// half.hpp's for every pattern); null where the path has none (the scalar ones then). f16_dot: the f16 mode's
+/// kernels; 1 and none otherwise. widen16 and narrow16: the path's conversions of many values of the mode's 16-bit
+/// storage type (fp16 or bf16) to f32 and back (round to nearest even), which the composition's elementwise steps
+/// use in place of half.hpp's scalar ones, giving the same bits (fp16: exhaustive_conversion_test pins the
+/// hardware's conversions to half.hpp's for every pattern; bf16: a shift, and avx512bf16's to_bf16_exact, not
+/// vcvtneps2bf16, which flushes); null where the path has none (the scalar ones then). f16_dot: the f16 mode's
 /// δ = Σ P ∘ dP, the path's fp16 dot in f16_model_reduce's order over `lanes` lanes with `fma` (its f16acc_reduce
 /// at the softmax's registers); null: f16_model_reduce itself.
 struct AttentionKernels {
@@ -28,8 +29,8 @@ struct AttentionKernels {
   SoftmaxFn softmax;
   unsigned lanes;
   FmaKind fma;
-  void (*widen_f16)(const std::uint16_t* src, float* dst, std::size_t n) = nullptr;
-  void (*narrow_f16)(const float* src, std::uint16_t* dst, std::size_t n) = nullptr;
+  void (*widen16)(const std::uint16_t* src, float* dst, std::size_t n) = nullptr;
+  void (*narrow16)(const float* src, std::uint16_t* dst, std::size_t n) = nullptr;
   ReduceFn f16_dot = nullptr;
 };
 

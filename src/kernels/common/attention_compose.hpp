@@ -60,13 +60,13 @@ T* first(std::vector<T>& v, std::size_t n) {
   return v.data();
 }
 
-/// dst[0, n) = src[0, n) widened to f32: with the path's bulk conversion on fp16 storage where it has one (the
+/// dst[0, n) = src[0, n) widened to f32: with the path's bulk conversion on 16-bit storage where it has one (the
 /// same bits as half.hpp's, AttentionKernels), else with the scalar one.
 template <class T, class Parts>
 void widen_all(const Parts& p, const T* src, float* dst, std::size_t n) {
-  if constexpr (std::is_same_v<T, f16>) {
-    if (p.widen_f16 != nullptr) {
-      p.widen_f16(reinterpret_cast<const std::uint16_t*>(src), dst, n);
+  if constexpr (sizeof(T) == 2) {
+    if (p.widen16 != nullptr) {
+      p.widen16(reinterpret_cast<const std::uint16_t*>(src), dst, n);
       return;
     }
   }
@@ -76,9 +76,9 @@ void widen_all(const Parts& p, const T* src, float* dst, std::size_t n) {
 /// dst[0, n) = src[0, n) rounded to T (nearest even), as widen_all.
 template <class T, class Parts>
 void narrow_all(const Parts& p, const float* src, T* dst, std::size_t n) {
-  if constexpr (std::is_same_v<T, f16>) {
-    if (p.narrow_f16 != nullptr) {
-      p.narrow_f16(src, reinterpret_cast<std::uint16_t*>(dst), n);
+  if constexpr (sizeof(T) == 2) {
+    if (p.narrow16 != nullptr) {
+      p.narrow16(src, reinterpret_cast<std::uint16_t*>(dst), n);
       return;
     }
   }
