@@ -33,8 +33,15 @@ constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma) {
 constexpr FmaKind kF = F16::kFma;
 
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
-constexpr AttentionKernels kAttF16{Mode::f16, dense_fwd<F16Gemm>, dense_bwd<F16Gemm>,
-                                   softmax_f16<F16Nn, true>, kNnLanes, kF};
+constexpr AttentionKernels kAttF16{Mode::f16,
+                                   dense_fwd<F16Gemm>,
+                                   dense_bwd<F16Gemm>,
+                                   softmax_f16<F16Nn, true>,
+                                   kNnLanes,
+                                   kF,
+                                   F32::f16_to_f32,
+                                   F32::f32_to_f16,
+                                   f16acc_reduce<F16, kNnRegs, Op::dot>};
 
 const Kernel kList[] = {
     k<Op::sum, Mode::f16>(f16acc_reduce<F16, kReduceRegs, Op::sum>, kReduceLanes, kF),
