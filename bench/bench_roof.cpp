@@ -9,7 +9,8 @@
 //                      alternating 4 KiB chunks, as dot and mse read x and y); the fastest of the eight is the
 //                      roof (roof_read_<level>_variants in the context). It uses the widest loads of the best
 //                      enabled ISA that has a read loop (roof/roof_avx512.cpp: 64 bytes, roof_avx2.cpp: 32 bytes),
-//                      else 16-byte vectors written with GCC/Clang vector extensions (SSE2 or NEON, no ISA flags):
+//                      else 16-byte vectors written with GCC/Clang vector extensions (SSE2 or NEON, no ISA flags:
+//                      roof/roof_baseline.cpp):
 //                      at l1 the load width decides the speed, at dram it does not.
 //   roof/copy/<level>  the fastest way this core moves the level's bytes: the f32 input buffer copied into the
 //                      output buffer with the read loop's loads and (a) ordinary stores of the same width, (b)
@@ -44,7 +45,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <ctime>
 #include <optional>
 #include <stdexcept>
@@ -52,10 +52,6 @@
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
-
-#if defined(__x86_64__)
-#include <emmintrin.h>  // SSE2, part of the x86-64 baseline: _mm_stream_si128
-#endif
 
 #include "bench_util.hpp"
 #include "roof/roof_isa.hpp"
@@ -97,100 +93,37 @@ std::optional<roof::IsaLoops> loops_for(Isa isa) {
   }
 }
 
-/// 16 bytes: one SSE2 or NEON register, the baseline vector of both architectures. (A wider vector type without
-/// the ISA flags for it is lowered through the stack by GCC, which would make this loop slower than memory.)
-using U64x2 = std::uint64_t __attribute__((vector_size(16)));
-
 using roof::CopyFn;
 using roof::kShapeRegs;
 using roof::kShapes;
 using roof::ReadFn;
 
-/// The sum of the 64-bit words of p[0, bytes), bytes a multiple of 16 * kRegs, kRegs vectors of 16 bytes per step
-/// into kRegs independent accumulators; p needs no alignment.
-template <int kRegs>
-std::uint64_t read_baseline(const unsigned char* p, std::size_t bytes) {
-  U64x2 acc[kRegs] = {};
-  for (std::size_t i = 0; i < bytes; i += 16 * kRegs) {
-#pragma GCC unroll 16
-    for (int a = 0; a < kRegs; ++a) {
-      U64x2 v;  // memcpy: the buffer holds floats; this reads their bytes without aliasing them
-      std::memcpy(&v, p + i + 16 * a, 16);
-      acc[a] += v;
-    }
-  }
-  U64x2 total = acc[0];
-  for (int a = 1; a < kRegs; ++a) total += acc[a];
-  return total[0] + total[1];
-}
-
-/// dst[0, bytes) = src[0, bytes), bytes a multiple of 16 * kRegs, kRegs 16-byte vectors per step; neither needs
-/// alignment.
-template <int kRegs>
-void copy_baseline(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; i += 16 * kRegs) {
-    U64x2 v[kRegs];
-#pragma GCC unroll 16
-    for (int a = 0; a < kRegs; ++a) {
-      std::memcpy(&v[a], src + i + 16 * a, 16);
-      // An empty asm on the value: without it the compiler may turn the loop into a call of memcpy, whose
-      // non-temporal stores at DRAM sizes no kernel uses.
-#if defined(__aarch64__)
-      asm("" : "+w"(v[a]));
-#else
-      asm("" : "+x"(v[a]));
-#endif
-    }
-#pragma GCC unroll 16
-    for (int a = 0; a < kRegs; ++a) std::memcpy(dst + i + 16 * a, &v[a], 16);
-  }
-}
-
-#if defined(__x86_64__)
-/// copy_baseline with non-temporal 16-byte stores (dst 16-byte aligned).
-template <int kRegs>
-void copy_nt_baseline(const unsigned char* src, unsigned char* dst, std::size_t bytes) {
-  for (std::size_t i = 0; i < bytes; i += 16 * kRegs) {
-    __m128i v[kRegs];
-#pragma GCC unroll 16
-    for (int a = 0; a < kRegs; ++a) v[a] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16 * a));
-#pragma GCC unroll 16
-    for (int a = 0; a < kRegs; ++a) _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16 * a), v[a]);
-  }
-  _mm_sfence();
-}
-#endif
-
-static_assert(kShapeRegs[0] == 2 && kShapeRegs[1] == 4 && kShapeRegs[2] == 8 && kShapeRegs[3] == 16);
 using ReadLoops = std::array<ReadFn, kShapes>;
 using CopyLoops = std::array<CopyFn, kShapes>;
 
-/// The read loops (one per shape) of the best enabled ISA that has them, and how they load, in words.
-std::pair<ReadLoops, std::string> read_loops() {
+/// The read and copy loops of the best enabled ISA that has them (roof/roof_baseline.cpp's 16-byte ones where
+/// none has), and how they load, in words.
+std::pair<roof::IsaLoops, std::string> memory_loops() {
   for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
     if (!isa_enabled(*it)) continue;
     const auto loops = loops_for(*it);
     if (loops && loops->read[0] != nullptr) {
-      return {std::to_array(loops->read), fmt::format("{}-byte loads ({})", loops->read_load_bytes, isa_name(*it))};
+      return {*loops, fmt::format("{}-byte loads ({})", loops->read_load_bytes, isa_name(*it))};
     }
   }
-  return {{read_baseline<2>, read_baseline<4>, read_baseline<8>, read_baseline<16>},
-          "16-byte loads (baseline SSE2/NEON)"};
+  return {roof::loops_baseline(), "16-byte loads (baseline SSE2/NEON)"};
+}
+
+/// The read loops, one per shape, and how they load.
+std::pair<ReadLoops, std::string> read_loops() {
+  const auto [loops, how] = memory_loops();
+  return {std::to_array(loops.read), how};
 }
 
 /// The copy loops per shape (ordinary stores; non-temporal stores, or nulls) of the same ISA as read_loops()'s.
 std::pair<CopyLoops, CopyLoops> copy_loops() {
-  for (auto it = kAllIsas.rbegin(); it != kAllIsas.rend(); ++it) {
-    if (!isa_enabled(*it)) continue;
-    const auto loops = loops_for(*it);
-    if (loops && loops->copy[0] != nullptr) return {std::to_array(loops->copy), std::to_array(loops->copy_nt)};
-  }
-  const CopyLoops ordinary = {copy_baseline<2>, copy_baseline<4>, copy_baseline<8>, copy_baseline<16>};
-#if defined(__x86_64__)
-  return {ordinary, {copy_nt_baseline<2>, copy_nt_baseline<4>, copy_nt_baseline<8>, copy_nt_baseline<16>}};
-#else
-  return {ordinary, {}};
-#endif
+  const roof::IsaLoops loops = memory_loops().first;
+  return {std::to_array(loops.copy), std::to_array(loops.copy_nt)};
 }
 
 /// The ways a copy roof moves a level's bytes (bench_roof.cpp's header): ordinary stores into the output buffer,

@@ -52,6 +52,9 @@ struct IsaLoops {
   CopyFn copy_nt[kShapes] = {};
 };
 
+/// The baseline read and copy loops (roof_baseline.cpp, no ISA flags: 16-byte vectors); no fma, no f16c.
+IsaLoops loops_baseline();
+
 // Defined only in builds that compile the ISA (bench/CMakeLists.txt defines HALFMAP_BENCH_ROOF_<ISA>).
 IsaLoops loops_avx2();
 IsaLoops loops_avx512();
