@@ -164,7 +164,8 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
     float delta = 0;
     if constexpr (std::is_same_v<T, f16>) {
       if (h16) {
-        delta = p.f16_dot != nullptr ? p.f16_dot(pr, dpr, L) : to_f32(f16_model_reduce(Op::dot, pr, dpr, L, p.lanes, p.fma));
+        delta = p.f16_dot != nullptr ? p.f16_dot(pr, dpr, L)
+                                     : to_f32(f16_model_reduce(Op::dot, pr, dpr, L, p.lanes, p.fma));
         rounded_difference = true;
       }
     }
