@@ -26,8 +26,11 @@
 //                      counting as the dense benchmarks' 2·M·N·K). Skipped with the reason where the ISA is not
 //                      enabled.
 //   roof/f16c/<isa>    avx2 and avx512: the same FMA with every result rounded to fp16 and widened back (vcvtps2ph,
-//                      vcvtph2ps) before the next FMA of its chain, no loads: the limit of the per-operation f16
-//                      kernels, which round so after every operation (NUMERICS.md). Flops as for fma (the
+//                      vcvtph2ps) before the next FMA of its chain: the limit of the per-operation f16 kernels,
+//                      which round so after every operation (NUMERICS.md). Timed with the chains in registers (no
+//                      loads) and with 64 fp16 chains in an L1 array (each step a load, the FMA and a store, as the
+//                      kernels' fp16 data; many chains, so bound by throughput rather than by the round trip's
+//                      latency); the faster is the roof (roof_f16c_<isa>_variants). Flops as for fma (the
 //                      conversions count none).
 //
 // measure_roofs() measures the read and copy roofs of every level, the FMA roof of every enabled ISA and the F16C
@@ -187,6 +190,15 @@ bool has_f16c(Isa isa) {
 
 /// FMA repetitions per call: 16 accumulators x 4096 = 65536 instructions, some 50 µs.
 constexpr std::size_t kFmaReps = 4096;
+/// The F16C loop on fp16 chains in memory: 64 chains a repetition, so a sixteenth of the repetitions.
+constexpr std::size_t kF16cMemoryReps = kFmaReps / 16;
+
+/// Per ISA, whether the F16C roof is the loop on fp16 chains in memory (else in registers): measure_compute_roofs
+/// chooses, run_fma times the choice.
+std::array<bool, kAllIsas.size()>& f16c_memory_wins() {
+  static std::array<bool, kAllIsas.size()> v{};
+  return v;
+}
 
 void run_read(benchmark::State& state, const Level& level) {
   const auto* buf = static_cast<const unsigned char*>(input_buffer(DType::f32, level));
@@ -221,14 +233,16 @@ void run_fma(benchmark::State& state, Isa isa, bool f16c) {
     state.SkipWithError(isa_skip_reason(isa).c_str());  // copied by the library
     return;
   }
-  const auto loop = f16c ? loops->f16c : loops->fma;
+  const bool memory = f16c && f16c_memory_wins()[static_cast<std::size_t>(isa)];
+  const auto loop = memory ? loops->f16c_memory : f16c ? loops->f16c : loops->fma;
+  const std::size_t reps = memory ? kF16cMemoryReps : kFmaReps;
   for (auto _ : state) {
-    float s = loop(kFmaReps);
+    float s = loop(reps);
     benchmark::DoNotOptimize(s);
   }
-  const double per_rep = f16c ? loops->f16c_flops_per_rep : loops->flops_per_rep;
+  const double per_rep = memory ? loops->f16c_memory_flops_per_rep : f16c ? loops->f16c_flops_per_rep : loops->flops_per_rep;
   state.counters["flops_per_second"] =
-      benchmark::Counter(per_rep * static_cast<double>(kFmaReps), benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(per_rep * static_cast<double>(reps), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 /// CPU time of this thread, in seconds: the clock Google Benchmark's rates use by default.
@@ -375,11 +389,30 @@ std::string measure_compute_roofs(Roofs& r, double seconds) {
                                 fmt::format("{:.6g}", r.fma[i]));
     list += fmt::format("{}{}: {}", list.empty() ? "" : "; ", isa_name(isa), loops->what);
     if (!has_f16c(isa)) continue;
-    r.f16c[i] = rate([&] { benchmark::DoNotOptimize(loops->f16c(kFmaReps)); },
-                     loops->f16c_flops_per_rep * static_cast<double>(kFmaReps), seconds);
+    const double in_registers = rate([&] { benchmark::DoNotOptimize(loops->f16c(kFmaReps)); },
+                                     loops->f16c_flops_per_rep * static_cast<double>(kFmaReps), seconds);
+    const double in_memory =
+        loops->f16c_memory == nullptr
+            ? 0.0
+            : rate([&] { benchmark::DoNotOptimize(loops->f16c_memory(kF16cMemoryReps)); },
+                   loops->f16c_memory_flops_per_rep * static_cast<double>(kF16cMemoryReps), seconds);
+    f16c_memory_wins()[i] = in_memory > in_registers;
+    // Both loops have the same lanes: the register loop's chains from the two flop counts.
+    const int register_chains =
+        loops->f16c_memory == nullptr
+            ? 0
+            : static_cast<int>(roof::kF16cMemoryChains * loops->f16c_flops_per_rep / loops->f16c_memory_flops_per_rep);
+    r.f16c[i] = std::max(in_registers, in_memory);
     benchmark::AddCustomContext(fmt::format("roof_f16c_{}_flops_per_second", isa_name(isa)),
                                 fmt::format("{:.6g}", r.f16c[i]));
-    list += fmt::format("; f16c {}: {}", isa_name(isa), loops->f16c_what);
+    benchmark::AddCustomContext(
+        fmt::format("roof_f16c_{}_variants", isa_name(isa)),
+        fmt::format("flops/s: {} chains in registers {:.6g}; {} fp16 chains in memory {:.6g} (the roof: {})",
+                    register_chains, in_registers,
+                    roof::kF16cMemoryChains, in_memory, f16c_memory_wins()[i] ? "memory" : "registers"));
+    list += fmt::format("; f16c {}: {}, the faster of {} chains in registers and {} fp16 chains in L1",
+                        isa_name(isa), loops->f16c_what,
+                        register_chains, roof::kF16cMemoryChains);
   }
   return list;
 }

@@ -39,6 +39,13 @@ using CopyFn = void (*)(const unsigned char* src, unsigned char* dst, std::size_
 ///          fp16 (vcvtps2ph, round to nearest even) and widened back (vcvtph2ps) before the next FMA of its chain,
 ///          as the per-operation f16 kernels do (NUMERICS.md); no loads. Performs reps * f16c_flops_per_rep
 ///          flops (an FMA's 2 per lane; the conversions count none). Null where the ISA has no such kernels.
+///   f16c_memory: the same round trip on kF16cMemoryChains accumulators kept as fp16 in an L1 array, each step
+///          loading one (vcvtph2ps from memory), the FMA, and storing it back (vcvtps2ph to memory), as the f16
+///          kernels do with fp16 data. So many chains are independent that the loop is bound by throughput,
+///          not by the chain's latency, which the registers' few chains cannot hide on every core (avx2 on one
+///          Zen 5: 33 GFLOP/s in registers, 42 in memory). Performs reps * f16c_memory_flops_per_rep flops. Null
+///          exactly where f16c is; the F16C roof is the faster of the two (bench_roof.cpp).
+inline constexpr int kF16cMemoryChains = 64;
 struct IsaLoops {
   const char* what;      // the instruction timed, for the benchmark context
   double flops_per_rep;  // lanes x flops per lane x accumulators; an FMA is 2 flops per lane, vdpbf16ps 4
@@ -50,6 +57,8 @@ struct IsaLoops {
   double f16c_flops_per_rep;  // lanes x 2 x chains; 0 without f16c
   const char* f16c_what;      // the instructions timed; null without f16c
   CopyFn copy_nt[kShapes] = {};
+  float (*f16c_memory)(std::size_t reps) = nullptr;
+  double f16c_memory_flops_per_rep = 0;  // lanes x 2 x kF16cMemoryChains
 };
 
 /// The baseline read and copy loops (roof_baseline.cpp, no ISA flags: 16-byte vectors); no fma, no f16c.

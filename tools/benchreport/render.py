@@ -122,6 +122,13 @@ def copy_what(context, level):
     return "the same loads stored to a second buffer (ordinary stores), bytes read + written"
 
 
+def f16c_what(context, isa):
+    variants = context.get(f"roof_f16c_{isa}_variants")
+    if variants:
+        return f"{F16C_WHAT.get(isa, '')}, the faster of chains in registers and 64 fp16 chains in L1; {variants}"
+    return F16C_WHAT.get(isa, "") + (", 14 chains" if isa == "avx2" else ", 24 chains" if isa == "avx512" else "")
+
+
 def used(found, arg, unit):
     """The roof a fraction divides by (Roofs: the higher of startup and the roof/* benchmark's fastest repetition)."""
     return fmt_unit(found[arg], unit) if found.get(arg) else "-"
@@ -154,7 +161,7 @@ def roof_table_rows(context, results, roofs):
         start = context.get(f"roof_f16c_{isa}_flops_per_second")
         rows.append([f"f16c, {isa}", fmt_unit(number(start), "GFLOP/s") if number(start) else "not measured",
                      fmt_unit(results.value("roof", "f16c", isa, "flops_per_second"), "GFLOP/s"), used(roofs.f16c, isa, "GFLOP/s"),
-                     F16C_WHAT.get(isa, "")])
+                     f16c_what(context, isa)])
     return rows
 
 

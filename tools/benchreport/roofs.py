@@ -12,7 +12,8 @@ softmax, softmax_naive and xent write as many bytes as they read, so their roof 
 bytes written are elements_per_second x the storage size.
 
 The per-operation f16 kernels of avx2 and avx512 (mode f16, F16C) are also compared with the F16C round-trip roof
-of their ISA (an FMA rounded to fp16 and back after every step): f16c_fraction.
+of their ISA (an FMA rounded to fp16 and back after every step, the faster of chains in registers and fp16 chains
+in L1): f16c_fraction.
 
 Which FMA roof a dense kernel is compared with is halfmap_bench's rule (bench/bench_roof.cpp, compute_roof_isa),
 read from the benchmark label (roof=fma/<isa>, roof=none for ref). A JSON older than the label still says it in
@@ -30,8 +31,8 @@ STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 F16C_ISAS = ("avx2", "avx512")
 F16C_OPS = ("sum", "sumsq", "dot")  # one rounded add or FMA per element; maxabs rounds nothing
 F16C_WHAT = {
-    "avx2": "vfmadd*ps + vcvtps2ph + vcvtph2ps ymm, each FMA rounded to fp16 and back, 14 chains",
-    "avx512": "vfmadd*ps + vcvtps2ph + vcvtph2ps zmm, each FMA rounded to fp16 and back, 24 chains",
+    "avx2": "vfmadd*ps + vcvtps2ph + vcvtph2ps ymm, each FMA rounded to fp16 and back",
+    "avx512": "vfmadd*ps + vcvtps2ph + vcvtph2ps zmm, each FMA rounded to fp16 and back",
 }
 
 # Startup roofs are printed with 6 significant digits ({:.6g}): a kernel's rate / its roof_fraction is within
