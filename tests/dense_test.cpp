@@ -157,7 +157,7 @@ struct Tiling {
 Tiling tiling_of(const Kernel& k) {
   switch (k.isa) {
     case Isa::ref: return {4, 8, 32, 64};
-    case Isa::avx2: return k.mode == Mode::f16 ? Tiling{4, 16, 256, 128} : Tiling{6, 16, 1024, 120};
+    case Isa::avx2: return k.mode == Mode::f16 ? Tiling{8, 64, 256, 120} : Tiling{6, 16, 1024, 120};
     case Isa::avx512: return k.mode == Mode::f16 ? Tiling{8, 32, 256, 128} : Tiling{6, 64, 1024, 72, 2048};
     case Isa::avx512bf16: return {8, 32, 1024, 128, 2048};
     case Isa::avx512fp16: return {8, 64, 256, 128};

@@ -14,6 +14,7 @@ struct ModelParts {
   void (*widen16)(const std::uint16_t*, float*, std::size_t) = nullptr;
   void (*narrow16)(const float*, std::uint16_t*, std::size_t) = nullptr;
   ReduceFn f16_dot = nullptr;  // δ by f16_model_reduce
+  void (*softmax_bwd_f32)(float*, const float*, std::size_t) = nullptr;  // f16 arithmetic only: never called
   void fwd(const DenseArgs& a) const { f16_model_dense_fwd(a, fma); }
   void bwd(const DenseBwdArgs& a) const { f16_model_dense_bwd(a, fma); }
   void softmax(const SoftmaxArgs& a) const { f16_model_softmax(a, true, lanes); }

@@ -4,7 +4,8 @@
 //                output;
 //   f16          fp16 arithmetic emulated per operation (F16: every f32 result rounded back with vcvtps2ph,
 //                FmaKind::f32_round), 64 lanes for the reductions (8 registers hide the fma + 2 conversions
-//                latency), 32 for mse/softmax/xent (4 registers), each dense output in k order.
+//                latency), 32 for mse/softmax/xent (4 registers), each dense output in k order, its accumulator
+//                kept as fp16 in L1 (microkernel_l1).
 #include "kernels/avx2/ops.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/fp8_convert.hpp"
@@ -34,14 +35,16 @@ constexpr unsigned kReduceLanes = F16::kW * kReduceRegs, kNnLanes = F16::kW * kN
 /// and the epilogue finishes each tile from L1. The 64 KiB B micro-panel streams from L2 with the 120-row A block
 /// (480 KiB). Measured here (Xeon, AVX-512 machine running the avx2 path) at 1024³, f32: k blocks of 256 ran at
 /// 0.78-0.81 of the avx2 FMA roof, 512 at 0.79, 1024 at 0.87-0.92; 4 × 24 tiles at 0.65-0.69; 72-row A blocks
-/// as 120. 6 × 16 for the per-op fp16 tile: each accumulator's FMA + vcvtps2ph + vcvtph2ps chain is some 16 cycles
-/// of latency (bench/roof/roof_avx2.cpp), so the 8 chains of a 4 × 16 tile ran at about 0.6 of the F16C roof and
-/// the 12 of 6 × 16 (12 accumulators, 2 of B, the broadcast and the conversion's temporary: 16 registers, no
-/// spill) at 1.26× that at 1024³ in a paired run here.
+/// as 120. The per-op fp16 tile is 8 × 64 on microkernel_l1: its accumulators stay as fp16 in the output (L1),
+/// 64 chains of FMA + vcvtps2ph + vcvtph2ps (some 16 cycles each in registers), enough to be bound by the
+/// conversions' throughput, not their latency. In registers the 12 chains of a 6 × 16 tile (12 accumulators, 2 of
+/// B, the broadcast and the conversion's temporary) were all 16 ymm could hold. Measured here (Zen 5) in paired
+/// runs, dense_fwd 1024³: 6 × 16 in registers 31-33 GFLOP/s; in L1 6 × 64 41, 8 × 64 42-43.5, 8 × 48 38, 12 × 32
+/// 37, 8 × 32 40; dense_bwd 1024³ 31 against 37-39 (8 × 64).
 using F32Block = Blocking<6, 16, 120, 1024, 4096>;
 using F32Gemm = GemmTraits<F32, F32, float, Mode::f32, F32Block>;
 using F16F32AccGemm = GemmTraits<F32, F32, std::uint16_t, Mode::f16_f32acc, F32Block>;
-using F16Gemm = GemmTraits<F16, F32, std::uint16_t, Mode::f16, Blocking<6, 16, 120, 256, 4096>>;
+using F16Gemm = GemmTraits<F16, F32, std::uint16_t, Mode::f16, BlockingL1<8, 64, 120, 256, 4096>>;
 
 template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {
@@ -51,12 +54,13 @@ constexpr FmaKind kF = F16::kFma;
 
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below, mode by mode.
 using detail::AttentionKernels;
-constexpr AttentionKernels kAttF32{Mode::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>,
-                                   softmax_f32acc<F32S, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF32{Mode::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>, softmax_f32acc<F32S, true>,
+                                   1, FmaKind::none, nullptr, nullptr, nullptr, softmax_bwd_row<F32>};
 constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc,         dense_fwd<F16F32AccGemm>,
                                          dense_bwd<F16F32AccGemm>,   softmax_f32acc<F16S, true>,
                                          1,                          FmaKind::none,
-                                         F32::f16_to_f32,            F32::f32_to_f16};
+                                         F32::f16_to_f32,            F32::f32_to_f16,
+                                         nullptr,                    softmax_bwd_row<F32>};
 constexpr AttentionKernels kAttF16{Mode::f16,
                                    dense_fwd<F16Gemm>,
                                    dense_bwd<F16Gemm>,

@@ -114,6 +114,15 @@ struct F16 {
   static V add(V a, V b) { return round(_mm256_add_ps(a, b)); }
   static V sub(V a, V b) { return round(_mm256_sub_ps(a, b)); }
   static V fma(V a, V b, V c) { return round(_mm256_fmadd_ps(a, b, c)); }
+  /// The FMA unrounded and its rounding on the way to memory (microkernel_l1: fma + store_round is fma + store).
+  static V fma_f32(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static void store_round(std::uint16_t* p, V v) {
+    __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    // Converted into a register, then stored: GCC would fuse the two into vcvtps2ph to memory, which ran the
+    // F16C round trip at 28 GFLOP/s on a Zen 5 against 45 this way (bench/roof/roof_avx2.cpp).
+    asm("" : "+x"(h));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), h);
+  }
   /// NaN lanes become the f32 quiet NaN 0x7FC00000, which narrows to fp16's canonical 0x7E00.
   static V canon(V v) {
     return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));

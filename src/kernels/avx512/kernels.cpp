@@ -48,12 +48,13 @@ constexpr FmaKind kF = F16::kFma;
 
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below, mode by mode.
 using detail::AttentionKernels;
-constexpr AttentionKernels kAttF32{Mode::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>,
-                                   softmax_f32acc<F32S, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF32{Mode::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>, softmax_f32acc<F32S, true>,
+                                   1, FmaKind::none, nullptr, nullptr, nullptr, softmax_bwd_row<F32>};
 constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc,         dense_fwd<F16F32AccGemm>,
                                          dense_bwd<F16F32AccGemm>,   softmax_f32acc<F16S, true>,
                                          1,                          FmaKind::none,
-                                         F32::f16_to_f32,            F32::f32_to_f16};
+                                         F32::f16_to_f32,            F32::f32_to_f16,
+                                         nullptr,                    softmax_bwd_row<F32>};
 constexpr AttentionKernels kAttF16{Mode::f16,
                                    dense_fwd<F16Gemm>,
                                    dense_bwd<F16Gemm>,

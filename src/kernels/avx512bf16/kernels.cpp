@@ -109,7 +109,8 @@ constexpr Kernel k(Fn fn) {
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
 constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc,          dense_fwd<Bf16Gemm>, dense_bwd<Bf16Gemm>,
                                     softmax_f32acc<Bf16, true>, 1,                   FmaKind::none,
-                                    bf16_to_f32,                f32_to_bf16};
+                                    bf16_to_f32,                f32_to_bf16,
+                                    nullptr,                    softmax_bwd_row<F32>};
 
 const Kernel kList[] = {
     k<Op::sum>(bf16_dp_reduce<Op::sum>),

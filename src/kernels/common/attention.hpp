@@ -21,7 +21,10 @@ namespace halfmap::detail {
 /// hardware's conversions to half.hpp's for every pattern; bf16: a shift, and avx512bf16's to_bf16_exact, not
 /// vcvtneps2bf16, which flushes); null where the path has none (the scalar ones then). f16_dot: the f16 mode's
 /// δ = Σ P ∘ dP, the path's fp16 dot in f16_model_reduce's order over `lanes` lanes with `fma` (its f16acc_reduce
-/// at the softmax's registers); null: f16_model_reduce itself.
+/// at the softmax's registers); null: f16_model_reduce itself. softmax_bwd_f32: the f32-computing modes' softmax
+/// backward on one row in f32, p[j] = p[j] · (dp[j] − δ) with δ = Σ p ∘ dp, on the path's vectors (softmax_bwd_row
+/// below: δ in its lanes' order, fused; the f32 modes are bounded, not bit-pinned, so the order is the path's);
+/// null: the composition's scalar loop (δ in index order).
 struct AttentionKernels {
   Mode mode;
   DenseFn fwd;
@@ -32,7 +35,30 @@ struct AttentionKernels {
   void (*widen16)(const std::uint16_t* src, float* dst, std::size_t n) = nullptr;
   void (*narrow16)(const float* src, std::uint16_t* dst, std::size_t n) = nullptr;
   ReduceFn f16_dot = nullptr;
+  void (*softmax_bwd_f32)(float* p, const float* dp, std::size_t n) = nullptr;
 };
+
+/// AttentionKernels::softmax_bwd_f32 on an ISA's f32 ops O (load, store, set1, zero, add, sub, mul, fma, kW): δ over
+/// four registers of lanes, then their lanes in order, then the tail in index order; then p · (dp − δ) per element
+/// (the composition's two roundings: the difference, then the product).
+template <class O>
+void softmax_bwd_row(float* p, const float* dp, std::size_t n) {
+  constexpr std::size_t W = O::kW;
+  typename O::V acc[4] = {O::zero(), O::zero(), O::zero(), O::zero()};
+  std::size_t j = 0;
+  for (; j + 4 * W <= n; j += 4 * W) {
+    for (std::size_t r = 0; r < 4; ++r) acc[r] = O::fma(O::load(p + j + r * W), O::load(dp + j + r * W), acc[r]);
+  }
+  alignas(64) float lanes[W];
+  O::store(lanes, O::add(O::add(acc[0], acc[1]), O::add(acc[2], acc[3])));
+  float delta = 0;
+  for (std::size_t l = 0; l < W; ++l) delta += lanes[l];
+  for (; j < n; ++j) delta += p[j] * dp[j];
+  const typename O::V dv = O::set1(delta);
+  j = 0;
+  for (; j + W <= n; j += W) O::store(p + j, O::mul(O::load(p + j), O::sub(O::load(dp + j), dv)));
+  for (; j < n; ++j) p[j] = p[j] * (dp[j] - delta);
+}
 
 /// Runs AttentionArgs' recipe with these kernels (kernels/common/attention.cpp).
 void attention_run(const AttentionArgs& a, const AttentionKernels& parts, bool prescale);

@@ -54,10 +54,48 @@ void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::
   }
 }
 
+/// The same product for the per-operation fp16 tiles (FmaKind::f32_round) with the accumulators kept where they
+/// are, as fp16 in c (in L1 while the tile runs), not in registers: each k and accumulator loads it (vcvtph2ps),
+/// fuses the multiply-add in f32 and stores it rounded to fp16 (vcvtps2ph into a register, then the store). The
+/// bits are the register tile's: a register accumulator there holds exactly the fp16 value stored here, and each
+/// step is the same round(fma(a, b, c)) in the same k order. What changes is how many chains run at once: the
+/// register tile has as many as registers remain (12 on avx2), each a chain of FMA + two conversions some 16
+/// cycles long, so it is bound by that latency; here every accumulator of an MR × NV·kW tile is a chain (48 at
+/// 6 × 64), enough to be bound by the conversions' throughput instead, the F16C roof's L1 loop
+/// (bench/roof/roof_avx2.cpp). O supplies fma_f32 (the FMA unrounded) and store_round (rounded to fp16 through a
+/// register).
+template <class O, int MR, int NV>
+void microkernel_l1(std::size_t kc, const typename O::Packed* a, const typename O::Packed* b, typename O::Acc* c,
+                    std::size_t ldc, bool accumulate) {
+  constexpr int W = int(O::kW);
+  if (!accumulate) {
+    for (int i = 0; i < MR; ++i) std::memset(c + i * ldc, 0, sizeof(typename O::Acc) * W * NV);
+  }
+  for (std::size_t p = 0; p < kc; ++p, a += MR, b += W * NV) {
+    typename O::V bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = O::load_packed(b + W * v);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const typename O::V ai = O::broadcast(a + i);
+      typename O::Acc* ci = c + i * ldc;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) O::store_round(ci + W * v, O::fma_f32(ai, bv[v], O::load(ci + W * v)));
+    }
+  }
+}
+
 /// Cache blocking of gemm.hpp: micro-tile kMr × kNr, cache blocks kMc × kKc × kNc.
 template <std::size_t Mr, std::size_t Nr, std::size_t Mc, std::size_t Kc, std::size_t Nc>
 struct Blocking {
   static constexpr std::size_t kMr = Mr, kNr = Nr, kKPack = 1, kMc = Mc, kKc = Kc, kNc = Nc;
+  static constexpr bool kAccInL1 = false;
+};
+
+/// The same blocking on microkernel_l1: the per-operation fp16 tile's accumulators stay in memory.
+template <std::size_t Mr, std::size_t Nr, std::size_t Mc, std::size_t Kc, std::size_t Nc>
+struct BlockingL1 : Blocking<Mr, Nr, Mc, Kc, Nc> {
+  static constexpr bool kAccInL1 = true;
 };
 
 /// gemm.hpp's traits for a dense kernel on the micro-kernel above. Storage is float or uint16_t (fp16 bits);
@@ -86,7 +124,13 @@ struct GemmTraits : B {
       Cvt::f32_to_f16(s, d, n);
     }
   }
-  static constexpr auto kernel = microkernel<Tile, int(B::kMr), int(B::kNr / Tile::kW)>;
+  static constexpr auto kernel = [] {
+    if constexpr (B::kAccInL1) {
+      return microkernel_l1<Tile, int(B::kMr), int(B::kNr / Tile::kW)>;
+    } else {
+      return microkernel<Tile, int(B::kMr), int(B::kNr / Tile::kW)>;
+    }
+  }();
 
   /// The f16 modes' epilogue (gemm.hpp's dense_fwd): f16_dense_epilogue's out = relu?(acc + b), the add rounded
   /// to fp16. On the per-operation F16C tiles (FmaKind::f32_round) it runs kW lanes at a time through Cvt: the

@@ -32,12 +32,13 @@ constexpr Kernel k(Fn fn) {
 }
 
 // Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below, mode by mode.
-constexpr AttentionKernels kAttF32{Mode::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>,
-                                   softmax_f32acc<F32S, true>, 1, FmaKind::none};
+constexpr AttentionKernels kAttF32{Mode::f32, dense_fwd<F32Gemm>, dense_bwd<F32Gemm>, softmax_f32acc<F32S, true>,
+                                   1, FmaKind::none, nullptr, nullptr, nullptr, softmax_bwd_row<F32>};
 constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc,         dense_fwd<F16F32AccGemm>,
                                          dense_bwd<F16F32AccGemm>,   softmax_f32acc<F16S, true>,
                                          1,                          FmaKind::none,
-                                         F32::f16_to_f32,            F32::f32_to_f16};
+                                         F32::f16_to_f32,            F32::f32_to_f16,
+                                         nullptr,                    softmax_bwd_row<F32>};
 
 const Kernel kList[] = {
     k<Op::sum, Mode::f32>(f32acc_reduce<F32S, Op::sum>),
