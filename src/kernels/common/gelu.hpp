@@ -2,15 +2,18 @@
 // and instantiated per ISA with nn.hpp's traits: S (f32-accumulating modes, every step in f32) and H (fp16
 // arithmetic, every step rounded to fp16; erf, tanh and exp through f32 with one rounding back, by
 // H::exp_store_with, which applies any f32 function). Elementwise: S takes four registers side by side
-// (lanes.hpp), then the rest one at a time; H one at a time. A tail runs on a zero-padded copy and only its own
+// (lanes.hpp), then the rest one at a time; H likewise where it is a per-operation type on F16C (gelu_f16_blocks),
+// else one at a time. A tail runs on a zero-padded copy and only its own
 // lanes are stored. erf_f32_generic and tanh_f32_generic (softmax_row.hpp) are the same operations as the scalar
 // erf_f32 and tanh_f32 the f16 model calls, so the kernels match it bit for bit.
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "halfmap/registry.hpp"
 #include "kernels/common/lanes.hpp"
@@ -112,6 +115,74 @@ void gelu_f32acc(const GeluArgs& a) {
   });
 }
 
+/// Whether H is a per-operation fp16 type on F16C: its fp16 values live widened in the f32 math's registers (HV is
+/// M::V) and H::round rounds one to fp16, so exp_store_with(p, t, f) is round(f(t)) (plus the store to p).
+template <class H>
+concept F16cRoundTrip = std::is_same_v<typename H::HV, typename H::Math::V> && requires(typename H::HV v) {
+  { H::round(v) } -> std::same_as<typename H::HV>;
+};
+
+/// gelu_f16's steps on kRegs registers side by side (Lanes<M, kRegs> for erf, tanh and exp; every fp16 operation
+/// applied to each register in turn), for H with F16cRoundTrip: each register goes through exactly the operations
+/// of gelu_f16's block, so the bits are the same, but four chains of erf's 30 dependent operations and of the
+/// round trips (FMA + vcvtps2ph + vcvtph2ps) run at once where one left the units waiting. Returns how many
+/// elements it did: the whole blocks of kRegs registers.
+template <class H, bool kTanh>
+std::size_t gelu_f16_blocks(const GeluArgs& a) {
+  namespace c = gelu_consts;
+  constexpr std::size_t kRegs = 4, W = H::kW;
+  using M = typename H::Math;
+  using L = Lanes<M, kRegs>;
+  using V = typename L::V;
+  using U = std::uint16_t;
+  auto each = [](auto f) { return L::each(f); };
+  auto set = [&](std::uint16_t bits) {
+    const typename H::HV v = H::set1(bits);
+    return each([&](std::size_t) { return v; });
+  };
+  const V one = set(0x3C00), half = set(0x3800), zero = set(0x0000), negz = set(0x8000);
+  const V k0 = set(f16_const_bits(c::kK0)), k1 = set(f16_const_bits(c::kK1)), k2 = set(f16_const_bits(c::kK2)),
+          cc = set(f16_const_bits(c::kC)), c3 = set(f16_const_bits(c::kC3));
+  auto fma = [&](const V& p, const V& q, const V& r) {
+    return each([&](std::size_t i) { return H::fma(p.r[i], q.r[i], r.r[i]); });
+  };
+  auto mul = [&](const V& p, const V& q) { return fma(p, q, negz); };  // r16(p·q), as gelu_f16
+  auto add = [&](const V& p, const V& q) { return each([&](std::size_t i) { return H::add(p.r[i], q.r[i]); }); };
+  auto sub = [&](const V& p, const V& q) { return each([&](std::size_t i) { return H::sub(p.r[i], q.r[i]); }); };
+  auto round = [&](const V& p) { return each([&](std::size_t i) { return H::round(p.r[i]); }); };
+  auto load = [&](const U* p) { return each([&](std::size_t i) { return H::load(p + i * W); }); };
+  auto store = [&](U* p, const V& v) {
+    for (std::size_t i = 0; i < kRegs; ++i) store_canon_lanes<H>(p + i * W, v.r[i], W);
+  };
+  const auto* x = static_cast<const U*>(a.x);
+  const auto* dy = static_cast<const U*>(a.dy);
+  auto* y = static_cast<U*>(a.y);
+  auto* dx = static_cast<U*>(a.dx);
+  std::size_t i = 0;
+  for (; i + kRegs * W <= a.n; i += kRegs * W) {
+    const V xv = load(x + i);
+    const V h = mul(xv, half);
+    V fa, d = zero;
+    if constexpr (kTanh) {
+      const V x2 = mul(xv, xv);
+      const V u = mul(k0, fma(cc, mul(x2, xv), xv));
+      const V t = round(tanh_f32_generic<L>(u));
+      fa = add(one, t);
+      if (dy != nullptr) d = fma(h, mul(sub(one, mul(t, t)), mul(k0, fma(c3, x2, one))), mul(fa, half));
+    } else {
+      const V z = mul(xv, k1);
+      fa = add(one, round(erf_f32_generic<L>(z)));
+      if (dy != nullptr) {
+        const V p = round(exp_f32_generic<L>(sub(zero, mul(z, z))));
+        d = fma(mul(xv, k2), p, mul(fa, half));
+      }
+    }
+    if (y != nullptr) store(y + i, mul(h, fa));
+    if (dy != nullptr) store(dx + i, mul(load(dy + i), d));
+  }
+  return i;
+}
+
 template <class H, bool kTanh>
 void gelu_f16(const GeluArgs& a) {
   namespace c = gelu_consts;
@@ -148,7 +219,13 @@ void gelu_f16(const GeluArgs& a) {
     if (yp != nullptr) store_n(yp, mul(h, fa), n);
     if (dyp != nullptr) store_n(dxp, mul(H::load(dyp), d), n);
   };
-  for_each_register<W, U>(a, block);
+  std::size_t done = 0;
+  if constexpr (F16cRoundTrip<H>) done = gelu_f16_blocks<H, kTanh>(a);
+  if (done == a.n) return;
+  auto at = [done](auto* p) { return p != nullptr ? p + done : nullptr; };
+  const GeluArgs rest{a.n - done, static_cast<const U*>(a.x) + done, at(static_cast<U*>(a.y)),
+                      at(static_cast<const U*>(a.dy)), at(static_cast<U*>(a.dx))};
+  for_each_register<W, U>(rest, block);
 }
 
 }  // namespace halfmap::detail
