@@ -9,7 +9,6 @@
 #pragma once
 
 #include <algorithm>
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -114,13 +113,6 @@ void gelu_f32acc(const GeluArgs& a) {
     if (dyp != nullptr) store_lanes<S>(dxp, M::mul(S::load(dyp), d), n);
   });
 }
-
-/// Whether H is a per-operation fp16 type on F16C: its fp16 values live widened in the f32 math's registers (HV is
-/// M::V) and H::round rounds one to fp16, so exp_store_with(p, t, f) is round(f(t)) (plus the store to p).
-template <class H>
-concept F16cRoundTrip = std::is_same_v<typename H::HV, typename H::Math::V> && requires(typename H::HV v) {
-  { H::round(v) } -> std::same_as<typename H::HV>;
-};
 
 /// gelu_f16's steps on kRegs registers side by side (Lanes<M, kRegs> for erf, tanh and exp; every fp16 operation
 /// applied to each register in turn), for H with F16cRoundTrip: each register goes through exactly the operations

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -23,12 +24,9 @@
 #include <type_traits>
 
 #include "halfmap/registry.hpp"
+#include "kernels/common/lanes.hpp"   // Lanes, HALFMAP_VEC_INLINE
 #include "kernels/common/reduce.hpp"  // hsum
 
-/// Forces a vector-math helper inline into its caller. GCC otherwise calls exp, erf and tanh out of line from a
-/// loop body that uses them more than once, spilling every live register around the call (3-4x slower GELU and
-/// softmax). With -ffp-contract=off, inlining changes no result.
-#define HALFMAP_VEC_INLINE [[gnu::always_inline]] inline
 
 namespace halfmap::detail {
 
@@ -402,6 +400,14 @@ std::uint16_t fold_lanes_vec(typename H::HV* acc) {
 /// nonzero, every e_j is finite, so no quotient is NaN (canon is the identity) and e_j / s, rounded once to fp16,
 /// is quotient_by_reciprocal's correctly rounded f32 quotient rounded: e_j and s are fp16 values, normal in f32
 /// (or e_j = 0), s ≤ 65504, so 1/s is normal and e_j / s ≥ 2^-24 / 65504 > 2^-118.
+/// Whether H is a per-operation fp16 type on F16C: its fp16 values live widened in the f32 math's registers (HV is
+/// M::V) and H::round rounds one to fp16, so exp_store_with(p, t, f) is round(f(t)) (plus the store to p), and f
+/// may as well run on several registers at once (Lanes<M, R>) before each is rounded and stored.
+template <class H>
+concept F16cRoundTrip = std::is_same_v<typename H::HV, typename H::Math::V> && requires(typename H::HV v) {
+  { H::round(v) } -> std::same_as<typename H::HV>;
+};
+
 template <class H, bool kStable>
 void softmax_row_f16(const std::uint16_t* x, std::uint16_t* y, std::size_t cols, const std::uint16_t* next,
                      const std::uint16_t* out) {
@@ -424,6 +430,20 @@ void softmax_row_f16(const std::uint16_t* x, std::uint16_t* y, std::size_t cols,
   auto block = [&](const std::uint16_t* xp, std::uint16_t* yp, std::size_t j, auto inrange) {
     if (next != nullptr) prefetch_bytes(next + j, L * sizeof(std::uint16_t));
     if (out != nullptr) prefetch_bytes(out + j, L * sizeof(std::uint16_t));
+    if constexpr (F16cRoundTrip<H>) {  // the R exps side by side (Lanes: the same bits), then each rounded
+      using LM = Lanes<M, R>;
+      typename LM::V t;
+      for (std::size_t r = 0; r < R; ++r) {
+        t.r[r] = H::load(xp + r * W);
+        if constexpr (kStable) t.r[r] = H::sub(t.r[r], mv);
+      }
+      const typename LM::V e =
+          decltype(inrange)::value ? exp_f32_inrange<LM, true>(t) : exp_f32_generic<LM>(t);
+      for (std::size_t r = 0; r < R; ++r) {
+        acc[r] = H::add(acc[r], H::exp_store_with(yp + r * W, e.r[r], [](typename M::V v) { return v; }));
+      }
+      return;
+    }
     for (std::size_t r = 0; r < R; ++r) {
       HV t = H::load(xp + r * W);
       if constexpr (kStable) t = H::sub(t, mv);
