@@ -18,6 +18,7 @@
 // suites (every reduction kernel at 3 sizes, every dense kernel at 2 to 5) stay within minutes. The
 // floating-point environment is only read, never changed: flush-to-zero and denormals-are-zero stay off (a peer
 // library that changed it would be put back, and the context would say so: bench_peers.cpp).
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -39,6 +40,7 @@ namespace {
 constexpr const char* kDefaultMinTime = "--benchmark_min_time=0.1";
 constexpr std::string_view kRoofTimeFlag = "--halfmap_roof_time=";
 constexpr std::string_view kThreadsFlag = "--halfmap_threads=";
+constexpr std::string_view kInterleaveFlag = "--benchmark_enable_random_interleaving";
 constexpr double kDefaultRoofTime = 0.25;
 
 std::string cpu_feature_list(const halfmap::CpuFeatures& f) {
@@ -63,7 +65,7 @@ std::string isa_list(Pred pred) {
   return out;
 }
 
-void add_context(std::string_view min_time) {
+void add_context(std::string_view min_time, bool interleaved) {
   using benchmark::AddCustomContext;
   AddCustomContext("halfmap_version", HALFMAP_VERSION);
   AddCustomContext("halfmap_git_commit", HALFMAP_GIT_COMMIT);
@@ -106,6 +108,17 @@ void add_context(std::string_view min_time) {
   halfmap::bench::add_peer_context();  // also checks every peer once, before any benchmark
   // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)
   AddCustomContext("bench_min_time", std::string(min_time.substr(min_time.find('=') + 1)));
+  AddCustomContext("bench_order", interleaved ? "random interleaving: the repetitions of all benchmarks in one shuffled "
+                                                "order (--benchmark_enable_random_interleaving)"
+                                              : "each benchmark's repetitions back to back, in registration order");
+}
+
+/// The library's reading of a boolean flag's value: true when absent or empty, false for 0, f, n, false, no and
+/// off in any case.
+bool truthy(std::string_view v) {
+  std::string low(v);
+  for (char& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return !(low == "0" || low == "f" || low == "n" || low == "false" || low == "no" || low == "off");
 }
 
 }  // namespace
@@ -127,6 +140,7 @@ int main(int argc, char** argv) {
   std::string default_min_time = kDefaultMinTime;
   std::string_view min_time;  // the last --benchmark_min_time wins, as in the library's own parsing
   double roof_time = kDefaultRoofTime;
+  bool interleaved = false;  // the last --benchmark_enable_random_interleaving wins, as for min_time
   bool listing = false;  // --benchmark_list_tests runs no benchmark, so it needs no roof
   for (int i = 0; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -150,6 +164,10 @@ int main(int argc, char** argv) {
       continue;
     }
     if (i > 0 && arg.starts_with("--benchmark_min_time")) min_time = argv[i];
+    if (i > 0 && arg.starts_with(kInterleaveFlag)) {
+      const std::string_view rest = arg.substr(kInterleaveFlag.size());
+      if (rest.empty() || rest.starts_with('=')) interleaved = truthy(rest.empty() ? rest : rest.substr(1));
+    }
     if (i > 0 && (arg == "--benchmark_list_tests" || arg == "--benchmark_list_tests=true")) listing = true;
     args.push_back(argv[i]);
   }
@@ -163,7 +181,7 @@ int main(int argc, char** argv) {
 
   benchmark::Initialize(&args_count, args.data());
   if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
-  add_context(min_time);
+  add_context(min_time, interleaved);
   if (roof_time > 0 && !listing) halfmap::bench::measure_roofs(roof_time);
   halfmap::bench::register_reduce_benchmarks();
   halfmap::bench::register_dense_benchmarks();

@@ -566,6 +566,44 @@ class Repetitions(unittest.TestCase):
         self.assertIn("Each benchmark ran once (no repetitions)", text)
 
 
+class InterleavedOrder(unittest.TestCase):
+    """A run with --benchmark_enable_random_interleaving: Google Benchmark writes the benchmarks in a shuffled
+    order, the report puts them back in registration order (family_index, per_family_instance_index) and says
+    how the repetitions ran."""
+
+    def data(self, interleaved):
+        names = [f"dense_fwd/{k}/{n}" for k in ("f32_dense_fwd__avx512", "onednn_f32__peer") for n in (512, 1024)]
+        benchmarks = []
+        for family, name in enumerate(names):
+            for i, v in enumerate((90.0, 80.0, 110.0)):
+                b = run(name, (v + family) * 1e9, F32_AVX512 if "avx512" in name else ONEDNN, i, 3)
+                benchmarks.append({**b, "family_index": family, "per_family_instance_index": 0})
+        order = "random interleaving: the repetitions of all benchmarks in one shuffled order" if interleaved else \
+            "each benchmark's repetitions back to back, in registration order"
+        return {"context": {"bench_order": order}, "benchmarks": benchmarks}
+
+    def test_shuffled_file_gives_the_registered_order(self):
+        ordered = self.data(True)
+        shuffled = copy.deepcopy(ordered)
+        shuffled["benchmarks"] = shuffled["benchmarks"][6:] + shuffled["benchmarks"][3:6] + shuffled["benchmarks"][:3]
+        self.assertNotEqual(shuffled["benchmarks"], ordered["benchmarks"])
+        bench_report.in_registration_order(shuffled)
+        self.assertEqual(shuffled["benchmarks"], ordered["benchmarks"])
+        text = bench_report.render(shuffled, {}, "fixture", "bench.json")
+        self.assertIn("one shuffled order (`--benchmark_enable_random_interleaving`)", text)
+        self.assertIn("order: random interleaving", text)
+        self.assertNotIn("shuffled order", bench_report.render(self.data(False), {}, "fixture", "bench.json")
+                         .split("## Targets", 1)[1])
+
+    def test_file_without_the_indices_is_left_as_it_is(self):
+        data = self.data(True)
+        for b in data["benchmarks"][:3]:
+            del b["family_index"]
+        data["benchmarks"].reverse()
+        before = copy.deepcopy(data["benchmarks"])
+        self.assertEqual(bench_report.in_registration_order(data)["benchmarks"], before)
+
+
 class Threads(unittest.TestCase):
     """dense_fwd_threads/ and dense_bwd_threads/: the table and the 1 -> 2 threads target (>= 0.9x linear)."""
 

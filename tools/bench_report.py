@@ -60,6 +60,20 @@ def load(path, what):
         sys.exit(f"bench_report.py: cannot read the {what} {path}: {e}")
 
 
+def in_registration_order(data):
+    """data (a halfmap_bench JSON) with its benchmarks in the order they were registered (in place). Under
+    --benchmark_enable_random_interleaving Google Benchmark writes each benchmark when its last repetition ends,
+    so the file's order is shuffled; every entry's family_index and per_family_instance_index give the registry's
+    order back (a stable sort: a benchmark's repetitions and aggregates keep theirs). A file whose entries lack
+    them is left as it is."""
+    benchmarks = data.get("benchmarks") if isinstance(data, dict) else None
+    keys = ("family_index", "per_family_instance_index")
+    if isinstance(benchmarks, list) and all(isinstance(b, dict) and all(isinstance(b.get(k), int) for k in keys)
+                                            for b in benchmarks):
+        benchmarks.sort(key=lambda b: (b["family_index"], b["per_family_instance_index"]))
+    return data
+
+
 def merge(data, extra):
     """data with extra's benchmarks appended and extra's context entries that data lacks (in place)."""
     if not isinstance(data, dict) or not isinstance(extra, dict):
@@ -97,9 +111,9 @@ def main(argv):
     parser.add_argument("--diagnose", help="tools/diagnose_bench.py's JSON (diagnose_bench.json), if it ran")
     args = parser.parse_args(argv)
 
-    data = load(args.bench_json, "benchmark JSON")
+    data = in_registration_order(load(args.bench_json, "benchmark JSON"))
     for path in args.peers_json:
-        merge(data, load(path, "peers' benchmark JSON"))
+        merge(data, in_registration_order(load(path, "peers' benchmark JSON")))
     info = load(args.info, "info JSON") if args.info else {}
     diagnose = load(args.diagnose, "diagnose benchmark JSON") if args.diagnose else None
     out_dir = os.path.dirname(os.path.abspath(args.out))

@@ -114,7 +114,10 @@ step_diagnose_bench() {
 
 # One run of every suite, the peers' and the roofs', so that the report's ratios (to the roofs, to the peers, between
 # kernels) all come from the same conditions; then the report and its charts. Each benchmark runs 5 times, at least
-# 0.05 s each (bench.md shows the median and its spread): about 4 minutes on the 2-core development VM (from the
+# 0.05 s each (bench.md shows the median and its spread), the repetitions of all benchmarks in one random order
+# (--benchmark_enable_random_interleaving), so that a slow spell of the shared host costs single repetitions of many
+# benchmarks instead of every repetition of a few, and a ratio between two cells compares the same conditions. The
+# report puts the benchmarks back in registration order. About 4 minutes on the 2-core development VM (from the
 # per-iteration times of the single 0.1 s pass it replaced, which took 1.5; a third of the 4 is the few benchmarks
 # slower than 0.05 s per call: Eigen's fp16 product, the scalar fp16 models at dram). The thread-scaling suites run
 # at 1, 2, 4, ... up to every CPU (HALFMAP_THREADS caps it).
@@ -130,6 +133,7 @@ step_bench() {
   tmp=$(temp_for "$json")
   say "running the benchmarks: kernels, peers and roofs ($BENCH --benchmark_filter=$filter)"
   "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 --benchmark_min_time=0.05 \
+    --benchmark_enable_random_interleaving=true \
     --benchmark_display_aggregates_only=true --benchmark_out="$tmp" --benchmark_out_format=json
   publish "$tmp" "$json"
   local extra=() isa
@@ -168,7 +172,7 @@ bench_capped_peers() {
   tmp=$(temp_for "$json")
   say "running the $1-capped peers (${env[*]} $BENCH --benchmark_filter=$filter, median of 5)"
   env "${env[@]}" "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 \
-    --benchmark_display_aggregates_only=true --halfmap_roof_time=0 --benchmark_out="$tmp" \
+    --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true --halfmap_roof_time=0 --benchmark_out="$tmp" \
     --benchmark_out_format=json >/dev/null
   publish "$tmp" "$json"
 }

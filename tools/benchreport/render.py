@@ -85,7 +85,8 @@ def header_rows(context, info, machine, source, benchmarks):
         ("host", host(context)),
         ("FP environment", pick(context.get("fp_env"))),
         ("benchmark", f"Google Benchmark, at least {pick(context.get('bench_min_time'))} s per benchmark; rates per "
-                      f"second of the benchmark thread's CPU time"),
+                      f"second of the benchmark thread's CPU time" +
+                      (f"; order: {context['bench_order']}" if context.get("bench_order") else "")),
     ]
     share = cpu_share(benchmarks)
     if share is not None:
@@ -106,7 +107,7 @@ def targets_section(context, results, roofs, where, diagnose):
                "as a share of it. `halfmap diagnose` is the exception to the single core: it runs on every hardware "
                "thread, as a user runs it; and the thread-scaling targets, on 1 and 2 threads.")
     out.append("")
-    out.append(repetitions_text(results))
+    out.append(repetitions_text(results, context))
     out.append("")
     trows = target_rows(results, roofs, context, diagnose)
     met = sum(r[-1] == "met" for r in trows)
@@ -116,15 +117,20 @@ def targets_section(context, results, roofs, where, diagnose):
     return out
 
 
-def repetitions_text(results):
+def repetitions_text(results, context=None):
     n = results.repetitions()
     if n <= 1:
         return ("Each benchmark ran once (no repetitions): every number is that run's, with no spread to show, and "
                 "\"met\" rests on one measurement.")
+    order = ""
+    if str((context or {}).get("bench_order", "")).startswith("random interleaving"):
+        order = (" The repetitions of all benchmarks ran in one shuffled order (`--benchmark_enable_random_"
+                 "interleaving`), so each median samples the whole run and a slow spell of the host falls on single "
+                 "repetitions of many benchmarks, not on every repetition of a few: the ratios compare like with like.")
     return (f"Each benchmark ran {n} times (`--benchmark_repetitions={n}`; the capped peers' runs likewise): every "
             "number is the median of its repetitions, in brackets the lowest and highest; a ratio's brackets are "
             "its range over those extremes (slowest over fastest, fastest over slowest). \"met\" or \"missed\" "
-            "judges the median ratio only.")
+            "judges the median ratio only." + order)
 
 
 def spread_line(results, suite, kernels, args, counter):
