@@ -17,6 +17,9 @@
 //   kernel(size_t groups, const Packed* a, const Packed* b, Acc* c, size_t ldc, bool accumulate)
 //       c[i*ldc + j] (+)= Σ over `groups` packed k-groups of a(i,·)·b(·,j), for the whole kMr × kNr tile; the
 //       k order is the packing order, one k-group after the other.
+//   kernel_rows(size_t kc, const Packed* a, size_t lda, size_t rows, const Packed* b, Acc* c, size_t ldc,
+//               bool accumulate)  (optional: f32 storage and panels) the same product with A row-major where it
+//       lies (a(i, k) at a[i*lda + k], rows <= kMr of them valid): gemm reads such an A in place, unpacked
 //   store_out(const float* src, Storage* dst, size_t count)  (f32-accumulating modes) round f32 to storage;
 //       called once per row of each finished micro-tile (count <= kNr), so it should be vectorised
 //   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
@@ -220,6 +223,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
   }
   // Transposing B makes its packing the same as A's: B's columns are the "rows" of its panels.
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
+  // A row-major A of f32 whose tile reads f32 is read in place (T::kernel_rows), not packed.
+  constexpr bool kInPlace = requires(const Packed* p, Acc* c) {
+    T::kernel_rows(std::size_t{}, p, std::size_t{}, std::size_t{}, p, c, std::size_t{}, true);
+  };
+  const bool in_place = kInPlace && a.cs == 1;
   thread_local std::vector<Packed> apack_buf, bpack_buf, line;
   const GemmBlocks blk = gemm_blocks<T>();
   for (std::size_t jc = 0; jc < n; jc += blk.nc) {
@@ -233,17 +241,27 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
       const bool last = pc + kc == k;
       for (std::size_t ic = 0; ic < m; ic += blk.mc) {
         const std::size_t mc = std::min(blk.mc, m - ic);
-        Packed* const apack = aligned_scratch(apack_buf, ((mc + MR - 1) / MR) * MR * groups * KP);
-        pack_panels<T, MR>(a, ic, mc, pc, kc, apack, line);
+        Packed* apack = nullptr;
+        if (!in_place) {
+          apack = aligned_scratch(apack_buf, ((mc + MR - 1) / MR) * MR * groups * KP);
+          pack_panels<T, MR>(a, ic, mc, pc, kc, apack, line);
+        }
         for (std::size_t jr = 0; jr < nc; jr += NR) {
           const std::size_t nr = std::min(NR, nc - jr);
           const Packed* bp = bpack + (jr / NR) * NR * groups * KP;
           for (std::size_t ir = 0; ir < mc; ir += MR) {
             const std::size_t mr = std::min(MR, mc - ir);
-            const Packed* ap = apack + (ir / MR) * MR * groups * KP;
+            auto kernel = [&](Acc* out, std::size_t ldc) {
+              if constexpr (kInPlace) {
+                if (in_place) {
+                  return T::kernel_rows(groups, &a.at(ic + ir, pc), std::size_t(a.rs), mr, bp, out, ldc, accumulate);
+                }
+              }
+              T::kernel(groups, apack + (ir / MR) * MR * groups * KP, bp, out, ldc, accumulate);
+            };
             Acc* c = acc + (ic + ir) * n + jc + jr;
             if (!(kFinish && last) && mr == MR && nr == NR) {
-              T::kernel(groups, ap, bp, c, n, accumulate);
+              kernel(c, n);
               continue;
             }
             // Edge tile, or the last k block with a finisher: compute the whole tile in a local buffer, then
@@ -251,7 +269,7 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
             if (accumulate) {
               for (std::size_t i = 0; i < mr; ++i) std::copy(c + i * n, c + i * n + nr, tile + i * NR);
             }
-            T::kernel(groups, ap, bp, tile, NR, accumulate);
+            kernel(tile, NR);
             if constexpr (kFinish) {
               if (last) {
                 finish(static_cast<const Acc*>(tile), NR, ic + ir, jc + jr, mr, nr);

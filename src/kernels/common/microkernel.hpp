@@ -12,6 +12,7 @@
 // Instantiated only with an ISA's own types, so every instantiation's mangled name names its ISA.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -21,10 +22,11 @@
 
 namespace halfmap::detail {
 
-/// c (MR × NV·kW, row stride ldc) (+)= Σ over kc packed k of a(i, k)·b(k, j), k in packing order.
-template <class O, int MR, int NV>
-void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::Packed* b, typename O::Acc* c,
-                 std::size_t ldc, bool accumulate) {
+/// c (MR × NV·kW, row stride ldc) (+)= Σ over kc k of a(i, k)·b(k, j), k in order, with a(i, k) at a_at(k, i)
+/// (a pointer to broadcast from) and b's NV vectors of each k consecutive in its packed panel.
+template <class O, int MR, int NV, class AAt>
+void tile_product(std::size_t kc, AAt a_at, const typename O::Packed* b, typename O::Acc* c, std::size_t ldc,
+                  bool accumulate) {
   constexpr int W = int(O::kW);
   typename O::V acc[MR][NV];
 #pragma GCC unroll 16
@@ -36,13 +38,13 @@ void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::
   // 12-FMA avx2 tile needs to reach its FMA ports (measured: 0.82 -> 0.88 of the avx2 roof at 1024³; the avx512
   // tiles are unchanged or slightly faster). The order of the FMAs per accumulator is the same.
 #pragma GCC unroll 4
-  for (std::size_t p = 0; p < kc; ++p, a += MR, b += W * NV) {
+  for (std::size_t p = 0; p < kc; ++p, b += W * NV) {
     typename O::V bv[NV];
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) bv[v] = O::load_packed(b + W * v);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const typename O::V ai = O::broadcast(a + i);
+      const typename O::V ai = O::broadcast(a_at(p, i));
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) acc[i][v] = O::fma(ai, bv[v], acc[i][v]);
     }
@@ -52,6 +54,27 @@ void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) O::store(c + i * ldc + W * v, acc[i][v]);
   }
+}
+
+/// The tile on packed A: a(i, k) at a[k·MR + i], k in packing order.
+template <class O, int MR, int NV>
+void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::Packed* b, typename O::Acc* c,
+                 std::size_t ldc, bool accumulate) {
+  tile_product<O, MR, NV>(kc, [a](std::size_t p, int i) { return a + p * MR + i; }, b, c, ldc, accumulate);
+}
+
+/// The same product with A read where it lies, row-major: a(i, k) at a[i·lda + k], for f32 panels of f32
+/// storage, where packing A is only a reordering copy (at 256³ it was 7 % of the avx512 forward pass, at len 512
+/// 12 % of f32 attention). The same FMAs in the same k order, so the same bits as microkernel on packed A. An edge
+/// tile (rows < MR) reads its last row again for the rows past the operand, whose results the caller discards
+/// (pack_panels_direct pads them with zeros instead). Each row is a read stream, where packed A is one.
+template <class O, int MR, int NV>
+void microkernel_rows(std::size_t kc, const typename O::Packed* a, std::size_t lda, std::size_t rows,
+                      const typename O::Packed* b, typename O::Acc* c, std::size_t ldc, bool accumulate) {
+  const typename O::Packed* r[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) r[i] = a + std::min(std::size_t(i), rows - 1) * lda;
+  tile_product<O, MR, NV>(kc, [&r](std::size_t p, int i) { return r[i] + p; }, b, c, ldc, accumulate);
 }
 
 /// The same product for the per-operation fp16 tiles (FmaKind::f32_round) with the accumulators kept where they
@@ -131,6 +154,13 @@ struct GemmTraits : B {
       return microkernel<Tile, int(B::kMr), int(B::kNr / Tile::kW)>;
     }
   }();
+  /// gemm.hpp's kernel_rows (A read in place, row-major): f32 storage into f32 panels, accumulators in registers.
+  static void kernel_rows(std::size_t kc, const Packed* a, std::size_t lda, std::size_t rows, const Packed* b,
+                          Acc* c, std::size_t ldc, bool accumulate)
+    requires(std::is_same_v<Storage, float> && std::is_same_v<Packed, float> && B::kKPack == 1 && !B::kAccInL1)
+  {
+    microkernel_rows<Tile, int(B::kMr), int(B::kNr / Tile::kW)>(kc, a, lda, rows, b, c, ldc, accumulate);
+  }
 
   /// The f16 modes' epilogue (gemm.hpp's dense_fwd): f16_dense_epilogue's out = relu?(acc + b), the add rounded
   /// to fp16. On the per-operation F16C tiles (FmaKind::f32_round) it runs kW lanes at a time through Cvt: the
