@@ -164,4 +164,40 @@ using F32 = F32T<Tag>;
 using F16 = F16T<Tag>;
 using I32 = I32T<Tag>;
 
+/// The fp8 conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode) on 16 values: as
+/// 16-bit lanes on a ymm register (U) and as float32 on a zmm (F). vcvtps2ph rounds to nearest even (halfmap
+/// never changes MXCSR's rounding), vcvtph2ps widens exactly, both keep subnormals (FTZ and DAZ off). The lane
+/// masks of the comparisons become U vectors through vpmovm2w (AVX512BW/VL). The avx512 path decodes with it.
+template <class Tag>
+struct H16T {
+  using U = __m256i;
+  using F = __m512;
+  static constexpr std::size_t kW = 16;
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static F scale(F v, float c) { return _mm512_mul_ps(v, _mm512_set1_ps(c)); }
+  static U to_f16(F v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+  static F to_f32(U h) { return _mm512_cvtph_ps(h); }
+  static U above(F a, F b) { return _mm256_movm_epi16(_mm512_cmp_ps_mask(_mm512_abs_ps(a), _mm512_abs_ps(b), _CMP_GT_OQ)); }
+  static U differ(F a, F b) { return _mm256_movm_epi16(_mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ)); }
+  static U load_bytes(const std::uint8_t* p) {
+    return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void store_bytes(std::uint8_t* p, U v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtepi16_epi8(v));
+  }
+  static U set1(std::uint16_t v) { return _mm256_set1_epi16(static_cast<short>(v)); }
+  static U and_(U a, U b) { return _mm256_and_si256(a, b); }
+  static U or_(U a, U b) { return _mm256_or_si256(a, b); }
+  static U add(U a, U b) { return _mm256_add_epi16(a, b); }
+  static U sub(U a, U b) { return _mm256_sub_epi16(a, b); }
+  template <int s>
+  static U srl(U v) { return _mm256_srli_epi16(v, s); }
+  template <int s>
+  static U sll(U v) { return _mm256_slli_epi16(v, s); }
+  static U gt(U a, U b) { return _mm256_movm_epi16(_mm256_cmpgt_epu16_mask(a, b)); }
+  static U eq(U a, U b) { return _mm256_cmpeq_epi16(a, b); }
+  static U select(U m, U a, U b) { return _mm256_blendv_epi8(b, a, m); }
+};
+
 }  // namespace halfmap::paths::avx512
