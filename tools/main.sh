@@ -117,10 +117,9 @@ step_diagnose_bench() {
 # 0.05 s each (bench.md shows the median and its spread), the repetitions of all benchmarks in one random order
 # (--benchmark_enable_random_interleaving), so that a slow spell of the shared host costs single repetitions of many
 # benchmarks instead of every repetition of a few, and a ratio between two cells compares the same conditions. The
-# report puts the benchmarks back in registration order. About 4 minutes on the 2-core development VM (from the
-# per-iteration times of the single 0.1 s pass it replaced, which took 1.5; a third of the 4 is the few benchmarks
-# slower than 0.05 s per call: Eigen's fp16 product, the scalar fp16 models at dram). The thread-scaling suites run
-# at 1, 2, 4, ... up to every CPU (HALFMAP_THREADS caps it).
+# report puts the benchmarks back in registration order. About 9 minutes on the 2-core development VM (a Zen 5,
+# December 2026, the capped peers' runs and the report included). The thread-scaling suites run at 1, 2, 4, ... up
+# to every CPU (HALFMAP_THREADS caps it).
 step_bench() {
   if [ ! -x "$BENCH" ]; then
     say "SKIPPED the benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
