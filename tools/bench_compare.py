@@ -40,12 +40,10 @@ class Machine:
 
     def __init__(self, folder):
         self.name = os.path.basename(os.path.normpath(folder))
-        data = bench_report.in_registration_order(
-            bench_report.load(os.path.join(folder, "bench.json"), "benchmark JSON"))
+        data = bench_report.load_run(os.path.join(folder, "bench.json"), "benchmark JSON")
         for extra in sorted(os.listdir(folder)):
             if re.match(r"^bench_peers_\w+\.json$", extra):
-                bench_report.merge(data, bench_report.in_registration_order(
-                    bench_report.load(os.path.join(folder, extra), "peers' benchmark JSON")))
+                bench_report.merge(data, bench_report.load_run(os.path.join(folder, extra), "peers' benchmark JSON"))
         info_path = os.path.join(folder, "info.json")
         info = bench_report.load(info_path, "halfmap info --json") if os.path.exists(info_path) else {}
         self.context = data.get("context", {}) or {}

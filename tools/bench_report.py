@@ -74,6 +74,11 @@ def in_registration_order(data):
     return data
 
 
+def load_run(path, what):
+    """A halfmap_bench JSON file, its benchmarks in registration order."""
+    return in_registration_order(load(path, what))
+
+
 def merge(data, extra):
     """data with extra's benchmarks appended and extra's context entries that data lacks (in place)."""
     if not isinstance(data, dict) or not isinstance(extra, dict):
@@ -111,9 +116,9 @@ def main(argv):
     parser.add_argument("--diagnose", help="tools/diagnose_bench.py's JSON (diagnose_bench.json), if it ran")
     args = parser.parse_args(argv)
 
-    data = in_registration_order(load(args.bench_json, "benchmark JSON"))
+    data = load_run(args.bench_json, "benchmark JSON")
     for path in args.peers_json:
-        merge(data, in_registration_order(load(path, "peers' benchmark JSON")))
+        merge(data, load_run(path, "peers' benchmark JSON"))
     info = load(args.info, "info JSON") if args.info else {}
     diagnose = load(args.diagnose, "diagnose benchmark JSON") if args.diagnose else None
     out_dir = os.path.dirname(os.path.abspath(args.out))

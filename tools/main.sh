@@ -171,8 +171,8 @@ bench_capped_peers() {
   tmp=$(temp_for "$json")
   say "running the $1-capped peers (${env[*]} $BENCH --benchmark_filter=$filter, median of 5)"
   env "${env[@]}" "$BENCH" --benchmark_filter="$filter" --benchmark_repetitions=5 \
-    --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true --halfmap_roof_time=0 --benchmark_out="$tmp" \
-    --benchmark_out_format=json >/dev/null
+    --benchmark_enable_random_interleaving=true --benchmark_display_aggregates_only=true --halfmap_roof_time=0 \
+    --benchmark_out="$tmp" --benchmark_out_format=json >/dev/null
   publish "$tmp" "$json"
 }
 
