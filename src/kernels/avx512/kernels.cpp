@@ -129,20 +129,22 @@ using H16 = H16T<Tag>;
 template <Fp8 kF>
 constexpr Fp8Conversion fp8_entry() {
   Fp8Conversion c = detail::fp8_conversion<I32, kF, kIsa>();
-  c.decode = detail::fp8_half_conversion<H16, kF, kIsa>().decode;
+  c.decode = detail::fp8_half_decoder<H16, kF>;
   return c;
 }
-constexpr std::array<MxConversion, 5> mx_entries() {
-  std::array<MxConversion, 5> list = detail::mx_conversions_of<I32, kIsa>();
-  const std::array<MxConversion, 5> half = detail::mx_half_conversions_of<H16, kIsa>();
-  for (std::size_t i = 0; i < list.size(); ++i) list[i].decode = half[i].decode;
-  return list;
+template <MxElem kT>
+constexpr MxConversion mx_entry() {
+  MxConversion c = detail::mx_conversion<I32, kT, kIsa>();
+  c.decode = detail::mx_half_decoder<H16, kT>;
+  return c;
 }
 const Fp8Conversion kFp8List[] = {
     fp8_entry<Fp8::e4m3>(),
     fp8_entry<Fp8::e5m2>(),
 };
-constexpr auto kMxList = mx_entries();
+constexpr std::array<MxConversion, 5> kMxList = {mx_entry<MxElem::e4m3>(), mx_entry<MxElem::e5m2>(),
+                                                  mx_entry<MxElem::e3m2>(), mx_entry<MxElem::e2m3>(),
+                                                  mx_entry<MxElem::e2m1>()};
 
 // The scaled fp8 modes (kernels/common/fp8_modes.hpp): this path's fp8 conversions feeding its f32 kernels.
 constexpr detail::ScaledParts kScaled = detail::scaled_parts<I32>(

@@ -446,15 +446,22 @@ constexpr Fp8Conversion fp8_conversion() {
           mini_round<O, fp8_spec(kF, Fp8Overflow::saturate)>};
 }
 
+/// The decoders through fp16 of one fp8 format and of one MX element type (half_decode with their fields): the
+/// half entries' below, and a path's whose encoding stays on its integer lanes (avx512).
+template <class H, Fp8 kF>
+inline constexpr Fp8DecodeFn fp8_half_decoder =
+    half_decode<H, fp8_spec(kF, Fp8Overflow::saturate), fp8_value_model<kF>>;
+template <class H, MxElem kT>
+inline constexpr Fp8DecodeFn mx_half_decoder = half_decode<H, mx_spec(kT), mx_value_model<kT>>;
+
 /// One path's entry for one format, through fp16 (half_encode, half_decode).
 template <class H, Fp8 kF, Isa kIsa>
 constexpr Fp8Conversion fp8_half_conversion() {
   constexpr MiniSpec kSat = fp8_spec(kF, Fp8Overflow::saturate), kNonsat = fp8_spec(kF, Fp8Overflow::nonsaturating);
-  return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa,
-          half_encode<H, kSat, fp8_model<kF, Fp8Overflow::saturate>>,
-          half_encode<H, kNonsat, fp8_model<kF, Fp8Overflow::nonsaturating>>,
-          half_decode<H, kSat, fp8_value_model<kF>>,
-          round_via<half_encode<H, kSat, fp8_model<kF, Fp8Overflow::saturate>>, half_decode<H, kSat, fp8_value_model<kF>>>};
+  constexpr Fp8EncodeFn kEncode = half_encode<H, kSat, fp8_model<kF, Fp8Overflow::saturate>>;
+  return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa, kEncode,
+          half_encode<H, kNonsat, fp8_model<kF, Fp8Overflow::nonsaturating>>, fp8_half_decoder<H, kF>,
+          round_via<kEncode, fp8_half_decoder<H, kF>>};
 }
 
 /// One path's MX entry for one element type, through fp16.
@@ -463,7 +470,7 @@ constexpr MxConversion mx_half_conversion() {
   constexpr MiniSpec kS = mx_spec(kT);
   constexpr MxQuantizeFn kQuantize = mx_quantize_blocks<half_encode<H, kS, mx_model<kT>>, kT>;
   return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, half_encode<H, kS, mx_model<kT>>,
-          half_decode<H, kS, mx_value_model<kT>>, kQuantize, mx_round_via<kQuantize, half_decode<H, kS, mx_value_model<kT>>>};
+          mx_half_decoder<H, kT>, kQuantize, mx_round_via<kQuantize, mx_half_decoder<H, kT>>};
 }
 
 template <class O, MxElem kT, Isa kIsa>
