@@ -637,6 +637,53 @@ class Threads(unittest.TestCase):
         self.assertIn("not measured: no 2-thread run", row)
 
 
+class SameRunPairs(unittest.TestCase):
+    """A capped run that times halfmap's kernels of its ISA beside its peers (tools/main.sh): a ratio to a peer
+    takes both medians from that run; the tables keep the main run's cells."""
+
+    def setUp(self):
+        capped = load(CAPPED)
+        label = "op=dense_fwd mode=f32 isa=avx2 storage=f32 roof=fma/avx2"
+        for size, median, low, high in (("1024", 90e9, 88e9, 93e9), ("512", 75e9, 70e9, 76e9)):
+            name = f"dense_fwd/f32_dense_fwd__avx2/{size}"
+            for aggregate, value in (("median", median), ("min", low), ("max", high)):
+                capped["benchmarks"].append({"name": f"{name}_{aggregate}", "run_name": name, "run_type": "aggregate",
+                                             "aggregate_name": aggregate, "repetitions": 5,
+                                             "flops_per_second": value, "label": label})
+        self.data = bench_report.merge(load(), capped, "bench_peers_avx2.json")
+        self.text = bench_report.render(copy.deepcopy(self.data), {}, "fixture", "bench.json")
+        self.lines = target_lines(self.text)
+
+    def row(self, size, kernel):
+        return next(line for line in self.lines if f"best avx2 f32 peer, {size}³: `{kernel}`" in line)
+
+    def test_the_ratio_takes_both_medians_from_the_capped_run(self):
+        # 90 (the kernel in the capped run, not the main run's 82) / 84 (onednn_avx2's median there): met.
+        row = self.row(1024, "f32_dense_fwd__avx2")
+        self.assertIn("90.0 [88.0–93.0] / 84.0 GFLOP/s (onednn_avx2_f32; both from bench_peers_avx2.json) | 1.071",
+                      row)
+        self.assertIn("| met |", row)
+
+    def test_the_lowest_ratio_of_the_peers_in_that_run(self):
+        # 75 / 80 (oneDNN) = 0.9375 is lower than 75 / 79 (OpenBLAS).
+        self.assertIn("(onednn_avx2_f32; both from bench_peers_avx2.json) | 0.938",
+                      self.row(512, "f32_dense_fwd__avx2"))
+
+    def test_a_kernel_the_capped_run_did_not_time_keeps_the_main_cell(self):
+        # f16_f32acc_dense_fwd__avx2 was not timed again: 84 (main) / 84 (capped), no run named.
+        row = self.row(1024, "f16_f32acc_dense_fwd__avx2")
+        self.assertIn("(onednn_avx2_f32) | 1.000 |", row)
+        self.assertNotIn("both from", row)
+
+    def test_the_tables_show_the_main_run(self):
+        results = bench_results.Results(self.data["benchmarks"], {})
+        self.assertEqual(results.value("dense_fwd", "f32_dense_fwd__avx2", "1024", "flops_per_second"), 82e9)
+        self.assertEqual(results.kernels["dense_fwd"].count("f32_dense_fwd__avx2"), 1)
+        self.assertEqual(results.same_run("dense_fwd", "f32_dense_fwd__avx2", "onednn_avx2_f32__peer", "1024",
+                                          "flops_per_second"), [("bench_peers_avx2.json", 90e9, 84e9)])
+        self.assertIn("| `f32_dense_fwd__avx2` | 0.94 (onednn_avx2_f32) | 1.07 (onednn_avx2_f32) |", self.text)
+
+
 class Command(unittest.TestCase):
     def test_writes_the_report(self):
         with tempfile.TemporaryDirectory() as d:

@@ -43,7 +43,8 @@ class Machine:
         data = bench_report.load_run(os.path.join(folder, "bench.json"), "benchmark JSON")
         for extra in sorted(os.listdir(folder)):
             if re.match(r"^bench_peers_\w+\.json$", extra):
-                bench_report.merge(data, bench_report.load_run(os.path.join(folder, extra), "peers' benchmark JSON"))
+                bench_report.merge(data, bench_report.load_run(os.path.join(folder, extra), "peers' benchmark JSON"),
+                                   extra)
         info_path = os.path.join(folder, "info.json")
         info = bench_report.load(info_path, "halfmap info --json") if os.path.exists(info_path) else {}
         self.context = data.get("context", {}) or {}
@@ -62,9 +63,9 @@ class Machine:
         frac, _ = roof_fraction(self.results, self.roofs, suite, kernel, arg)
         text = f"{fmt_rate(value)} · {fmt_frac(frac)}"
         if suite in self.peers:
-            base, peer, _ = self.peers[suite].best_same_isa(kernel, arg, counter)
-            if base:
-                text += f" · {value / base:.2f}× {peer}"
+            pair = self.peers[suite].same_isa_pair(kernel, arg, counter)  # both rates from one run where one has both
+            if pair.base:
+                text += f" · {pair.value / pair.base:.2f}× {pair.peer}"
         return text
 
 

@@ -23,8 +23,10 @@ shown as "-", never an error.
 
 --peers-json adds the benchmarks of another halfmap_bench run (tools/main.sh's bench_peers_<isa>.json: oneDNN and
 OpenBLAS with their ISA capped, which only a process of their own can do) to BENCH_JSON's, and the context entries
-BENCH_JSON lacks (that run's peer_<lib>_<isa> and peer_check/... lines); its names never collide with the main
-run's (<lib>_<isa>_<dtype>__peer).
+BENCH_JSON lacks (that run's peer_<lib>_<isa> and peer_check/... lines); its peers' names never collide with the
+main run's (<lib>_<isa>_<dtype>__peer). The halfmap kernels such a run times beside its peers (main.sh's capped runs
+time the dense kernels of their ISA again) do not replace the main run's cells: a ratio of a kernel to a peer takes
+both numbers from one run wherever a run timed both, so that it compares the same moment of a shared machine.
 
 Python 3 standard library (and matplotlib for --charts). Every file is written to a temporary name and renamed.
 """
@@ -37,6 +39,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchreport.render import render  # noqa: E402  (re-exported: tests call bench_report.render)
+from benchreport.results import RUN_KEY  # noqa: E402
 
 
 def write_atomic(path, text):
@@ -79,11 +82,17 @@ def load_run(path, what):
     return in_registration_order(load(path, what))
 
 
-def merge(data, extra):
-    """data with extra's benchmarks appended and extra's context entries that data lacks (in place)."""
+def merge(data, extra, run="extra"):
+    """data with extra's benchmarks appended, each marked as run `run` (a name: tools/main.sh's runs pass the file
+    name), and extra's context entries that data lacks (in place). extra's peers and roofs join the main run's
+    cells; a halfmap kernel extra timed again stays apart, for ratios to the peers of its own run
+    (benchreport/results.py, RUN_KEY)."""
     if not isinstance(data, dict) or not isinstance(extra, dict):
         return data
-    data.setdefault("benchmarks", []).extend(b for b in extra.get("benchmarks", []) if isinstance(b, dict))
+    added = [b for b in extra.get("benchmarks", []) if isinstance(b, dict)]
+    for b in added:
+        b[RUN_KEY] = run
+    data.setdefault("benchmarks", []).extend(added)
     context = data.setdefault("context", {})
     for key, value in (extra.get("context") or {}).items():
         context.setdefault(key, value)
@@ -118,7 +127,7 @@ def main(argv):
 
     data = load_run(args.bench_json, "benchmark JSON")
     for path in args.peers_json:
-        merge(data, load_run(path, "peers' benchmark JSON"))
+        merge(data, load_run(path, "peers' benchmark JSON"), os.path.basename(path))
     info = load(args.info, "info JSON") if args.info else {}
     diagnose = load(args.diagnose, "diagnose benchmark JSON") if args.diagnose else None
     out_dir = os.path.dirname(os.path.abspath(args.out))

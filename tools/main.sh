@@ -17,7 +17,8 @@
 #                    ISA capped by the environment (ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE), so that each halfmap ISA
 #                    path meets the peers' code for the same ISA: bench_peers_avx2.json (oneDNN at AVX2, OpenBLAS's
 #                    Haswell kernels: onednn_avx2_f32__peer, openblas_avx2_f32__peer) and bench_peers_avx512bf16.json
-#                    (oneDNN at AVX512_CORE_BF16, below AMX: onednn_avx512bf16_bf16__peer); 5 repetitions each
+#                    (oneDNN at AVX512_CORE_BF16, below AMX: onednn_avx512bf16_bf16__peer); 5 repetitions each,
+#                    with halfmap's dense forward kernels of that ISA timed again beside them (the ratios' pairs)
 #   bench.md         the benchmark report: the run, the roofs, the performance targets (met or missed by how
 #                    much), per kernel family throughput, fraction of the roof and ratio to the best peer, and the
 #                    diagnose benchmark, by tools/bench_report.py
@@ -153,14 +154,17 @@ step_bench() {
 
 # $1: avx2 or avx512bf16. The dense peers of oneDNN and OpenBLAS with their ISA capped, in a process of their own:
 # both read the cap once, when loaded or first used (see bench/peers/onednn.cpp, openblas.cpp), so it cannot
-# change within the main run. Writes $OUT/bench_peers_$1.json, or removes it where the peers are not built, the
+# change within the main run. halfmap's dense forward kernels of that ISA and the peers' arithmetic (f32 and
+# f16_f32acc on avx2, bf16_f32acc on avx512bf16) run again in the same process, in the same random order, so that
+# bench_report.py divides a kernel's median by a capped peer's from one run. Writes $OUT/bench_peers_$1.json, or removes it where the peers are not built, the
 # machine is not x86-64, or the library cannot run that ISA here (no benchmark of the capped name exists).
 bench_capped_peers() {
   local json=$OUT/bench_peers_$1.json env filter tmp
   case $1 in
     avx2) env=(ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
-      filter='^dense_fwd/(onednn|openblas)_avx2_f32__peer/' ;;
-    avx512bf16) env=(ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16) filter='^dense_fwd/onednn_avx512bf16_bf16__peer/' ;;
+      filter='^dense_fwd/((onednn|openblas)_avx2_f32__peer|(f32|f16_f32acc)_dense_fwd__avx2)/' ;;
+    avx512bf16) env=(ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)
+      filter='^dense_fwd/(onednn_avx512bf16_bf16__peer|bf16_f32acc_dense_fwd__avx512bf16)/' ;;
   esac
   if [ "$(uname -m)" != x86_64 ] ||
     ! env "${env[@]}" "$BENCH" --benchmark_list_tests --benchmark_filter="$filter" 2>/dev/null | grep -q __peer; then

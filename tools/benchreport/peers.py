@@ -1,7 +1,14 @@
 """The peer libraries of one suite (dense_fwd/<lib>_<dtype>__peer/<size>, softmax/<lib>_<dtype>__peer/<level>):
 each present, skipped (with its message) or not built, and the fastest of a storage type."""
 
+import collections
+
 from .results import PEER_SUFFIX, is_peer, peer_label
+
+# A halfmap kernel's rate and a peer's, for a ratio: both from `run` (the main run "", or an extra run's name) where
+# one run timed both, else (run None) the kernel's from the main run and the peer's pooled cell. spread and
+# base_spread: their (lowest, highest, repetitions) in that run, or None.
+Pair = collections.namedtuple("Pair", "value spread base base_spread peer run why")
 
 PEERS_HINT = "peer not built: install with tools/setup.sh --peers"
 # The peers the benchmarks may hold (the naming contract: <lib>_<dtype>__peer), per suite.
@@ -89,12 +96,37 @@ class Peers:
             return None, None, f"{isa} {arith} peer skipped"
         return None, None, f"no {isa} {arith} peer in this run"
 
+    def same_isa_pair(self, kernel, arg, counter):
+        """Pair of halfmap's `kernel` and the peer of its ISA and arithmetic that it compares worst with at arg. A
+        peer's ratio takes both rates from one run where a run timed both (tools/main.sh's capped runs time the
+        kernels of their ISA beside their peers), the lowest such ratio if several did, else the kernel's main
+        cell over the peer's pooled one (a JSON from before those runs timed the kernels). No peer: Pair with value
+        (the kernel's main cell) and why."""
+        results, suite = self.results, self.suite
+        value = results.value(suite, kernel, arg, counter)
+        base, _, why = self.best_same_isa(kernel, arg, counter)
+        if not base or value is None:
+            return Pair(value, results.spread(suite, kernel, arg, counter), None, None, None, None, why)
+        isa_arith = results.isa_and_arithmetic(kernel)
+        candidates = []
+        for peer in (k for k in self.present if results.isa_and_arithmetic(k) == isa_arith):
+            pairs = results.same_run(suite, kernel, peer, arg, counter)
+            for run, v, b in pairs:
+                candidates.append((v / b, Pair(v, results.run_spread(run, suite, kernel, arg, counter), b,
+                                               results.run_spread(run, suite, peer, arg, counter),
+                                               peer_label(peer), run, None)))
+            b = results.value(suite, peer, arg, counter)
+            if not pairs and b:
+                candidates.append((value / b, Pair(value, results.spread(suite, kernel, arg, counter), b,
+                                                   results.spread(suite, peer, arg, counter), peer_label(peer),
+                                                   None, None)))
+        return min(candidates, key=lambda c: c[0])[1]
+
     def ratio_same_isa(self, kernel, arg, counter):
-        """A halfmap kernel's rate / the best peer of its ISA and arithmetic: '1.02 (onednn_avx2_f32)', or why
-        not."""
-        value = self.results.value(self.suite, kernel, arg, counter)
-        base, name, why = self.best_same_isa(kernel, arg, counter)
-        return "-" if value is None else f"{value / base:.2f} ({name})" if base else why
+        """A halfmap kernel's rate / the peer of its ISA and arithmetic it compares worst with (same_isa_pair):
+        '1.02 (onednn_avx2_f32)', or why not."""
+        pair = self.same_isa_pair(kernel, arg, counter)
+        return "-" if pair.value is None else f"{pair.value / pair.base:.2f} ({pair.peer})" if pair.base else pair.why
 
     def ratio(self, kernel, arg, counter):
         """A halfmap kernel's rate / the best peer of its storage type at arg: '0.87 (onednn_f32)', the reason

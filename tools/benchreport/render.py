@@ -191,7 +191,10 @@ def dense_peer_lines(results, suite, ran, sizes, peers):
     out += table(["kernel"] + sizes, rows)
     out += ["", "GFLOP/s / the fastest peer of the same ISA and arithmetic (the peers' isa= labels: oneDNN's and "
             "OpenBLAS's ISA as they report it, capped to AVX2 or AVX512-BF16 in extra runs; f32 and f16_f32acc vs "
-            "f32 peers, bf16_f32acc vs bf16 peers; the f16 modes share no arithmetic with a peer):", ""]
+            "f32 peers, bf16_f32acc vs bf16 peers; the f16 modes share no arithmetic with a peer). Both rates of a "
+            "ratio come from one run wherever one run timed both: a capped run times halfmap's kernels of its ISA "
+            "again beside its peers, so that a ratio never compares two moments of the machine; where several "
+            "peers or runs qualify, the lowest ratio:", ""]
     rows = [[f"`{k}`"] + [peers.ratio_same_isa(k, s, "flops_per_second") for s in sizes] for k in ran
             if not is_peer(k) and all(results.isa_and_arithmetic(k))]
     out += table(["kernel"] + sizes, rows)

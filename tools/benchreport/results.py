@@ -25,6 +25,8 @@ FP8_OPS = ("fp8_encode", "fp8_encode_nonsat", "fp8_decode", "mx_quantize", "fp8_
 # dense kernels.
 COMPUTE_OPS = DENSE_OPS + ATTENTION_OPS
 PEER_SUFFIX = "__peer"
+# The key bench_report.merge adds to the benchmarks of an extra run (a capped peers' run): the run's name.
+RUN_KEY = "halfmap_run"
 SKIP_NAME_PARTS = re.compile(r"^(min_time|min_warmup_time|repeats|iterations|threads|real_time|manual_time|"
                              r"process_time):")
 
@@ -81,6 +83,43 @@ def info_facts(info):
             for k in kernels if isinstance(k, dict) and k.get("name")}
 
 
+def cells_and_spreads(runs, medians, extremes):
+    """({key: {counter: value}}, {key: {counter: (lowest, highest, repetitions)}}) from the repetitions (runs), the
+    median aggregates and the min/max aggregates collected per key: a cell is its median aggregate if the run had
+    repetitions, else the median of its iterations; a spread comes from the repetitions themselves when the JSON
+    keeps more than one, else from the min and max aggregates."""
+    cells, spreads = {}, {}
+    for key in set(runs) | set(medians):
+        spread = spread_of(runs.get(key, []), extremes.get(key, {}))
+        if spread is not None:
+            spreads[key] = spread
+        if key in medians:
+            cells[key] = medians[key]
+            continue
+        names = set().union(*(r.keys() for r in runs[key]))
+        cells[key] = {c: statistics.median([r[c] for r in runs[key] if r.get(c) is not None])
+                      for c in names if any(r.get(c) is not None for r in runs[key])}
+    return cells, spreads
+
+
+def spread_of(runs, extremes):
+    """{counter: (lowest, highest, repetitions)} of one cell, or None with one repetition and no min/max."""
+    if len(runs) > 1:
+        names = set().union(*(r.keys() for r in runs))
+        spread = {}
+        for c in names:
+            values = [r[c] for r in runs if r.get(c) is not None]
+            if values:
+                spread[c] = (min(values), max(values), len(values))
+        return spread
+    if "min" in extremes and "max" in extremes:
+        lo, hi = extremes["min"], extremes["max"]
+        n = int(lo.get("repetitions") or 0)
+        return {c: (min(lo[c], hi[c]), max(lo[c], hi[c]), n) for c in lo
+                if lo.get(c) is not None and hi.get(c) is not None}
+    return None
+
+
 class Results:
     """Every benchmark of the JSON: cells[(suite, kernel, arg)] = {counter: value} (the median aggregate if the run
     had repetitions, else the median of the iterations), skipped[(suite, kernel)] = message, kernels[suite] =
@@ -94,42 +133,49 @@ class Results:
         self.skipped_at = {}  # (suite, kernel, arg) -> message
         self.labels = {}  # kernel -> parse_label of its first labelled benchmark
         self.spreads = {}
+        # Every run's own cells and spreads, keyed (run, suite, kernel, arg): run is "" for the main JSON, else
+        # the name bench_report.merge gave an extra run (its file name). A halfmap kernel timed again in an extra
+        # run (tools/main.sh's capped peers' runs time the kernels of the ISA they are capped to beside them) is
+        # only here: the tables show the main run's cell, and a ratio to a peer of that run takes both from it.
+        self.run_cells, self.run_spreads = {}, {}
         self.info = info_facts(info)
-        runs, medians, extremes = {}, {}, {}
+        main, by_run = ({}, {}, {}), ({}, {}, {})
         for b in benchmarks or []:
             if isinstance(b, dict):
-                self._add(b, runs, medians, extremes)
-        for key in set(runs) | set(medians):
-            self._spread(key, runs.get(key, []), extremes.get(key, {}))
-            if key in medians:
-                self.cells[key] = medians[key]
-                continue
-            names = set().union(*(r.keys() for r in runs[key]))
-            self.cells[key] = {c: statistics.median([r[c] for r in runs[key] if r.get(c) is not None])
-                               for c in names if any(r.get(c) is not None for r in runs[key])}
+                self._add(b, main, by_run)
+        self.cells, self.spreads = cells_and_spreads(*main)
+        self.run_cells, self.run_spreads = cells_and_spreads(*by_run)
 
-    def _spread(self, key, runs, extremes):
-        if len(runs) > 1:
-            names = set().union(*(r.keys() for r in runs))
-            spread = {}
-            for c in names:
-                values = [r[c] for r in runs if r.get(c) is not None]
-                if values:
-                    spread[c] = (min(values), max(values), len(values))
-            self.spreads[key] = spread
-        elif "min" in extremes and "max" in extremes:
-            lo, hi = extremes["min"], extremes["max"]
-            n = int(lo.get("repetitions") or 0)
-            self.spreads[key] = {c: (min(lo[c], hi[c]), max(lo[c], hi[c]), n) for c in lo
-                                 if lo.get(c) is not None and hi.get(c) is not None}
-
-    def _add(self, b, runs, medians, extremes):
+    def _add(self, b, main, by_run):
         name = b.get("run_name") or b.get("name", "")
         parsed = parse_name(name)
         if parsed is None:
             self.unreadable.append(str(name))
             return
         suite, kernel, arg = parsed
+        run = str(b.get(RUN_KEY) or "")
+        if b.get("error_occurred") or b.get("skipped"):
+            if not run or is_peer(kernel):
+                self._register(b, suite, kernel, arg)
+                message = str(b.get("error_message") or b.get("skip_message") or "skipped")
+                self.skipped[(suite, kernel)] = self.skipped_at[(suite, kernel, arg)] = message
+            return
+        counters = {k: number(v) for k, v in b.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        targets = [(by_run, (run, suite, kernel, arg))]
+        if not run or is_peer(kernel) or suite == "roof":  # an extra run's halfmap kernel stays in by_run only
+            self._register(b, suite, kernel, arg)
+            targets.append((main, (suite, kernel, arg)))
+        for (runs, medians, extremes), key in targets:
+            if b.get("run_type") == "aggregate":
+                if b.get("aggregate_name") == "median":
+                    medians[key] = counters
+                elif b.get("aggregate_name") in ("min", "max"):
+                    extremes.setdefault(key, {})[b["aggregate_name"]] = counters
+            else:
+                runs.setdefault(key, []).append(counters)
+
+    def _register(self, b, suite, kernel, arg):
+        """Lists the kernel and arg of a benchmark of the tables (first seen, the registry's order) and its label."""
         self.kernels.setdefault(suite, [])
         if kernel not in self.kernels[suite]:
             self.kernels[suite].append(kernel)
@@ -138,18 +184,6 @@ class Results:
             self.args[suite].append(arg)
         if b.get("label") and kernel not in self.labels:
             self.labels[kernel] = parse_label(b["label"])
-        if b.get("error_occurred") or b.get("skipped"):
-            message = str(b.get("error_message") or b.get("skip_message") or "skipped")
-            self.skipped[(suite, kernel)] = self.skipped_at[(suite, kernel, arg)] = message
-            return
-        counters = {k: number(v) for k, v in b.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        if b.get("run_type") == "aggregate":
-            if b.get("aggregate_name") == "median":
-                medians[(suite, kernel, arg)] = counters
-            elif b.get("aggregate_name") in ("min", "max"):
-                extremes.setdefault((suite, kernel, arg), {})[b["aggregate_name"]] = counters
-            return
-        runs.setdefault((suite, kernel, arg), []).append(counters)
 
     def value(self, suite, kernel, arg, counter):
         return self.cells.get((suite, kernel, str(arg)), {}).get(counter)
@@ -157,6 +191,22 @@ class Results:
     def spread(self, suite, kernel, arg, counter):
         """(lowest, highest, repetitions) of a counter over the cell's repetitions, or None with one (or none)."""
         return self.spreads.get((suite, kernel, str(arg)), {}).get(counter)
+
+    def same_run(self, suite, kernel, other, arg, counter):
+        """[(run, kernel's value, other's value)] for every run (main "" or an extra run's name) that timed both
+        kernel and other at arg."""
+        runs = sorted({run for (run, s, k, a) in self.run_cells if (s, k, a) == (suite, kernel, str(arg))})
+        out = []
+        for run in runs:
+            a = self.run_cells.get((run, suite, kernel, str(arg)), {}).get(counter)
+            b = self.run_cells.get((run, suite, other, str(arg)), {}).get(counter)
+            if a and b:
+                out.append((run, a, b))
+        return out
+
+    def run_spread(self, run, suite, kernel, arg, counter):
+        """spread() of one run's own repetitions of a cell."""
+        return self.run_spreads.get((run, suite, kernel, str(arg)), {}).get(counter)
 
     def repetitions(self):
         """The repetitions of the run: the count most cells have (1 when the run had none). A cell measured by

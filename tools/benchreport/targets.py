@@ -9,7 +9,9 @@
     6. f32 softmax >= 1.5x XNNPACK's f32 softmax at each level;
     7. every f32, f16_f32acc and bf16_f32acc dense path >= 1.0x the best peer of the same ISA and arithmetic, at
        256³, 512³ and 1024³ (issue 14: peers capped to each ISA; the median of the repetitions where the run has
-       them).
+       them). A peer capped in a run of its own is compared with the kernel timed in that run too (tools/main.sh
+       times the kernels of the capped ISA beside the peers), so that both medians come from the same moments;
+       the best peer is the one the kernel compares worst with.
     8. `halfmap diagnose` of 2^20 x 100 float32 rows in under 10 s wall, with a peak resident size under 1.5x the
        input files (diagnose.py, from tools/diagnose_bench.py's JSON); and `halfmap diagnose --model` of a 4-layer
        MLP of width 512 (LayerNorm, GELU) on 2^16 x 256 float32 rows, all modes, in under 15 s wall (issue 24);
@@ -160,17 +162,24 @@ def dense_targets(rows, results, peers):
 
 def same_isa_targets(rows, results, peers):
     """Target 7: each halfmap dense path against the best peer of its own ISA and arithmetic."""
-    fwd, flops = "dense_fwd", "flops_per_second"
+    fwd = "dense_fwd"
     kernels = [k for mode in SAME_ISA_MODES for k in of_mode(results, fwd, mode)]
     for kernel in kernels or ["f32 dense kernel"]:
         isa, arith = results.isa_and_arithmetic(kernel)
         for s in SAME_ISA_SIZES:
-            value = results.value(fwd, kernel, s, flops)
-            base, peer, why = peers.best_same_isa(kernel, s, flops)
-            missing = (None if value else results.why_missing(fwd, kernel, s)) or why
-            rows.add(f"dense ≥ 1.0× the best {isa} {arith} peer, {s}³: `{kernel}`", value, base, peer, 1.0,
-                     missing, spread=results.spread(fwd, kernel, s, flops),
-                     base_spread=results.spread(fwd, f"{peer}{PEER_SUFFIX}", s, flops))
+            add_same_isa(rows, results, peers, f"dense ≥ 1.0× the best {isa} {arith} peer, {s}³: `{kernel}`",
+                         fwd, kernel, s)
+
+
+def add_same_isa(rows, results, peers, what, suite, kernel, arg):
+    """A row of targets 7 and 15: the kernel against the peer of its ISA and arithmetic it compares worst with,
+    both rates from one run wherever a run timed both (Peers.same_isa_pair): a capped peers' run names its file."""
+    flops = "flops_per_second"
+    pair = peers.same_isa_pair(kernel, arg, flops)
+    missing = (None if pair.value else results.why_missing(suite, kernel, arg)) or pair.why
+    where = f"; both from {pair.run}" if pair.run else ""
+    rows.add(what, pair.value, pair.base, f"{pair.peer}{where}", 1.0, missing, spread=pair.spread,
+             base_spread=pair.base_spread)
 
 
 def memory_targets(rows, results, roofs):
@@ -313,7 +322,7 @@ def short_reduction_targets(rows, results, roofs):
 
 def all_cores_targets(rows, results, context):
     """Target 15: target 7 on the most threads the run timed (dense_fwd_threads at 1024³)."""
-    suite, flops = "dense_fwd_threads", "flops_per_second"
+    suite = "dense_fwd_threads"
     counts = sorted((a for a in results.args.get(suite, []) if str(a).isdigit()), key=int)
     if not counts:
         return
@@ -322,12 +331,8 @@ def all_cores_targets(rows, results, context):
     for mode in SAME_ISA_MODES:
         for kernel in of_mode(results, suite, mode):
             isa, arith = results.isa_and_arithmetic(kernel)
-            value = results.value(suite, kernel, most, flops)
-            base, peer, why = peers.best_same_isa(kernel, most, flops)
-            missing = (None if value else results.why_missing(suite, kernel, most)) or why
-            rows.add(f"dense ≥ 1.0× the best {isa} {arith} peer on {most} threads, 1024³: `{kernel}`", value, base,
-                     peer, 1.0, missing, spread=results.spread(suite, kernel, most, flops),
-                     base_spread=results.spread(suite, f"{peer}{PEER_SUFFIX}", most, flops))
+            add_same_isa(rows, results, peers, f"dense ≥ 1.0× the best {isa} {arith} peer on {most} threads, "
+                         f"1024³: `{kernel}`", suite, kernel, most)
 
 
 ATTENTION_LEN = "512"
