@@ -18,8 +18,9 @@
 //       c[i*ldc + j] (+)= Σ over `groups` packed k-groups of a(i,·)·b(·,j), for the whole kMr × kNr tile; the
 //       k order is the packing order, one k-group after the other.
 //   kernel_rows(size_t kc, const Packed* a, size_t lda, size_t rows, const Packed* b, Acc* c, size_t ldc,
-//               bool accumulate)  (optional: f32 storage and panels) the same product with A row-major where it
-//       lies (a(i, k) at a[i*lda + k], rows <= kMr of them valid): gemm reads such an A in place, unpacked
+//               bool accumulate)  (optional: f32 panels) the same product with A row-major (a(i, k) at
+//       a[i*lda + k], rows <= kMr of them valid): gemm reads such an A of f32 in place, unpacked, and widens one
+//       of another storage type row by row
 //   store_out(const float* src, Storage* dst, size_t count)  (f32-accumulating modes) round f32 to storage;
 //       called once per row of each finished micro-tile (count <= kNr), so it should be vectorised
 //   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
@@ -223,11 +224,14 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
   }
   // Transposing B makes its packing the same as A's: B's columns are the "rows" of its panels.
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
-  // A row-major A of f32 whose tile reads f32 is read in place (T::kernel_rows), not packed.
-  constexpr bool kInPlace = requires(const Packed* p, Acc* c) {
+  // A row-major A whose tile reads f32 is read by rows (T::kernel_rows), not packed into micro-panels: in place
+  // where it is f32, else widened row by row into an f32 block (one contiguous conversion per row, where the
+  // micro-panels need a transposing copy after it: at 256³ that was 8 % of the avx512 f16_f32acc forward pass).
+  constexpr bool kRowsTile = requires(const Packed* p, Acc* c) {
     T::kernel_rows(std::size_t{}, p, std::size_t{}, std::size_t{}, p, c, std::size_t{}, true);
   };
-  const bool in_place = kInPlace && a.cs == 1;
+  constexpr bool kWidenRows = kRowsTile && !std::is_same_v<typename T::Storage, Packed>;
+  const bool a_rows = kRowsTile && a.cs == 1;
   thread_local std::vector<Packed> apack_buf, bpack_buf, line;
   const GemmBlocks blk = gemm_blocks<T>();
   for (std::size_t jc = 0; jc < n; jc += blk.nc) {
@@ -242,9 +246,13 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
       for (std::size_t ic = 0; ic < m; ic += blk.mc) {
         const std::size_t mc = std::min(blk.mc, m - ic);
         Packed* apack = nullptr;
-        if (!in_place) {
+        const std::size_t lda_wide = (kc + 15) / 16 * 16;  // the widened rows' stride: whole 64-byte lines
+        if (!a_rows) {
           apack = aligned_scratch(apack_buf, ((mc + MR - 1) / MR) * MR * groups * KP);
           pack_panels<T, MR>(a, ic, mc, pc, kc, apack, line);
+        } else if constexpr (kWidenRows) {
+          apack = aligned_scratch(apack_buf, mc * lda_wide);
+          for (std::size_t i = 0; i < mc; ++i) T::convert(&a.at(ic + i, pc), apack + i * lda_wide, kc);
         }
         for (std::size_t jr = 0; jr < nc; jr += NR) {
           const std::size_t nr = std::min(NR, nc - jr);
@@ -252,8 +260,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
           for (std::size_t ir = 0; ir < mc; ir += MR) {
             const std::size_t mr = std::min(MR, mc - ir);
             auto kernel = [&](Acc* out, std::size_t ldc) {
-              if constexpr (kInPlace) {
-                if (in_place) {
+              if constexpr (kWidenRows) {
+                if (a_rows) return T::kernel_rows(groups, apack + ir * lda_wide, lda_wide, mr, bp, out, ldc, accumulate);
+              } else if constexpr (kRowsTile) {
+                if (a_rows) {
                   return T::kernel_rows(groups, &a.at(ic + ir, pc), std::size_t(a.rs), mr, bp, out, ldc, accumulate);
                 }
               }

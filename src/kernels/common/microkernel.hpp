@@ -63,9 +63,9 @@ void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::
   tile_product<O, MR, NV>(kc, [a](std::size_t p, int i) { return a + p * MR + i; }, b, c, ldc, accumulate);
 }
 
-/// The same product with A read where it lies, row-major: a(i, k) at a[i·lda + k], for f32 panels of f32
-/// storage, where packing A is only a reordering copy (at 256³ it was 7 % of the avx512 forward pass, at len 512
-/// 12 % of f32 attention). The same FMAs in the same k order, so the same bits as microkernel on packed A. An edge
+/// The same product with A row-major: a(i, k) at a[i·lda + k], for f32 panels: f32 storage read where it lies,
+/// where packing A is only a reordering copy (at 256³ it was 7 % of the avx512 forward pass, at len 512 12 % of
+/// f32 attention), and 16-bit storage widened row by row (gemm.hpp). The same FMAs in the same k order, so the same bits as microkernel on packed A. An edge
 /// tile (rows < MR) reads its last row again for the rows past the operand, whose results the caller discards
 /// (pack_panels_direct pads them with zeros instead). Each row is a read stream, where packed A is one.
 template <class O, int MR, int NV>
@@ -154,10 +154,11 @@ struct GemmTraits : B {
       return microkernel<Tile, int(B::kMr), int(B::kNr / Tile::kW)>;
     }
   }();
-  /// gemm.hpp's kernel_rows (A read in place, row-major): f32 storage into f32 panels, accumulators in registers.
+  /// gemm.hpp's kernel_rows (A row-major: f32 in place, or widened by rows): f32 panels, accumulators in
+  /// registers.
   static void kernel_rows(std::size_t kc, const Packed* a, std::size_t lda, std::size_t rows, const Packed* b,
                           Acc* c, std::size_t ldc, bool accumulate)
-    requires(std::is_same_v<Storage, float> && std::is_same_v<Packed, float> && B::kKPack == 1 && !B::kAccInL1)
+    requires(std::is_same_v<Packed, float> && B::kKPack == 1 && !B::kAccInL1)
   {
     microkernel_rows<Tile, int(B::kMr), int(B::kNr / Tile::kW)>(kc, a, lda, rows, b, c, ldc, accumulate);
   }
