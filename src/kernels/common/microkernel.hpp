@@ -196,8 +196,6 @@ struct GemmTraits : B {
   }
 
  private:
-  /// Whole registers, then single floats: the runs copied here are short (a row of a micro-tile, a 64-wide
-  /// chunk of a panel), where an inlined memcpy becomes `rep movsq` and its start-up cost dominates.
   static bool has_nan_f16(const std::uint16_t* v, std::size_t n) {
     bool nan = false;
     for (std::size_t j = 0; j < n; ++j) nan |= (v[j] & 0x7FFFu) > 0x7C00u;
@@ -210,6 +208,10 @@ struct GemmTraits : B {
       v[j] = (v[j] & 0x8000u) != 0 && mag != 0 && mag <= 0x7C00u ? std::uint16_t{0} : v[j];
     }
   }
+  /// Whole registers, then single floats. The runs copied here are short (a row of a micro-tile, a 64-wide
+  /// chunk of a panel), where an inlined memcpy becomes `rep movsq` and its start-up cost dominates; GCC still
+  /// recognises this loop as a copy and, where n is not a constant, makes it that memcpy, so the hot caller
+  /// passes a constant n where it can (gemm.hpp's f32acc_store_tile).
   static void copy_f32(const float* s, float* d, std::size_t n) {
     std::size_t i = 0;
     for (; i + Cvt::kW <= n; i += Cvt::kW) Cvt::store(d + i, Cvt::load(s + i));
