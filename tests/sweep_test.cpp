@@ -52,6 +52,16 @@ constexpr unsigned kThreads = 1;
 constexpr unsigned kThreads = 2;
 #endif
 
+// Under ASan a sweep runs 10-20 times slower, and the tests below that sweep every distribution took most of the
+// asan preset's time (SweepGridIndependence alone 338 s of a 600 s limit). What ASan checks there is memory
+// safety, which the code paths of one distribution show as well as those of three: those tests sample the
+// lognormal one (the widest range of magnitudes) under ASan. The release preset runs them all.
+void sample_dists_under_asan([[maybe_unused]] Options& o) {
+#if defined(__SANITIZE_ADDRESS__)
+  o.dists = {Dist::lognormal};
+#endif
+}
+
 // ---- helpers ---------------------------------------------------------------------------------------------------
 
 std::string read_all(const std::string& path) {
@@ -181,6 +191,7 @@ TEST(SweepDetMath, BaseDrawsArePinned) {
 Options determinism_options() {
   Options o = small_options();
   o.experiments = plan_experiments({"sum", "dot", "maxabs", "dense_fwd", "mse", "softmax_naive", "xent"}, {});
+  sample_dists_under_asan(o);
   return o;
 }
 
@@ -406,6 +417,7 @@ TEST(SweepAgreement, F16F32AccThresholdsAreTheSameOnEveryIsa) {
   // Not softmax, softmax_naive, xent: their exp is an approximation whose last f32 bits may differ per ISA, so
   // where exp overflows in f32 may move (halfmap compare shows it; it is not a rounding-once property).
   o.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "dense_fwd", "mse"}, {"f16_f32acc"});
+  sample_dists_under_asan(o);
   const Result r = run(o);
   std::map<std::pair<Op, Dist>, const ItemResult*> ref;
   std::size_t compared = 0;
@@ -482,6 +494,7 @@ void model_bwd(const DenseBwdArgs& a) {
 TEST(SweepAgreement, Fp16AccumulatingPathsEqualTheirModelTwin) {
   Options o = small_options();
   o.sizes.n = 1000;  // not a multiple of any lane count: the tails are exercised
+  sample_dists_under_asan(o);
   std::size_t compared = 0;
   for (const Kernel& k : kernels()) {
     if (k.mode != Mode::f16 || !kernel_enabled(k)) continue;
@@ -958,6 +971,7 @@ TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) 
   o.wide_s_grid = Grid{-160, 140, 2};
   o.S_grid = {0, 32, 1};
   o.dists = {Dist::normal, Dist::uniform};
+  sample_dists_under_asan(o);
   o.threads = kThreads;
   std::vector<std::string> ops = {"sum",       "sumsq",   "dot",  "mse",      "xent",
                                   "dense_fwd", "layernorm", "rmsnorm", "gelu", "gelu_tanh"};
@@ -1097,6 +1111,7 @@ TEST(SweepThresholdDefinitions, EveryOnsetAndSaturationHoldsAtTheLatticePointsAr
   // release preset checks all seven ops and three distributions).
   o.experiments = plan_experiments({"sum", "dot", "mse", "dense_fwd"}, {});
   o.dists = {Dist::normal, Dist::lognormal};
+  sample_dists_under_asan(o);
 #else
   o.experiments =
       plan_experiments({"sum", "sumsq", "maxabs", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm", "gelu",
