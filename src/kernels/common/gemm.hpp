@@ -173,6 +173,17 @@ void pack_panels(View<typename T::Storage> src, std::size_t r0, std::size_t rows
         }
       }
     }
+  } else if constexpr (KP == 1 && MR >= 16) {  // columns contiguous along rows, one k per group, wide panels (B's):
+    // each panel's values of one k are one contiguous run of src, converted straight into the panel. Narrow panels
+    // (A's 6 rows) keep the line: a conversion of 6 values is scalar (avx2's dense backward at 256³: 0.89×).
+    for (std::size_t j = 0; j < panels; ++j) {
+      const std::size_t valid = std::min(MR, rows - j * MR);
+      Packed* d = dst + j * MR * kc;
+      for (std::size_t q = 0; q < kc; ++q, d += MR) {
+        T::convert(&src.at(r0 + j * MR, p0 + q), d, valid);
+        std::fill(d + valid, d + MR, Packed{});
+      }
+    }
   } else {  // columns are contiguous along rows (a transposed operand): convert the KP k values of a group
     const std::size_t width = panels * MR;
     line.resize(KP * width);
