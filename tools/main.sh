@@ -156,8 +156,9 @@ step_bench() {
 # both read the cap once, when loaded or first used (see bench/peers/onednn.cpp, openblas.cpp), so it cannot
 # change within the main run. halfmap's dense forward kernels of that ISA and the peers' arithmetic (f32 and
 # f16_f32acc on avx2, bf16_f32acc on avx512bf16) run again in the same process, in the same random order, so that
-# bench_report.py divides a kernel's median by a capped peer's from one run. Writes $OUT/bench_peers_$1.json, or removes it where the peers are not built, the
-# machine is not x86-64, or the library cannot run that ISA here (no benchmark of the capped name exists).
+# bench_report.py divides a kernel's median by a capped peer's from one run. Writes $OUT/bench_peers_$1.json, or
+# removes it where the peers are not built, the machine is not x86-64, or the library cannot run that ISA here (no
+# benchmark of the capped name exists).
 bench_capped_peers() {
   local json=$OUT/bench_peers_$1.json env filter tmp
   case $1 in

@@ -104,12 +104,10 @@ class Peers:
         (the kernel's main cell) and why."""
         results, suite = self.results, self.suite
         value = results.value(suite, kernel, arg, counter)
-        base, _, why = self.best_same_isa(kernel, arg, counter)
-        if not base or value is None:
-            return Pair(value, results.spread(suite, kernel, arg, counter), None, None, None, None, why)
         isa_arith = results.isa_and_arithmetic(kernel)
+        same = [k for k in self.present if results.isa_and_arithmetic(k) == isa_arith]
         candidates = []
-        for peer in (k for k in self.present if results.isa_and_arithmetic(k) == isa_arith):
+        for peer in same if value is not None and all(isa_arith) else []:
             pairs = results.same_run(suite, kernel, peer, arg, counter)
             for run, v, b in pairs:
                 candidates.append((v / b, Pair(v, results.run_spread(run, suite, kernel, arg, counter), b,
@@ -120,7 +118,10 @@ class Peers:
                 candidates.append((value / b, Pair(value, results.spread(suite, kernel, arg, counter), b,
                                                    results.spread(suite, peer, arg, counter), peer_label(peer),
                                                    None, None)))
-        return min(candidates, key=lambda c: c[0])[1]
+        if candidates:
+            return min(candidates, key=lambda c: c[0])[1]
+        why = self.best_same_isa(kernel, arg, counter)[2]
+        return Pair(value, results.spread(suite, kernel, arg, counter), None, None, None, None, why)
 
     def ratio_same_isa(self, kernel, arg, counter):
         """A halfmap kernel's rate / the peer of its ISA and arithmetic it compares worst with (same_isa_pair):

@@ -145,6 +145,7 @@ class Results:
                 self._add(b, main, by_run)
         self.cells, self.spreads = cells_and_spreads(*main)
         self.run_cells, self.run_spreads = cells_and_spreads(*by_run)
+        self.runs = sorted({run for (run, _, _, _) in self.run_cells})  # "" (the main JSON) and the extra runs
 
     def _add(self, b, main, by_run):
         name = b.get("run_name") or b.get("name", "")
@@ -195,9 +196,8 @@ class Results:
     def same_run(self, suite, kernel, other, arg, counter):
         """[(run, kernel's value, other's value)] for every run (main "" or an extra run's name) that timed both
         kernel and other at arg."""
-        runs = sorted({run for (run, s, k, a) in self.run_cells if (s, k, a) == (suite, kernel, str(arg))})
         out = []
-        for run in runs:
+        for run in self.runs:
             a = self.run_cells.get((run, suite, kernel, str(arg)), {}).get(counter)
             b = self.run_cells.get((run, suite, other, str(arg)), {}).get(counter)
             if a and b:

@@ -272,7 +272,9 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
             const std::size_t mr = std::min(MR, mc - ir);
             auto kernel = [&](Acc* out, std::size_t ldc) {
               if constexpr (kWidenRows) {
-                if (a_rows) return T::kernel_rows(groups, apack + ir * lda_wide, lda_wide, mr, bp, out, ldc, accumulate);
+                if (a_rows) {
+                  return T::kernel_rows(groups, apack + ir * lda_wide, lda_wide, mr, bp, out, ldc, accumulate);
+                }
               } else if constexpr (kRowsTile) {
                 if (a_rows) {
                   return T::kernel_rows(groups, &a.at(ic + ir, pc), std::size_t(a.rs), mr, bp, out, ldc, accumulate);

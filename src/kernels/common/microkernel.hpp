@@ -65,9 +65,10 @@ void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::
 
 /// The same product with A row-major: a(i, k) at a[i·lda + k], for f32 panels: f32 storage read where it lies,
 /// where packing A is only a reordering copy (at 256³ it was 7 % of the avx512 forward pass, at len 512 12 % of
-/// f32 attention), and 16-bit storage widened row by row (gemm.hpp). The same FMAs in the same k order, so the same bits as microkernel on packed A. An edge
-/// tile (rows < MR) reads its last row again for the rows past the operand, whose results the caller discards
-/// (pack_panels_direct pads them with zeros instead). Each row is a read stream, where packed A is one.
+/// f32 attention), and 16-bit storage widened row by row (gemm.hpp). The same FMAs in the same k order, so the
+/// same bits as microkernel on packed A. An edge tile (rows < MR) reads its last row again for the rows past the
+/// operand, whose results the caller discards (pack_panels_direct pads them with zeros instead). Each row is a
+/// read stream, where packed A is one.
 template <class O, int MR, int NV>
 void microkernel_rows(std::size_t kc, const typename O::Packed* a, std::size_t lda, std::size_t rows,
                       const typename O::Packed* b, typename O::Acc* c, std::size_t ldc, bool accumulate) {
