@@ -7,14 +7,21 @@
 // which equals the f32 quotient rounded to fp16 (NUMERICS.md). So every kernel is bit-exact to the f16 model
 // run with its lanes and FmaKind::fused.
 //
-// layernorm, rmsnorm and GELU (kernels/common/norm.hpp, gelu.hpp) are not listed here yet: their fp16 loops would
-// be the ones avx2, avx512 and neonfp16 run bit-exact to the f16 model, but a kernel lands only after its tests ran
-// on a CPU with AVX512-FP16, and none was available when they were written.
+// layernorm, rmsnorm, GELU and attention are the common loops too (norm.hpp, gelu.hpp, attention.hpp; attention is
+// composed of this path's dense and softmax kernels), so they are bit-exact to the f16 model as well.
+//
+// No fp8 or MX conversions here: the conversions through fp16 use vcvtps2ph and vcvtph2ps, which are AVX-512F,
+// so AVX512-FP16 adds nothing to them. avx512 already decodes through fp16; encoding through fp16 ran at 0.35x
+// its integer encoding on a Xeon with AVX512-FP16 (fp8_encode at l1, e4m3 and e5m2 alike), so it keeps the
+// integers there too.
 #include "kernels/avx512fp16/ops.hpp"
+#include "kernels/common/attention.hpp"
+#include "kernels/common/gelu.hpp"
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/microkernel.hpp"
 #include "kernels/common/nn.hpp"
+#include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
 
 namespace halfmap::paths::avx512fp16 {
@@ -33,6 +40,17 @@ constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma) {
 }
 constexpr FmaKind kF = F16::kFma;
 
+// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
+constexpr AttentionKernels kAttF16{Mode::f16,
+                                   dense_fwd<F16Gemm>,
+                                   dense_bwd<F16Gemm>,
+                                   softmax_f16<F16Nn, true>,
+                                   kNnLanes,
+                                   kF,
+                                   F32::f16_to_f32,
+                                   F32::f32_to_f16,
+                                   f16acc_reduce<F16, kNnRegs, Op::dot>};
+
 const Kernel kList[] = {
     k<Op::sum, Mode::f16>(f16acc_reduce<F16, kReduceRegs, Op::sum>, kReduceLanes, kF),
     k<Op::sumsq, Mode::f16>(f16acc_reduce<F16, kReduceRegs, Op::sumsq>, kReduceLanes, kF),
@@ -46,6 +64,13 @@ const Kernel kList[] = {
     k<Op::softmax, Mode::f16>(softmax_f16<F16Nn, true>, kNnLanes, kF),
     k<Op::softmax_naive, Mode::f16>(softmax_f16<F16Nn, false>, kNnLanes, kF),
     k<Op::xent, Mode::f16>(xent_f16<F16Nn>, kNnLanes, kF),
+
+    k<Op::layernorm, Mode::f16>(norm_f16<F16Nn, false>, kNnLanes, kF),
+    k<Op::rmsnorm, Mode::f16>(norm_f16<F16Nn, true>, kNnLanes, kF),
+    k<Op::gelu, Mode::f16>(gelu_f16<F16Nn, false>, 1, kF),
+    k<Op::gelu_tanh, Mode::f16>(gelu_f16<F16Nn, true>, 1, kF),
+    k<Op::attention_prescale, Mode::f16>(attention<kAttF16, true>, kNnLanes, kF),
+    k<Op::attention_postscale, Mode::f16>(attention<kAttF16, false>, kNnLanes, kF),
 };
 
 }  // namespace
