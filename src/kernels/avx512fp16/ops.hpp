@@ -38,6 +38,13 @@ struct F16 {
   static V add(V a, V b) { return _mm512_add_ph(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ph(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ph(a, b, c); }
+  /// fma(broadcast(a), b, c) as one vfmadd231ph with an embedded broadcast (microkernel.hpp's tile): written in
+  /// asm because GCC merges the equal broadcasts of a row's FMAs into one vpbroadcastw, the port-5 shuffle this
+  /// avoids. The same single rounding as fma.
+  static V fma_broadcast(const std::uint16_t* a, V b, V c) {
+    asm("vfmadd231ph %[a]%{1to32%}, %[b], %[c]" : [c] "+v"(c) : [b] "v"(b), [a] "m"(*a));
+    return c;
+  }
   /// f(to_f32(v)) rounded once to fp16, on the two halves of v.
   template <class F>
   static V through_f32(V v, F f) {

@@ -26,6 +26,7 @@
 //   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
 //       exactly pack_panels's panels (avx512bf16's pairs: a transpose in shuffles rather than 16-bit moves)
 //   f16_epilogue(acc, m, n, b, act, out)  (f16 modes) f16_dense_epilogue's result (microkernel.hpp's GemmTraits)
+//   f16_bias_grad(dy, m, n, j0, j1, db)  (f16 modes) dense_bias_grad_cols's result (microkernel.hpp's GemmTraits)
 //   bias_add(float acc, float b)  (optional, f32-accumulating modes) acc + b where the path's contract fixes which
 //       NaN operand an add propagates (neonbf16: f32acc_model_add); otherwise a C++ add
 #pragma once
@@ -422,7 +423,11 @@ void dense_bwd(const DenseBwdArgs& d) {
   (void)m;
   if (d.db != nullptr) {
     const DType t = T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
-    dense_bias_grad(T::kMode, t, d.dy, d.m, d.n, d.db);
+    if constexpr (T::kMode == Mode::f16) {
+      T::f16_bias_grad(static_cast<const std::uint16_t*>(d.dy), d.m, d.n, 0, d.n, static_cast<std::uint16_t*>(d.db));
+    } else {
+      dense_bias_grad(T::kMode, t, d.dy, d.m, d.n, d.db);
+    }
   }
 }
 

@@ -151,7 +151,7 @@ void dense_fwd_team(const DenseArgs& d, unsigned threads) {
     run_team(threads, [&](Team& team) {
       gemm_team<T>(team, d.m, d.n, d.k, x, w, accp, nullptr, bpack);
       const auto [r0, r1] = team_share(d.m, team.rank(), team.size());
-      f16_dense_epilogue(accp + r0 * d.n, r1 - r0, d.n, b, d.act, y + r0 * d.n);
+      T::f16_epilogue(accp + r0 * d.n, r1 - r0, d.n, b, d.act, y + r0 * d.n);
     });
   } else {
     thread_local std::vector<float> bias;
@@ -217,7 +217,14 @@ void dense_bwd_team(const DenseBwdArgs& d, unsigned threads) {
     }
     if (d.db != nullptr) {
       const auto [j0, j1] = team_share(d.n, team.rank(), team.size());
-      if (j1 > j0) dense_bias_grad_cols(T::kMode, t, d.dy, d.m, d.n, j0, j1, d.db);
+      if constexpr (T::kMode == Mode::f16) {
+        if (j1 > j0) {
+          T::f16_bias_grad(static_cast<const std::uint16_t*>(d.dy), d.m, d.n, j0, j1,
+                           static_cast<std::uint16_t*>(d.db));
+        }
+      } else if (j1 > j0) {
+        dense_bias_grad_cols(T::kMode, t, d.dy, d.m, d.n, j0, j1, d.db);
+      }
     }
   });
 }

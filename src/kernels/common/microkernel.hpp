@@ -9,6 +9,8 @@
 //   zero(), load(const Acc*), store(Acc*, V)      the accumulators (load/store convert fp16 <-> f32 per-op paths)
 //   load_packed(const Packed*), broadcast(const Packed*)
 //   fma(a, b, c)        a*b + c in the tile's arithmetic (rounded to fp16 for the fp16 tiles)
+//   fma_broadcast(const Packed* a, b, c)  (optional) fma(broadcast(a), b, c) with the broadcast inside the FMA's
+//                       memory operand, for tiles whose broadcast instruction would take an FMA port (below)
 // Instantiated only with an ISA's own types, so every instantiation's mangled name names its ISA.
 #pragma once
 
@@ -21,6 +23,12 @@
 #include "kernels/common/gemm.hpp"  // f16_dense_epilogue
 
 namespace halfmap::detail {
+
+/// Whether the tile ops O have fma_broadcast.
+template <class O>
+constexpr bool kBroadcastInFma = requires(const typename O::Packed* a, typename O::V v) {
+  { O::fma_broadcast(a, v, v) };
+};
 
 /// c (MR × NV·kW, row stride ldc) (+)= Σ over kc k of a(i, k)·b(k, j), k in order, with a(i, k) at a_at(k, i)
 /// (a pointer to broadcast from) and b's NV vectors of each k consecutive in its packed panel.
@@ -44,9 +52,17 @@ void tile_product(std::size_t kc, AAt a_at, const typename O::Packed* b, typenam
     for (int v = 0; v < NV; ++v) bv[v] = O::load_packed(b + W * v);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const typename O::V ai = O::broadcast(a_at(p, i));
+      if constexpr (kBroadcastInFma<O>) {
+        // AVX512-FP16's vpbroadcastw from memory is a load and a port-5 shuffle on Intel's cores, and port 5 is
+        // one of the two zmm FMA ports: 8 broadcasts per 16 FMAs. vfmadd231ph's embedded broadcast ({1to32}) is
+        // a load only (llvm-mca, sapphirerapids: 16 -> 9.4 cycles per k of the 8 × 64 tile).
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[i][v] = O::fma(ai, bv[v], acc[i][v]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = O::fma_broadcast(a_at(p, i), bv[v], acc[i][v]);
+      } else {
+        const typename O::V ai = O::broadcast(a_at(p, i));
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[i][v] = O::fma(ai, bv[v], acc[i][v]);
+      }
     }
   }
 #pragma GCC unroll 16
@@ -165,18 +181,14 @@ struct GemmTraits : B {
   }
 
   /// The f16 modes' epilogue (gemm.hpp's dense_fwd): f16_dense_epilogue's out = relu?(acc + b), the add rounded
-  /// to fp16. On the per-operation F16C tiles (FmaKind::f32_round) it runs kW lanes at a time through Cvt: the
-  /// f16 model's add is to_f16(to_f32(a) + to_f32(b)), and vcvtph2ps, vaddps and vcvtps2ph are those operations
-  /// (half.hpp's conversions equal the hardware's for every pattern: exhaustive_conversion_test), so the bits
-  /// are the same. A row with a NaN in acc or b goes to f16_dense_epilogue itself, which of two NaNs an add
-  /// returns being its compiled operand order. The scalar epilogue took half the time of the avx512 forward pass
-  /// at 256³. Other tiles call f16_dense_epilogue.
+  /// to fp16, kAddW lanes at a time (add_f16). A row with a NaN in acc or b goes to f16_dense_epilogue itself,
+  /// which of two NaNs an add returns being its compiled operand order. The scalar epilogue took half the time of
+  /// the avx512 forward pass at 256³, and 7/8 of the avx512fp16 one.
   static void f16_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, const std::uint16_t* b, Act act,
                            std::uint16_t* out) {
-    if constexpr (Tile::kFma != FmaKind::f32_round) {
+    if constexpr (!kVectorAdd) {
       f16_dense_epilogue(acc, m, n, b, act, out);
     } else {
-      constexpr std::size_t W = Cvt::kW;
       const bool b_nan = b != nullptr && has_nan_f16(b, n);
       for (std::size_t i = 0; i < m; ++i) {
         const std::uint16_t* a = acc + i * n;
@@ -187,20 +199,50 @@ struct GemmTraits : B {
           f16_dense_epilogue(a, 1, n, b, act, o);
           continue;
         } else {
-          std::size_t j = 0;
-          for (; j + W <= n; j += W) Cvt::store_f16(o + j, Cvt::add(Cvt::load_f16(a + j), Cvt::load_f16(b + j)));
-          if (j < n) f16_dense_epilogue(a + j, 1, n - j, b + j, Act::identity, o + j);
+          add_f16_run(o, a, b, n);
         }
         if (act == Act::relu) relu_f16(o, n);
       }
     }
   }
 
+  /// dense_bias_grad_cols of the f16 modes: db[j] = Σ_i dy[i·n + j] for j in [j0, j1), each column summed from +0
+  /// in row order with the f16 model's add, kAddW columns at a time (its scalar loop took 3/4 of the avx512fp16
+  /// backward pass at 256³). Columns with a NaN go to dense_bias_grad_cols, as f16_epilogue's rows do.
+  static void f16_bias_grad(const std::uint16_t* dy, std::size_t m, std::size_t n, std::size_t j0, std::size_t j1,
+                            std::uint16_t* db) {
+    bool nan = !kVectorAdd;
+    for (std::size_t i = 0; i < m && !nan; ++i) nan = has_nan_f16(dy + i * n + j0, j1 - j0);
+    if (nan) return dense_bias_grad_cols(kMode, DType::f16, dy, m, n, j0, j1, db);
+    std::fill(db + j0, db + j1, std::uint16_t{0});
+    for (std::size_t i = 0; i < m; ++i) add_f16_run(db + j0, db + j0, dy + i * n + j0, j1 - j0);
+  }
+
  private:
+  /// Whether add_f16_run has vectors: the f16 model's add is to_f16(to_f32(a) + to_f32(b)), the correctly rounded
+  /// fp16 sum (f16_model.hpp). On the per-operation F16C tiles (FmaKind::f32_round) vcvtph2ps, vaddps and
+  /// vcvtps2ph are those operations (half.hpp's conversions equal the hardware's for every pattern:
+  /// exhaustive_conversion_test); the native tiles (FmaKind::fused: vaddph, fadd .8h) round the sum once
+  /// themselves. Either gives the model's bits for every operand pair without a NaN.
+  static constexpr bool kVectorAdd = Tile::kFma == FmaKind::f32_round || Tile::kFma == FmaKind::fused;
+  /// o[j] = a[j] + b[j] (fp16 bits, no NaN among them) for j < n: whole vectors, then f16_dense_epilogue's adds.
+  /// o may be a.
+  static void add_f16_run(std::uint16_t* o, const std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+    std::size_t j = 0;
+    if constexpr (Tile::kFma == FmaKind::f32_round) {
+      for (; j + Cvt::kW <= n; j += Cvt::kW)
+        Cvt::store_f16(o + j, Cvt::add(Cvt::load_f16(a + j), Cvt::load_f16(b + j)));
+    } else if constexpr (Tile::kFma == FmaKind::fused) {
+      for (; j + Tile::kW <= n; j += Tile::kW) Tile::store(o + j, Tile::add(Tile::load(a + j), Tile::load(b + j)));
+    }
+    if (j < n) f16_dense_epilogue(a + j, 1, n - j, b + j, Act::identity, o + j);
+  }
+  /// Through the largest magnitude's bits, a maximum GCC vectorises (an OR of flags stayed scalar, and took 3/4
+  /// of the avx512fp16 forward pass at 64³).
   static bool has_nan_f16(const std::uint16_t* v, std::size_t n) {
-    bool nan = false;
-    for (std::size_t j = 0; j < n; ++j) nan |= (v[j] & 0x7FFFu) > 0x7C00u;
-    return nan;
+    std::uint16_t top = 0;
+    for (std::size_t j = 0; j < n; ++j) top = std::max(top, std::uint16_t(v[j] & 0x7FFFu));
+    return top > 0x7C00u;
   }
   /// f16_dense_epilogue's relu on fp16 bits: negative, nonzero, non-NaN values become +0.
   static void relu_f16(std::uint16_t* v, std::size_t n) {
