@@ -422,10 +422,10 @@ void dense_bwd(const DenseBwdArgs& d) {
   }
   (void)m;
   if (d.db != nullptr) {
-    const DType t = T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
     if constexpr (T::kMode == Mode::f16) {
       T::f16_bias_grad(static_cast<const std::uint16_t*>(d.dy), d.m, d.n, 0, d.n, static_cast<std::uint16_t*>(d.db));
     } else {
+      const DType t = T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
       dense_bias_grad(T::kMode, t, d.dy, d.m, d.n, d.db);
     }
   }

@@ -181,7 +181,7 @@ struct GemmTraits : B {
   }
 
   /// The f16 modes' epilogue (gemm.hpp's dense_fwd): f16_dense_epilogue's out = relu?(acc + b), the add rounded
-  /// to fp16, kAddW lanes at a time (add_f16). A row with a NaN in acc or b goes to f16_dense_epilogue itself,
+  /// to fp16, whole vectors at a time (add_f16_run). A row with a NaN in acc or b goes to f16_dense_epilogue itself,
   /// which of two NaNs an add returns being its compiled operand order. The scalar epilogue took half the time of
   /// the avx512 forward pass at 256³, and 7/8 of the avx512fp16 one.
   static void f16_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, const std::uint16_t* b, Act act,
@@ -207,7 +207,7 @@ struct GemmTraits : B {
   }
 
   /// dense_bias_grad_cols of the f16 modes: db[j] = Σ_i dy[i·n + j] for j in [j0, j1), each column summed from +0
-  /// in row order with the f16 model's add, kAddW columns at a time (its scalar loop took 3/4 of the avx512fp16
+  /// in row order with the f16 model's add, whole vectors of columns at a time (its scalar loop took 3/4 of the avx512fp16
   /// backward pass at 256³). Columns with a NaN go to dense_bias_grad_cols, as f16_epilogue's rows do.
   static void f16_bias_grad(const std::uint16_t* dy, std::size_t m, std::size_t n, std::size_t j0, std::size_t j1,
                             std::uint16_t* db) {
@@ -233,7 +233,8 @@ struct GemmTraits : B {
       for (; j + Cvt::kW <= n; j += Cvt::kW)
         Cvt::store_f16(o + j, Cvt::add(Cvt::load_f16(a + j), Cvt::load_f16(b + j)));
     } else if constexpr (Tile::kFma == FmaKind::fused) {
-      for (; j + Tile::kW <= n; j += Tile::kW) Tile::store(o + j, Tile::add(Tile::load(a + j), Tile::load(b + j)));
+      for (; j + Tile::kW <= n; j += Tile::kW)
+        Tile::store(o + j, Tile::add(Tile::load(a + j), Tile::load(b + j)));
     }
     if (j < n) f16_dense_epilogue(a + j, 1, n - j, b + j, Act::identity, o + j);
   }
