@@ -207,8 +207,8 @@ struct GemmTraits : B {
   }
 
   /// dense_bias_grad_cols of the f16 modes: db[j] = Σ_i dy[i·n + j] for j in [j0, j1), each column summed from +0
-  /// in row order with the f16 model's add, whole vectors of columns at a time (its scalar loop took 3/4 of the avx512fp16
-  /// backward pass at 256³). Columns with a NaN go to dense_bias_grad_cols, as f16_epilogue's rows do.
+  /// in row order with the f16 model's add, whole vectors of columns at a time (its scalar loop took 3/4 of the
+  /// avx512fp16 backward pass at 256³). Columns with a NaN go to dense_bias_grad_cols, as f16_epilogue's rows do.
   static void f16_bias_grad(const std::uint16_t* dy, std::size_t m, std::size_t n, std::size_t j0, std::size_t j1,
                             std::uint16_t* db) {
     bool nan = !kVectorAdd;
