@@ -7,6 +7,7 @@
 // subnormals); the tests and the sweep see it as is. mse/softmax/xent are the common f32 algorithms on bf16
 // storage (Bf16Storage on ops.hpp's F32: outputs rounded with vcvtneps2bf16, which flushes f32-subnormal results
 // too).
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/avx512bf16/ops.hpp"
@@ -15,6 +16,7 @@
 #include "kernels/common/list.hpp"
 #include "kernels/common/attention.hpp"
 #include "kernels/common/gelu.hpp"
+#include "kernels/common/lanes.hpp"  // HALFMAP_VEC_INLINE
 #include "kernels/common/nn.hpp"
 #include "kernels/common/norm.hpp"
 #include "kernels/common/reduce.hpp"
@@ -79,24 +81,59 @@ struct Bf16Gemm {
   static void kernel(std::size_t groups, const std::uint16_t* a, const std::uint16_t* b, float* c,
                      std::size_t ldc, bool accumulate) {
     __m512 acc[8][2];
+    load_tile(acc, c, ldc, accumulate);
+    for (std::size_t q = 0; q < groups; ++q, a += 16, b += 64) {
+      step(acc, b, [a](int i) { return word_at(a + 2 * i); });
+    }
+    store_tile(acc, c, ldc);
+  }
+  /// gemm.hpp's kernel_rows: A row-major (a(i, k) at a[i·lda + k]) read where it lies. Packing A only regrouped
+  /// each row's consecutive pairs (pack_pairs: 7 % of bf16 attention at len 512, whose P and dS are 512 × 512 A
+  /// operands of GEMMs only 64 columns wide, on a Zen 5); here the tile reads row i's pair q as the word at
+  /// 2q, the same words in the same order as kernel on packed A, so the same bits. An odd kc's last pair is
+  /// (a(i, kc − 1), 0), as pack_pairs pads it. Rows past `rows` read the last valid row again: the caller discards
+  /// their results (pack_pairs pads them with zeros instead).
+  static void kernel_rows(std::size_t kc, const std::uint16_t* a, std::size_t lda, std::size_t rows,
+                          const std::uint16_t* b, float* c, std::size_t ldc, bool accumulate) {
+    const std::uint16_t* r[8];
+    for (std::size_t i = 0; i < 8; ++i) r[i] = a + std::min(i, rows - 1) * lda;
+    __m512 acc[8][2];
+    load_tile(acc, c, ldc, accumulate);
+    const std::size_t pairs = kc / 2;
+    for (std::size_t q = 0; q < pairs; ++q, b += 64) {
+      step(acc, b, [&r, q](int i) { return word_at(r[i] + 2 * q); });
+    }
+    if (kc % 2 != 0) step(acc, b, [&r, kc](int i) { return std::uint32_t{r[i][kc - 1]}; });
+    store_tile(acc, c, ldc);
+  }
+
+ private:
+  static std::uint32_t word_at(const std::uint16_t* p) {
+    std::uint32_t w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+  }
+  HALFMAP_VEC_INLINE static void load_tile(__m512 (&acc)[8][2], const float* c, std::size_t ldc, bool accumulate) {
     for (int i = 0; i < 8; ++i) {
       acc[i][0] = accumulate ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
       acc[i][1] = accumulate ? _mm512_loadu_ps(c + i * ldc + 16) : _mm512_setzero_ps();
     }
-    for (std::size_t q = 0; q < groups; ++q, a += 16, b += 64) {
-      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 32);
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        std::uint32_t pair;
-        std::memcpy(&pair, a + 2 * i, sizeof pair);
-        const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
-        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
-      }
-    }
+  }
+  HALFMAP_VEC_INLINE static void store_tile(__m512 (&acc)[8][2], float* c, std::size_t ldc) {
     for (int i = 0; i < 8; ++i) {
       _mm512_storeu_ps(c + i * ldc, acc[i][0]);
       _mm512_storeu_ps(c + i * ldc + 16, acc[i][1]);
+    }
+  }
+  /// One k pair: row i's pair pair_of(i) (a 32-bit word, low half first) times the panel's 32 columns at b.
+  template <class PairOf>
+  HALFMAP_VEC_INLINE static void step(__m512 (&acc)[8][2], const std::uint16_t* b, PairOf pair_of) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 32);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair_of(i)));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
     }
   }
 };

@@ -87,31 +87,46 @@ void pack_rows(detail::View<std::uint16_t> src, std::size_t r0, std::size_t rows
   }
 }
 
-/// Rows contiguous across the panel (src.rs == 1): the k pair's two runs of MR values interleaved.
+/// Rows contiguous across the panel (src.rs == 1): the k pair's two runs of MR values interleaved. 8-row panels
+/// (A's) take the pair q of four panels at a time: 32 values of each run, two shuffles, a 32-byte store into each
+/// panel, where one panel at a time made 16-byte loads and stores (Aᵀ in dW = Xᵀ·dY: P in bf16 attention's
+/// dV = Pᵀ·dO, 512 × 512 at len 512).
 template <std::size_t MR>
 void pack_cols(detail::View<std::uint16_t> src, std::size_t r0, std::size_t rows, std::size_t p0, std::size_t kc,
                std::uint16_t* dst) {
   static_assert(MR == 8 || MR % 32 == 0);
-  const std::size_t groups = (kc + 1) / 2, panels = (rows + MR - 1) / MR, pairs = kc / 2;
+  const std::size_t groups = (kc + 1) / 2, panels = (rows + MR - 1) / MR, pairs = kc / 2, whole = rows / MR;
   const __m512i first = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
                                          37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
   const __m512i last = _mm512_add_epi16(first, _mm512_set1_epi16(16));
-  for (std::size_t j = 0; j < panels; ++j) {
-    auto* panel = reinterpret_cast<std::uint32_t*>(dst + j * MR * groups * 2);
-    if ((j + 1) * MR > rows) {
-      pack_tail<MR>(src, r0, rows, p0, kc, j, 0, panel);
-      continue;
-    }
+  auto panel_of = [&](std::size_t j) { return reinterpret_cast<std::uint32_t*>(dst + j * MR * groups * 2); };
+  if constexpr (MR == 8) {
     for (std::size_t q = 0; q < pairs; ++q) {
-      const std::uint16_t* s0 = &src.at(r0 + j * MR, p0 + 2 * q);
-      const std::uint16_t* s1 = &src.at(r0 + j * MR, p0 + 2 * q + 1);
-      std::uint32_t* d = panel + q * MR;
-      if constexpr (MR == 8) {
-        const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0));
-        const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1));
+      const std::uint16_t* s0 = &src.at(r0, p0 + 2 * q);
+      const std::uint16_t* s1 = &src.at(r0, p0 + 2 * q + 1);
+      std::size_t j = 0;
+      for (; j + 4 <= whole; j += 4) {  // columns 8j to 8j + 31: word c of lo (hi) is column 8j + c (+ 16)
+        const __m512i x0 = _mm512_loadu_si512(s0 + j * MR), x1 = _mm512_loadu_si512(s1 + j * MR);
+        const __m512i lo = _mm512_permutex2var_epi16(x0, first, x1), hi = _mm512_permutex2var_epi16(x0, last, x1);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(panel_of(j) + q * MR), _mm512_castsi512_si256(lo));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(panel_of(j + 1) + q * MR), _mm512_extracti64x4_epi64(lo, 1));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(panel_of(j + 2) + q * MR), _mm512_castsi512_si256(hi));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(panel_of(j + 3) + q * MR), _mm512_extracti64x4_epi64(hi, 1));
+      }
+      for (; j < whole; ++j) {
+        const __m128i x0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s0 + j * MR));
+        const __m128i x1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s1 + j * MR));
+        std::uint32_t* d = panel_of(j) + q * MR;
         _mm_storeu_si128(reinterpret_cast<__m128i*>(d), _mm_unpacklo_epi16(x0, x1));
         _mm_storeu_si128(reinterpret_cast<__m128i*>(d + 4), _mm_unpackhi_epi16(x0, x1));
-      } else {
+      }
+    }
+  } else {
+    for (std::size_t j = 0; j < whole; ++j) {
+      for (std::size_t q = 0; q < pairs; ++q) {
+        const std::uint16_t* s0 = &src.at(r0 + j * MR, p0 + 2 * q);
+        const std::uint16_t* s1 = &src.at(r0 + j * MR, p0 + 2 * q + 1);
+        std::uint32_t* d = panel_of(j) + q * MR;
         for (std::size_t i = 0; i < MR; i += 32) {
           const __m512i x0 = _mm512_loadu_si512(s0 + i), x1 = _mm512_loadu_si512(s1 + i);
           _mm512_storeu_si512(d + i, _mm512_permutex2var_epi16(x0, first, x1));
@@ -119,8 +134,9 @@ void pack_cols(detail::View<std::uint16_t> src, std::size_t r0, std::size_t rows
         }
       }
     }
-    pack_tail<MR>(src, r0, rows, p0, kc, j, pairs, panel);  // an odd kc's last pair: its second half zero
   }
+  for (std::size_t j = 0; j < whole; ++j) pack_tail<MR>(src, r0, rows, p0, kc, j, pairs, panel_of(j));  // odd kc
+  if (whole < panels) pack_tail<MR>(src, r0, rows, p0, kc, whole, 0, panel_of(whole));  // the partial panel
 }
 
 /// gemm.hpp's pack_panels for kKPack = 2 (see the top of this file).

@@ -18,9 +18,9 @@
 //       c[i*ldc + j] (+)= Σ over `groups` packed k-groups of a(i,·)·b(·,j), for the whole kMr × kNr tile; the
 //       k order is the packing order, one k-group after the other.
 //   kernel_rows(size_t kc, const Packed* a, size_t lda, size_t rows, const Packed* b, Acc* c, size_t ldc,
-//               bool accumulate)  (optional: f32 panels) the same product with A row-major (a(i, k) at
-//       a[i*lda + k], rows <= kMr of them valid): gemm reads such an A of f32 in place, unpacked, and widens one
-//       of another storage type row by row
+//               bool accumulate)  (optional: f32 panels, avx512bf16's pairs) the same product over kc values of k
+//       with A row-major (a(i, k) at a[i*lda + k], rows <= kMr of them valid): gemm reads such an A in place,
+//       unpacked, where Packed is its storage type, and widens one of another storage type row by row
 //   store_out(const float* src, Storage* dst, size_t count)  (f32-accumulating modes) round f32 to storage;
 //       called once per row of each finished micro-tile (count <= kNr), so it should be vectorised
 //   pack<MR>(View<Storage> src, r0, rows, p0, kc, Packed* dst)  (optional) the path's own pack_panels, writing
@@ -236,9 +236,10 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
   }
   // Transposing B makes its packing the same as A's: B's columns are the "rows" of its panels.
   const View<typename T::Storage> bt{b.data, b.cs, b.rs};
-  // A row-major A whose tile reads f32 is read by rows (T::kernel_rows), not packed into micro-panels: in place
-  // where it is f32, else widened row by row into an f32 block (one contiguous conversion per row, where the
-  // micro-panels need a transposing copy after it: at 256³ that was 8 % of the avx512 f16_f32acc forward pass).
+  // A row-major A whose tile can read rows (T::kernel_rows) is not packed into micro-panels: read in place where
+  // the tile reads its storage type (f32, avx512bf16's bf16 pairs), else widened row by row into an f32 block
+  // (one contiguous conversion per row, where the micro-panels need a transposing copy after it: at 256³ that
+  // was 8 % of the avx512 f16_f32acc forward pass).
   constexpr bool kRowsTile = requires(const Packed* p, Acc* c) {
     T::kernel_rows(std::size_t{}, p, std::size_t{}, std::size_t{}, p, c, std::size_t{}, true);
   };
@@ -274,11 +275,11 @@ void gemm(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage>
             auto kernel = [&](Acc* out, std::size_t ldc) {
               if constexpr (kWidenRows) {
                 if (a_rows) {
-                  return T::kernel_rows(groups, apack + ir * lda_wide, lda_wide, mr, bp, out, ldc, accumulate);
+                  return T::kernel_rows(kc, apack + ir * lda_wide, lda_wide, mr, bp, out, ldc, accumulate);
                 }
               } else if constexpr (kRowsTile) {
                 if (a_rows) {
-                  return T::kernel_rows(groups, &a.at(ic + ir, pc), std::size_t(a.rs), mr, bp, out, ldc, accumulate);
+                  return T::kernel_rows(kc, &a.at(ic + ir, pc), std::size_t(a.rs), mr, bp, out, ldc, accumulate);
                 }
               }
               T::kernel(groups, apack + (ir / MR) * MR * groups * KP, bp, out, ldc, accumulate);
@@ -359,7 +360,7 @@ void dense_fwd(const DenseArgs& d) {
   if (const unsigned team = gemm_threads<T>(d.m, d.n, d.k, d.threads); team > 1) return dense_fwd_team<T>(d, team);
   using S = typename T::Storage;
   thread_local std::vector<typename T::Acc> acc;
-  acc.resize(d.m * d.n);
+  grown(acc, d.m * d.n);
   const View<S> x{static_cast<const S*>(d.x), std::ptrdiff_t(d.k), 1};
   const View<S> w{static_cast<const S*>(d.w), std::ptrdiff_t(d.n), 1};
   if constexpr (T::kMode == Mode::f16) {
@@ -369,7 +370,7 @@ void dense_fwd(const DenseArgs& d) {
   } else {
     thread_local std::vector<float> bias;
     if (d.b != nullptr) {
-      bias.resize(d.n);
+      grown(bias, d.n);
       widen_to_f32(T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16,
                    d.b, bias.data(), d.n);
     }
@@ -388,7 +389,7 @@ void dense_fwd(const DenseArgs& d) {
 template <class T>
 void gemm_store(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage> a,
                 View<typename T::Storage> b, std::vector<typename T::Acc>& acc, typename T::Storage* out) {
-  acc.resize(m * n);
+  grown(acc, m * n);
   if constexpr (T::kMode == Mode::f16) {
     gemm<T>(m, n, k, a, b, acc.data());
     std::memcpy(out, acc.data(), m * n * sizeof(std::uint16_t));

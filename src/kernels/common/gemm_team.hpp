@@ -139,7 +139,7 @@ void dense_fwd_team(const DenseArgs& d, unsigned threads) {
   using S = typename T::Storage;
   thread_local std::vector<typename T::Acc> acc;
   thread_local std::vector<typename T::Packed> bpack_buf;
-  acc.resize(d.m * d.n);
+  grown(acc, d.m * d.n);
   // Pointers, not the thread_local vectors themselves: inside the lambdas those names would be each worker's own.
   typename T::Acc* const accp = acc.data();
   typename T::Packed* const bpack = aligned_scratch(bpack_buf, gemm_team_bpack_size<T>(d.n, d.k));
@@ -156,7 +156,7 @@ void dense_fwd_team(const DenseArgs& d, unsigned threads) {
   } else {
     thread_local std::vector<float> bias;
     if (d.b != nullptr) {
-      bias.resize(d.n);
+      grown(bias, d.n);
       widen_to_f32(T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16,
                    d.b, bias.data(), d.n);
     }
@@ -199,8 +199,8 @@ void dense_bwd_team(const DenseBwdArgs& d, unsigned threads) {
   const auto* w = static_cast<const S*>(d.w);
   const auto* dy = static_cast<const S*>(d.dy);
   const std::ptrdiff_t n = std::ptrdiff_t(d.n), k = std::ptrdiff_t(d.k);
-  if (d.dx != nullptr) acc_dx.resize(d.m * d.k);
-  if (d.dw != nullptr) acc_dw.resize(d.k * d.n);
+  if (d.dx != nullptr) grown(acc_dx, d.m * d.k);
+  if (d.dw != nullptr) grown(acc_dw, d.k * d.n);
   typename T::Acc* const dx_acc = acc_dx.data();  // pointers: see dense_fwd_team
   typename T::Acc* const dw_acc = acc_dw.data();
   typename T::Packed* const bpack = aligned_scratch(

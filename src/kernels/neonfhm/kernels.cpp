@@ -89,7 +89,7 @@ void dense_fwd(const DenseArgs& d) {
 /// dY[i][j]·W[p][j] over j in order, dW[p][j] = Σ_i X[i][p]·dY[i][j] over i in order, db by FMLAL with 1.0).
 void dense_bwd(const DenseBwdArgs& d) {
   auto transpose = [](const std::uint16_t* src, std::size_t rows, std::size_t cols, std::vector<std::uint16_t>& dst) {
-    dst.resize(rows * cols);
+    grown(dst, rows * cols);  // grows only (scratch.hpp): no memset of the whole copy per call
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
     }
