@@ -17,6 +17,7 @@
 #include "halfmap/half.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/scratch.hpp"  // grown
 #include "kernels/ref/ops.hpp"
 
 namespace halfmap::detail {
@@ -38,8 +39,8 @@ inline void canon_f16(void* p, std::size_t n) {
   }
 }
 
-/// The composition's intermediates, kept per thread between calls and grown, never shrunk (as scratch.hpp's): at
-/// len 512 they are 4.5 MB, and allocating them per call (value-initialised, then page-faulted in, often as huge
+/// The composition's intermediates, kept per thread between calls and grown, never shrunk (scratch.hpp's grown):
+/// at len 512 they are 4.5 MB, and allocating them per call (value-initialised, then page-faulted in, often as huge
 /// pages) took 78 % of the f32 avx512 attention's time, the GEMMs 5 %. Every element a call reads it wrote first.
 template <class T>
 struct AttentionScratch {
@@ -51,13 +52,6 @@ template <class T>
 AttentionScratch<T>& attention_scratch() {
   thread_local AttentionScratch<T> scratch;
   return scratch;
-}
-
-/// The first n elements of v, grown to hold them.
-template <class T>
-T* first(std::vector<T>& v, std::size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
 }
 
 /// dst[0, n) = src[0, n) widened to f32: with the path's bulk conversion on 16-bit storage where it has one (the
@@ -132,10 +126,10 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
   const T* q = static_cast<const T*>(a.q);
   const T* k = static_cast<const T*>(a.k);
   AttentionScratch<T>& sc = attention_scratch<T>();
-  T* qs = first(sc.qs, prescale ? Ld : 0);
-  T* kt = first(sc.kt, Ld);
-  T* s = first(sc.s, LL);
-  T* pm = first(sc.pm, LL);
+  T* qs = grown(sc.qs, prescale ? Ld : 0);
+  T* kt = grown(sc.kt, Ld);
+  T* s = grown(sc.s, LL);
+  T* pm = grown(sc.pm, LL);
   const T* qa = q;
   if (prescale) {
     scale_all(p, q, qs, Ld, c);
@@ -160,11 +154,11 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
   }
   if (a.dout == nullptr) return;
 
-  T* dp = first(sc.dp, LL);
-  T* ds = first(sc.ds, LL);
-  T* row = first(sc.row, L);
-  float* pf = first(sc.pf, L);
-  float* dpf = first(sc.dpf, L);
+  T* dp = grown(sc.dp, LL);
+  T* ds = grown(sc.ds, LL);
+  T* row = grown(sc.row, L);
+  float* pf = grown(sc.pf, L);
+  float* dpf = grown(sc.dpf, L);
   p.bwd(DenseBwdArgs{L, d, L, pm, a.v, a.dout, dp, a.dv, nullptr, a.threads});
   // The softmax backward, row by row: dS = P ∘ (dP − δ), δ = Σ P ∘ dP. In f32 (widen_all, narrow_all) the
   // operations of ds = r(p · (dp − δ)); in the f16 modes each rounded to fp16: r(p · r(dp − δ)), δ the fp16 dot.
@@ -203,8 +197,8 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
     for (std::size_t j = valid; j < L; ++j) dsr[j] = T{};
   }
   if (!prescale) scale_all(p, ds, ds, LL, c);
-  T* dqs = first(sc.dqs, prescale ? Ld : 0);
-  T* dkt = first(sc.dkt, Ld);
+  T* dqs = grown(sc.dqs, prescale ? Ld : 0);
+  T* dkt = grown(sc.dkt, Ld);
   void* dq_out = prescale ? static_cast<void*>(dqs) : a.dq;
   p.bwd(DenseBwdArgs{L, L, d, qa, kt, ds, dq_out, dkt, nullptr, a.threads});
   T* dq = static_cast<T*>(a.dq);
