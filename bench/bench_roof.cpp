@@ -27,7 +27,7 @@
 //                      enabled.
 //   roof/f16c/<isa>    avx2 and avx512: the same FMA with every result rounded to fp16 and widened back (vcvtps2ph,
 //                      vcvtph2ps) before the next FMA of its chain: the limit of the per-operation f16 kernels,
-//                      which round so after every operation (NUMERICS.md). Timed with the chains in registers (no
+//                      which round so after every operation (docs/numerics.md). Timed with the chains in registers (no
 //                      loads) and with 64 fp16 chains in an L1 array (each step a load, the FMA and a store, as the
 //                      kernels' fp16 data; many chains, so bound by throughput rather than by the round trip's
 //                      latency); the faster is the roof (roof_f16c_<isa>_variants). Flops as for fma (the
@@ -62,8 +62,11 @@
 namespace halfmap::bench {
 namespace {
 
-/// The loops of `isa` in this build, or nullopt where it is not compiled (or has no roof: ref).
+/// The loops of `isa` in this build, or nullopt where it is not compiled, has no roof (ref), or this CPU lacks it:
+/// the table is built by code compiled with the ISA's flags, which may already use its registers (GCC stores
+/// roof_avx512bf16's table with zmm moves), so it is not even built on a CPU without the ISA.
 std::optional<roof::IsaLoops> loops_for(Isa isa) {
+  if (!isa_supported(isa)) return std::nullopt;
   switch (isa) {
 #if defined(HALFMAP_BENCH_ROOF_AVX2)
     case Isa::avx2: return roof::loops_avx2();
