@@ -1,13 +1,13 @@
 // Every attention kernel of the registry (AttentionArgs in registry.hpp), parameterised over kernels() and named
 // by kernel, so such a kernel cannot exist untested; the f16 model against float64; the backward formulas by
-// central differences; and the overflow facts the scale placement decides (NUMERICS.md: QKᵀ in fp16 storage).
+// central differences; and the overflow facts the scale placement decides (docs/numerics.md: QKᵀ in fp16 storage).
 // A kernel whose ISA may not run here is skipped with the reason, never called.
 //
 // Sizes: len 1, 2, 3, 9, 17 and 33 (one softmax row shorter, equal to and longer than the dense tiles and the fp16
 // softmax lanes), dim 1, 5, 16, 64 and 128, causal or not, forward and backward together and each alone. Inputs
 // are fenced with NaN and outputs with guard patterns (test_util.hpp), and the inputs are checked unchanged.
 //
-// Tolerance policy (STYLE.md practice 6), per precision mode:
+// Tolerance policy (docs/contributing.md, tolerances), per precision mode:
 //   * f16, f16_model: bit-exact against f16_model_attention(args, prescale, k.lanes, k.fma): o, scores, dq, dk, dv
 //     as fp16 bits (every NaN the canonical 0x7E00). A second variant puts ±inf, NaNs and the largest finite
 //     values among the inputs.

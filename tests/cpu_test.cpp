@@ -326,7 +326,7 @@ TEST(Registry, RefCoversEveryOpAndStorage) {
 
 // ---- names composed from the fields (src/kernels/common/list.hpp) ------------------------------------------------
 
-// "Adding a kernel" (README), followed once without adding it to the registry: one entry of a list, and the name
+// "Adding a kernel" (docs/contributing.md), followed once without adding it to the registry: one entry of a list, and the name
 // and fields it gets.
 float test_only_dot(const void*, const void*, std::size_t) { return 0.0f; }
 void test_only_softmax(const SoftmaxArgs&) {}

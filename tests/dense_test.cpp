@@ -8,7 +8,7 @@
 // input (a kernel that uses them produces NaN and fails) and guard values around every output (a kernel that
 // writes outside its extent fails), and checks that the inputs are unchanged.
 //
-// Tolerance policy (STYLE.md practice 6; NUMERICS.md), per precision mode:
+// Tolerance policy (docs/contributing.md, tolerances; docs/numerics.md), per precision mode:
 //   * f16, f16_model: bit-exact against f16_model_dense_fwd/bwd(args, k.fma), the per-operation fp16 model with
 //     the kernel's fused multiply-add flavour, compared as bit patterns (indices and hex printed on failure). The
 //     inputs hold fp16 subnormals and a few larger values: no path may flush, no path may reorder.
@@ -589,7 +589,7 @@ TEST_P(DenseFwdTest, ReluKeepsNegativeZero) {
   }
 }
 
-/// NUMERICS.md: a dense layer accumulating in fp16 overflows where a partial sum rounds to >= 65520, even when
+/// docs/numerics.md: a dense layer accumulating in fp16 overflows where a partial sum rounds to >= 65520, even when
 /// the final sum is small; f16_f32acc overflows only when the stored output does; f32 and bf16 do not overflow.
 /// Every output sums the same few products, placed alone (K = their count) or as the last k of K = kKc + 2, where
 /// they straddle the k block and the partial sum passes through the accumulator buffer between blocks:
@@ -639,7 +639,7 @@ TEST_P(DenseFwdTest, Fp16AccumulatorOverflowsOnPartialSums) {
   }
 }
 
-/// NUMERICS.md: bf16 has f32's range, so inputs that fit f32 never overflow it, at a precision of about 2^-8 per
+/// docs/numerics.md: bf16 has f32's range, so inputs that fit f32 never overflow it, at a precision of about 2^-8 per
 /// stored value. With X = ±[0.5, 1]·10^30 and W in [-1, 1]:
 ///   * storing each value in bf16 errs by at most 2^-8 relative (half an ulp of an 8-bit significand), and by
 ///     more than 2^-9 for some values: the loss is about 2^-8, not less;
@@ -647,7 +647,7 @@ TEST_P(DenseFwdTest, Fp16AccumulatorOverflowsOnPartialSums) {
 ///     inputs, and (bf16) within 2^-8 |E| + (2^-7 + 2^-16) Σ|x w| + 2 (K+2) u Σ|x w| of the f64 result on the
 ///     unrounded inputs (each product of two stored values errs by at most (1 + 2^-8)^2 - 1 relative);
 ///   * fp16 storage cannot hold 10^30 (it becomes inf when stored): its outputs are inf or NaN, as the f64
-///     oracle on the stored inputs says (the data boundary of NUMERICS.md).
+///     oracle on the stored inputs says (the data boundary of docs/numerics.md).
 TEST_P(DenseFwdTest, Bf16KeepsTheRangeOfF32) {
   const Tiling t = tiling();
   const DType st = storage();
@@ -921,7 +921,7 @@ TEST_P(DenseBwdTest, InfAndNanPropagateExactly) {
   }
 }
 
-/// Loss scaling as the frameworks ship it (NUMERICS.md; Keras starts at 2^15): the true gradient G of a
+/// Loss scaling as the frameworks ship it (docs/numerics.md; Keras starts at 2^15): the true gradient G of a
 /// mixed-precision layer is small (here ±2^-22·[0, 1]: in fp16 all of its values are subnormal and one in eight flushes to
 /// zero), so dY = G·2^15 is stored instead. Every kernel's dX, dW, db from that dY must follow its mode exactly:
 /// the f16-mode kernels bit for bit with the model, the others within the bound.

@@ -5,7 +5,7 @@
 //           vcvtneps2bf16 for every input that is not an f32 subnormal (that instruction treats subnormal inputs
 //           as zero, by design, while to_bf16 rounds them: see half.hpp).
 //   arm64:  the same comparisons with fcvtn, over a strided subset (stride 251, a prime, so all low-bit residues
-//           are visited) plus every pattern within +-4096 of each boundary of NUMERICS.md, because the suite runs
+//           are visited) plus every pattern within +-4096 of each boundary of docs/numerics.md, because the suite runs
 //           under qemu there.
 // The hardware calls live in tests/hw/*.cpp, compiled with their ISA flags; this file is compiled without any.
 #include <gtest/gtest.h>
@@ -94,7 +94,8 @@ double for_all_f32_patterns(Fn fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// The boundaries of NUMERICS.md (and their negatives), as f32 patterns; the arm64 subset covers +-4096 around each.
+/// The boundaries of docs/numerics.md (and their negatives), as f32 patterns; the arm64 subset covers +-4096 around
+/// each.
 constexpr std::uint32_t kBoundaries[] = {
     0x477FF000u,  // 65520: overflow to inf
     0x477FE000u,  // 65504: largest finite

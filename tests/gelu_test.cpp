@@ -1,6 +1,6 @@
 // Every GELU kernel of the registry (ops gelu, gelu_tanh), parameterised over kernels() and named by kernel; the
 // accuracy of halfmap's erf_f32 and tanh_f32; the derivative formulas of GeluArgs by central differences; and the
-// fp16 facts of NUMERICS.md ("GELU's tanh form evaluates 0.044715·x³"). A kernel whose ISA may not run here is
+// fp16 facts of docs/numerics.md ("GELU's tanh form evaluates 0.044715·x³"). A kernel whose ISA may not run here is
 // skipped with the reason, never called.
 //
 // Sizes: n at 1, 2, 3, 7, around every register width (8, 16, 32, 64: minus one, equal, plus one, doubled plus one)
@@ -172,7 +172,7 @@ TEST_P(GeluTest, SizesAroundTheRegisters) {
   }
 }
 
-/// NUMERICS.md: GELU's tanh form evaluates 0.044715·x³, and x³ overflows fp16 from x = 40.5 here (40.25² rounds
+/// docs/numerics.md: GELU's tanh form evaluates 0.044715·x³, and x³ overflows fp16 from x = 40.5 here (40.25² rounds
 /// to 1620, times 40.25 to 65216; 40.5² to 1640, times 40.5 is 66420: inf); then u = inf, t = 1 and y = x,
 /// the forward still right. x² overflows from 256, where the backward's (1 - t²)·(k0·(1 + 3c·x²)) is 0·inf =
 /// NaN. With f32 arithmetic (f16_f32acc) neither happens.

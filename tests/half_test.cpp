@@ -1,5 +1,5 @@
 // The fp16/bf16 core of half.hpp: exhaustive round trips over all 65536 patterns, widening checked against an
-// independent decoder, the boundary patterns of NUMERICS.md as named tests that print hex, and f64 -> fp16
+// independent decoder, the boundary patterns of docs/numerics.md as named tests that print hex, and f64 -> fp16
 // rounding checked against an independent correctly rounding reference (including the double-rounding traps).
 #include <gtest/gtest.h>
 
@@ -294,7 +294,7 @@ TEST(HalfNarrow, Bf16FromF64RoundsOnce) {
   }
 }
 
-// ---- the boundary patterns of NUMERICS.md ---------------------------------------------------------------------
+// ---- the boundary patterns of docs/numerics.md ---------------------------------------------------------------------
 
 #define EXPECT_F32_TO_F16(f32bits, want)                                                                     \
   do {                                                                                                       \
@@ -430,7 +430,7 @@ TEST(Bf16Boundary, NaNStaysNaNAndComesOutQuiet) {
   EXPECT_FALSE(is_nan(bf16{0x7F80}));
 }
 
-// bf16 trades fp16's precision for f32's range (NUMERICS.md): fp16 overflows where bf16 does not, and bf16 is
+// bf16 trades fp16's precision for f32's range (docs/numerics.md): fp16 overflows where bf16 does not, and bf16 is
 // coarser.
 TEST(Bf16Boundary, TradesPrecisionForRange) {
   EXPECT_EQ(to_f16(65536.0f).bits, 0x7C00);

@@ -56,7 +56,7 @@ struct KernelParam {
 };
 
 /// Every registered kernel (peers aside: the tests' binaries link none) of one of `ops`, in the precision modes of
-/// NUMERICS.md (the scaled fp8 modes have their own test, fp8_modes_test).
+/// docs/numerics.md (the scaled fp8 modes have their own test, fp8_modes_test).
 inline std::vector<KernelParam> kernels_of_ops(std::initializer_list<Op> ops) {
   std::vector<KernelParam> v;
   for (const Kernel& k : kernels()) {

@@ -1,7 +1,7 @@
 // The kernels' recipes (include/halfmap/kernel_spec.hpp): every kernel has one, it says what its registry entry
-// says, and README.md's copy between the kernel-spec markers is what this build generates: its legend and recipe
-// table exactly, and one row for every kernel of this build, exactly as generated (rows of ISAs this build does not
-// compile, the other architecture's, are checked by that architecture's build).
+// says, and docs/kernel-spec.md's copy between the kernel-spec markers is what this build generates: its legend and
+// recipe table exactly, and one row for every kernel of this build, exactly as generated (rows of ISAs this build
+// does not compile, the other architecture's, are checked by that architecture's build).
 #include <algorithm>
 #include <fstream>
 #include <optional>
@@ -99,17 +99,18 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
   }
 }
 
-TEST(KernelSpec, ReadmeHoldsThisBuildsTables) {
-  std::ifstream f(HALFMAP_README);
-  ASSERT_TRUE(f) << "cannot read " << HALFMAP_README;
+TEST(KernelSpec, DocHoldsThisBuildsTables) {
+  std::ifstream f(HALFMAP_KERNEL_SPEC_DOC);
+  ASSERT_TRUE(f) << "cannot read " << HALFMAP_KERNEL_SPEC_DOC;
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string readme = ss.str();
+  const std::string doc = ss.str();
   const std::string begin = "<!-- kernel-spec begin", end = "<!-- kernel-spec end -->";
-  const std::size_t b = readme.find(begin), e = readme.find(end);
-  ASSERT_TRUE(b != std::string::npos && e != std::string::npos && b < e) << "README.md lacks the kernel-spec markers";
-  const std::size_t body = readme.find('\n', b) + 1;
-  const std::vector<std::string> have = lines_of(readme.substr(body, e - body));
+  const std::size_t b = doc.find(begin), e = doc.find(end);
+  ASSERT_TRUE(b != std::string::npos && e != std::string::npos && b < e)
+      << "docs/kernel-spec.md lacks the kernel-spec markers";
+  const std::size_t body = doc.find('\n', b) + 1;
+  const std::vector<std::string> have = lines_of(doc.substr(body, e - body));
   const std::vector<std::string> want = lines_of(generated());
 
   // Everything but the kernels' rows (the legends, the headers, the recipes) is the same on every build.
@@ -121,7 +122,7 @@ TEST(KernelSpec, ReadmeHoldsThisBuildsTables) {
     while (!out.empty() && out.back().empty()) out.pop_back();
     return out;
   };
-  EXPECT_EQ(others(have), others(want)) << "README.md's kernel-spec legend or recipes differ from "
+  EXPECT_EQ(others(have), others(want)) << "docs/kernel-spec.md's kernel-spec legend or recipes differ from "
                                            "`halfmap info --kernel-spec`; paste its output between the markers";
 
   const std::set<std::string> rows(have.begin(), have.end());
@@ -130,16 +131,18 @@ TEST(KernelSpec, ReadmeHoldsThisBuildsTables) {
     const auto name = row_kernel(l);
     if (!name) continue;
     generated_names.insert(*name);
-    EXPECT_TRUE(rows.count(l)) << "README.md lacks this row of `halfmap info --kernel-spec` (or has it changed):\n"
+    EXPECT_TRUE(rows.count(l)) << "docs/kernel-spec.md lacks this row of `halfmap info --kernel-spec` (or has it "
+                                  "changed):\n"
                                << l;
   }
   for (const std::string& l : have) {
     const auto name = row_kernel(l);
     if (!name) continue;
     const auto isa = isa_of_kernel(*name);
-    ASSERT_TRUE(isa) << "README.md's kernel-spec row names an unknown ISA: " << l;
+    ASSERT_TRUE(isa) << "docs/kernel-spec.md's kernel-spec row names an unknown ISA: " << l;
     if (isa_compiled(*isa)) {
-      EXPECT_TRUE(generated_names.count(*name)) << "README.md lists a kernel this build's registry lacks: " << l;
+      EXPECT_TRUE(generated_names.count(*name))
+          << "docs/kernel-spec.md lists a kernel this build's registry lacks: " << l;
     }
   }
   EXPECT_EQ(std::count_if(have.begin(), have.end(), [](const std::string& l) { return l.rfind("| kernel |", 0) == 0; }),

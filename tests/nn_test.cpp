@@ -1,6 +1,6 @@
 // Every loss and softmax kernel of the registry (ops mse, softmax, softmax_naive, xent), parameterised over
 // kernels() and named by kernel, so such a kernel cannot exist untested; halfmap's exp (exp_f32, exp_f16); the
-// overflow and underflow facts of NUMERICS.md that these kernels must show; and the gradient formulas by finite
+// overflow and underflow facts of docs/numerics.md that these kernels must show; and the gradient formulas by finite
 // differences. A kernel whose ISA may not run here is skipped with the reason, never called.
 //
 // Sizes: n (mse) and cols (softmax, xent) at 1, 2, 3, 7, around every tile the paths use (16, 32 and 64 for the
@@ -10,7 +10,7 @@
 // and outputs by guard patterns (a kernel that writes past them fails), and the inputs are checked unchanged.
 // Seeds derive from the case's parameters (test::case_seed) and are printed in every trace.
 //
-// Tolerance policy (STYLE.md practice 6; NUMERICS.md), per precision mode, u = 2^-24:
+// Tolerance policy (docs/contributing.md, tolerances; docs/numerics.md), per precision mode, u = 2^-24:
 //   * f16, f16_model: bit-exact against f16_model_mse(args, k.lanes, k.fma), f16_model_softmax(args, stable,
 //     k.lanes) and f16_model_xent(args, k.lanes): the returned loss as f32 bits and every output as fp16 bits
 //     (NaN included: the contract makes every NaN the canonical 0x7E00 / 0x7FC00000). Inputs hold fp16
@@ -273,7 +273,7 @@ TEST_P(MseTest, SizesAroundTheTiles) {
   }
 }
 
-/// NUMERICS.md: 255.875² = 65472 is finite in fp16 and 256² = 65536 is inf. In the fp16 modes the squared error
+/// docs/numerics.md: 255.875² = 65472 is finite in fp16 and 256² = 65536 is inf. In the fp16 modes the squared error
 /// itself is an fp16 operation, so with n = 1 the loss is inf from |p - y| = 256 and finite at 255.875; with n = 2
 /// and one zero difference the fp16 accumulator still overflows (the f16_f32acc path instead returns 32768).
 TEST_P(MseTest, Fp16SquaredErrorOverflowsFrom256) {
@@ -585,7 +585,7 @@ TEST_P(SoftmaxTest, SimdExpMatchesScalarExpBitForBit) {
   EXPECT_EQ(bad, 0u);
 }
 
-/// NUMERICS.md's exp boundaries, as each path meets them. Expected per element: N = NaN, 0 = +0, f = finite and
+/// docs/numerics.md's exp boundaries, as each path meets them. Expected per element: N = NaN, 0 = +0, f = finite and
 /// not negative (the row then sums to 1 within 1%).
 ///   * fp16 modes, naive: exp_f16(11.09375) = inf, so s = inf: y = NaN there (inf/inf) and +0 elsewhere; at
 ///     11.0859375 (exp = 65248) the row stays finite; two of them overflow the fp16 SUM (65248 + 65248 = inf) and

@@ -1,6 +1,6 @@
 // Every layernorm and rmsnorm kernel of the registry, parameterised over kernels() and named by kernel, so such a
 // kernel cannot exist untested; the backward formulas of NormArgs by central differences; the overflow facts of
-// NUMERICS.md ("Where fp16 breaks in transformer blocks") that the fp16 statistics must show and the f32 ones
+// docs/numerics.md ("Where fp16 breaks in a transformer block") that the fp16 statistics must show and the f32 ones
 // must not. A kernel whose ISA may not run here is skipped with the reason, never called.
 //
 // Sizes: cols at 1, 2, 3, 7, around the f32 blocks (16, 32, 64) and the kernel's fp16 lanes (minus one, equal,
@@ -8,7 +8,7 @@
 // backward, and each alone. Arrays start zero or one element off a 64-byte boundary, inputs are fenced with NaN
 // and outputs with guard patterns, and the inputs are checked unchanged (test_util.hpp).
 //
-// Tolerance policy (STYLE.md practice 6), per precision mode:
+// Tolerance policy (docs/contributing.md, tolerances), per precision mode:
 //   * f16, f16_model: bit-exact against f16_model_norm(args, rms, k.lanes, k.fma): y, dx, dγ, dβ as fp16 bits
 //     (every NaN the canonical 0x7E00) and the statistics μ and v as f32 bits. Inputs hold fp16 subnormals, and
 //     a second variant adds ±inf, NaNs with payloads and the largest finite values.
@@ -306,7 +306,7 @@ TEST_P(NormTest, SizesAroundTheTiles) {
   }
 }
 
-/// NUMERICS.md: a square overflows fp16 once |x| > 255.9 (65504^½). rmsnorm of the one-element row x: v = x² in
+/// docs/numerics.md: a square overflows fp16 once |x| > 255.9 (65504^½). rmsnorm of the one-element row x: v = x² in
 /// fp16 is 65472 at x = 255.875 and inf at 256, where r = 1/√inf = 0 and y = 0 (finite, and wrong); with f32
 /// statistics v = 65536 and y = 1. layernorm of the row (x, -x): μ = 0, d = ±x and v sums two squares, so it
 /// overflows from x = 181 (32761 rounds to 32768, twice that is inf) and not at 180.875 (32720 + 32715.77 rounds

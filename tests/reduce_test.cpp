@@ -1,7 +1,7 @@
 // Every reduction kernel of the registry, parameterised over kernels() and named by kernel, so a kernel cannot
 // exist untested. A kernel whose ISA may not run here is skipped with the reason, never called.
 //
-// Tolerance policy (STYLE.md practice 6), per precision mode:
+// Tolerance policy (docs/contributing.md, tolerances), per precision mode:
 //   * f16, f16_model: bit-exact against f16_model_reduce(op, x, y, n, k.lanes, k.fma), the per-operation fp16
 //     model run in the kernel's order of operations. Subnormal inputs included: no path may flush them.
 //   * f32, f16_f32acc, bf16_f32acc: the f32 accumulator `acc` is checked against the exact result E, computed in
@@ -395,7 +395,7 @@ TEST_P(ReduceTest, SpecialValuesPropagateExactly) {
   }
 }
 
-// ---- the facts of NUMERICS.md, per kernel -------------------------------------------------------------------
+// ---- the facts of docs/numerics.md, per kernel -------------------------------------------------------------------
 
 Inputs constant_inputs(DType t, std::size_t n, double v) {
   Inputs in(t, n, 1, 0);
@@ -681,7 +681,7 @@ TEST(F16Model, ConstructedDoubleRoundingOperands) {
 }
 
 // Random finite operands over the whole fp16 range, subnormals and overflow included: the fused flavour is
-// correctly rounded, and add and mul (computed in f32, rounded once) are too (NUMERICS.md: f32 has >= 2*11+2
+// correctly rounded, and add and mul (computed in f32, rounded once) are too (docs/numerics.md: f32 has >= 2*11+2
 // bits).
 TEST(F16Model, OperationsAreCorrectlyRoundedOnRandomOperands) {
   const std::uint64_t seed = test::case_seed(0xF3A);

@@ -1,6 +1,6 @@
 // The sweep (include/halfmap/sweep.hpp): deterministic inputs, byte-identical outputs across runs, threads and
 // shards, agreement between paths that share semantics, and thresholds that are known analytically
-// (NUMERICS.md). Grids and sizes are small so that the suite stays fast (under qemu too).
+// (docs/numerics.md). Grids and sizes are small so that the suite stays fast (under qemu too).
 //
 // What must agree, and why:
 //   * f16_f32acc on every ISA (avx2, avx512, neon) and the ref path: fp16 inputs are exact in f32, the f32
@@ -372,7 +372,7 @@ TEST(SweepDeterminism, CsvRowsHaveTheHeadersColumns) {
 ///     share of zeros (never by the relative error);
 ///   * xent with fp16 storage: a label's probability stored as zero gives loss = -log 0 = inf (registry.hpp);
 ///   * GELU (both forms) on every path: x/2·(1 + erf or tanh) is 0 for x below about -5.5 (the sum cancels in f32,
-///     README.md, "GELU"), and lognormal draws reach -33: fwd_underflow by the share of zeros, never by the error.
+///     docs/findings.md, "GELU"), and lognormal draws reach -33: fwd_underflow by the share of zeros, never by the error.
 bool may_cross_at_unit_scale(const Experiment& e, Dist d, const Cell& c) {
   if (d != Dist::lognormal) return false;
   const bool fp16_arith = e.fwd.mode == Mode::f16 || e.fwd.mode == Mode::f16_model;
@@ -1027,7 +1027,7 @@ TEST(SweepGridIndependence, DISABLED_DefaultSweepOfTheSixOpsOnEveryPath) {
 }
 
 /// Checks every found s_overflow and s_underflow onset and saturation of `r` against its definition at every
-/// lattice point of the binade on each side of it (README.md, "Thresholds"), evaluating the cells directly:
+/// lattice point of the binade on each side of it (docs/thresholds.md), evaluating the cells directly:
 ///   underflow onset O: lost or vanished at O, at no point of (O, O + 1 binade] (up to s = 1, inside the search);
 ///   underflow saturation σ: lost or vanished at every point of [σ - 1 binade, σ], not at σ + one point;
 ///   overflow onset O: overflows at O, at no point of [O - 1 binade, O);

@@ -7,7 +7,7 @@ bench.md is), per family (reductions, dense forward and backward, the losses and
 its ISA: op and mode) and size, one column per machine: the rate of each of that machine's halfmap paths for it,
 its fraction of the roof that bounds it on that machine, and for the dense layers its ratio to the best peer of the
 same ISA and arithmetic on that machine. Rates are medians of the run's repetitions; only the ratios carry across
-machines (README, "One folder per microarchitecture"), the rates say what each core did. Folders without a
+machines (results/README.md), the rates say what each core did. Folders without a
 bench.json (arm64 under qemu, whose timings mean nothing) are listed as "numerics only".
 
     python3 tools/bench_compare.py results --out results/bench_compare.md [--first <machine>]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job (see README.md): installs what is missing, builds the release preset, shows `halfmap info`, and
-# writes this machine's results into results/<machine>/:
+# writes this machine's results into results/<machine>/ (`--sweep-only`: all but the benchmarks' files):
 #   info.json        `halfmap info --json`: CPU, ISA paths, kernels, FP environment, build
 #   bench.json       halfmap_bench's reduce/, dense_fwd/, dense_bwd/, dense_fwd_threads/, dense_bwd_threads/,
 #                    mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/, gelu/, gelu_tanh/,
@@ -25,14 +25,14 @@
 #   bench_reductions.png, bench_dense.png, bench_nn.png   its charts: GB/s from l1 to dram with the read roof,
 #                    GFLOP/s from 64³ to 1024³ with the FMA roofs and the peers
 #   cells.csv, thresholds.json, thresholds.md, meta.json, peers.md   the default `halfmap sweep` with PyTorch's
-#                    kernels (HALFMAP_TORCH=1; README.md, "Results: how to read the sweep"); cells.csv.gz too when
+#                    kernels (HALFMAP_TORCH=1; docs/sweep.md); cells.csv.gz too when
 #                    cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
 #   headline.md      per op, every path's thresholds side by side and its window at s = 1, by tools/headline.py
 # and results/bench_compare.md (tools/bench_compare.py): every machine's bench.json side by side, per op, mode and
 # size, rate, roof fraction and ratio to the best same-ISA peer;
 # and results/compare.md (`halfmap compare`): every machine's sweep in results/ (in the current format), this one
-# first, with the peers' paths beside halfmap's.
+# first, with the peers' paths beside halfmap's; and README.md's headline tables (tools/readme_tables.py).
 # <machine> is a slug of the CPU architecture, model and microarchitecture (tools/machine_slug.py, e.g.
 # x86-64-amd-epyc-zen4), so reruns on one machine replace its results and other machines' results stay beside
 # them. Every file is written to a temporary name and renamed when complete: an interrupted run leaves the previous
@@ -118,8 +118,8 @@ step_diagnose_bench() {
 # 0.05 s each (bench.md shows the median and its spread), the repetitions of all benchmarks in one random order
 # (--benchmark_enable_random_interleaving), so that a slow spell of the shared host costs single repetitions of many
 # benchmarks instead of every repetition of a few, and a ratio between two cells compares the same conditions. The
-# report puts the benchmarks back in registration order. About 9 minutes on the 2-core development VM (a Zen 5,
-# December 2026, the capped peers' runs and the report included). The thread-scaling suites run at 1, 2, 4, ... up
+# report puts the benchmarks back in registration order. About 9 minutes on a 2-core Zen 5
+# (results/x86-64-oxide-virtual-turin-like-zen5/, December 2026, the capped peers' runs and the report included). The thread-scaling suites run at 1, 2, 4, ... up
 # to every CPU (HALFMAP_THREADS caps it).
 step_bench() {
   if [ ! -x "$BENCH" ]; then
@@ -228,13 +228,35 @@ step_sweep() {
   say "wrote $OUT/thresholds.md, $OUT/headline.md, $OUT/cells.csv and $OUT/maps/"
 }
 
+# README's headline tables, regenerated from every machine folder of results/ (tools/readme_tables.py).
+step_readme() {
+  "$PY" tools/readme_tables.py
+  say "README.md's headline tables regenerated from results/"
+}
+
+usage() {
+  echo "usage: bash tools/main.sh [--sweep-only]"
+  echo "  --sweep-only   the numerics alone: build, halfmap info, the sweep, its tables and maps (no benchmarks)"
+}
+
 main() {
+  local sweep_only=0
+  for arg in "$@"; do
+    case $arg in
+      --sweep-only) sweep_only=1 ;;
+      -h | --help) usage; return 0 ;;
+      *) echo "main.sh: unknown option '$arg'" >&2; usage >&2; return 2 ;;
+    esac
+  done
   step_setup
   step_build
   step_info
-  step_diagnose_bench
-  step_bench
+  if [ "$sweep_only" -eq 0 ]; then
+    step_diagnose_bench
+    step_bench
+  fi
   step_sweep
+  step_readme
   say "done: results in $OUT/"
 }
 

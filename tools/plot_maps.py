@@ -7,7 +7,7 @@
 x: input scale s (log2; each panel over its own grid: the f32 and bf16 panels of sum, sumsq, maxabs, dot, dense_fwd
 and mse span 2^-160 .. 2^140, where those types overflow and flush), y: loss scale S (log2); ops without a gradient (reductions, softmax) are a one-row strip.
 Each cell is coloured by its status: the first boundary crossed, in the order data -> compute -> optimization (see
-README.md, "Results: how to read the sweep"). Needs python3-matplotlib (Debian; tools/setup.sh installs it).
+docs/sweep.md). Needs python3-matplotlib (Debian; tools/setup.sh installs it).
 Every PNG is written to a temporary file and renamed, so an interrupted run leaves no half-written map.
 """
 import argparse

@@ -9,6 +9,8 @@
 #                                each that is present and skips the others (tools/main.sh asks for them); and
 #                                PyTorch (python3-torch), whose CPU kernels the sweep runs through tools/torch_peer.py
 #   bash tools/setup.sh --fuzz   only what tools/fuzz.sh needs besides: clang and its libFuzzer/sanitizer runtimes
+#   bash tools/setup.sh --build  only what building and running halfmap needs (README's quick start): no Slurm for
+#                                the tests' cluster, no arm64 cross build
 set -euo pipefail
 
 native_packages=(
@@ -38,11 +40,13 @@ export DEBIAN_FRONTEND=noninteractive
 native_arch=$(dpkg --print-architecture)
 fuzz=0
 with_peers=0
+build_only=0
 for arg in "$@"; do
   case $arg in
     --fuzz) fuzz=1 ;;
     --peers) with_peers=1 ;;
-    *) echo "setup.sh: unknown option '$arg' (the options are --peers and --fuzz)" >&2; exit 2 ;;
+    --build) build_only=1 ;;
+    *) echo "setup.sh: unknown option '$arg' (the options are --peers, --build and --fuzz)" >&2; exit 2 ;;
   esac
 done
 
@@ -78,7 +82,7 @@ quiet() {
   rm -f "$log"
 }
 
-if [ "$fuzz" -eq 0 ] && [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
+if [ "$fuzz" -eq 0 ] && [ "$build_only" -eq 0 ] && [ "$native_arch" != arm64 ] && ! grep -qx arm64 <<<"$(dpkg --print-foreign-architectures)"; then
   echo "setup.sh: adding the arm64 architecture (dpkg --add-architecture arm64)"
   quiet dpkg --add-architecture arm64
 fi
@@ -86,9 +90,12 @@ fi
 if [ "$fuzz" -eq 1 ]; then
   wanted=("${fuzz_packages[@]}")
 else
-  wanted=("${native_packages[@]}" "${slurm_packages[@]}")
+  wanted=("${native_packages[@]}")
   [ "$with_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
-  [ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
+  if [ "$build_only" -eq 0 ]; then
+    wanted+=("${slurm_packages[@]}")
+    [ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
+  fi
 fi
 missing=()
 for p in "${wanted[@]}"; do

@@ -8,7 +8,7 @@ The sweep itself runs the experiments: it draws and stores the inputs, and sends
 evaluation here over a socket (stdin and stdout); this script runs torch's kernel on exactly those bytes (viewed
 as torch tensors, no conversion) and sends the output tensors' bytes back. halfmap then counts, classifies and
 searches the thresholds with the sweep's own code, so the oracles, status rules and threshold lattices exist once
-(README.md, "Peer libraries as paths of the sweep"). Each request evaluates one cell's kernel, at whatever s or S
+(docs/peers.md). Each request evaluates one cell's kernel, at whatever s or S
 the sweep's lattice search asks for next: an export of inputs for a fixed set of points could not follow that
 search.
 

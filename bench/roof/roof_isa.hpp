@@ -37,7 +37,7 @@ using CopyFn = void (*)(const unsigned char* src, unsigned char* dst, std::size_
 ///          baseline's; the copy roof is the fastest of the stores and shapes (bench_roof.cpp).
 ///   f16c:  the F16C round trip: reps x `accumulators` independent chains of vfmadd*ps, each result rounded to
 ///          fp16 (vcvtps2ph, round to nearest even) and widened back (vcvtph2ps) before the next FMA of its chain,
-///          as the per-operation f16 kernels do (NUMERICS.md); no loads. Performs reps * f16c_flops_per_rep
+///          as the per-operation f16 kernels do (docs/numerics.md); no loads. Performs reps * f16c_flops_per_rep
 ///          flops (an FMA's 2 per lane; the conversions count none). Null where the ISA has no such kernels.
 ///   f16c_memory: the same round trip on kF16cMemoryChains accumulators kept as fp16 in an L1 array, each step
 ///          loading one (vcvtph2ps from memory), the FMA, and storing it back (vcvtps2ph to memory), as the f16

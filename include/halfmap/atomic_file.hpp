@@ -1,4 +1,5 @@
-// Writing a file so that no reader ever sees it half-written (STYLE.md: nothing half-written is left behind).
+// Writing a file so that no reader ever sees it half-written (docs/contributing.md: nothing half-written is
+// left behind).
 #pragma once
 
 #include <string>

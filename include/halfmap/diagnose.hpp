@@ -1,4 +1,4 @@
-// `halfmap diagnose`: which boundary of NUMERICS.md (data, compute, optimization) a user's data crosses first when
+// `halfmap diagnose`: which boundary of docs/numerics.md (data, compute, optimization) a user's data crosses first when
 // a small dense network is trained on it in fp16 or bf16 as the frameworks train, in mini-batches with dynamic
 // loss scaling, and the smallest fix the evidence supports.
 //
@@ -25,7 +25,7 @@
 // names a path ("<mode>/<isa>") to put first (it must exist; it is added if all_paths is off and it is not a best
 // ISA). The f16_f32acc path on the best ISA is marked `keras_like`: fp16 storage with f32 accumulation is what an
 // f32-accumulating GEMM does (a GPU's, under Keras mixed_float16; not measured by halfmap). Which
-// path a framework's CPU kernels match is measured only as far as bench/peers shows (README, "halfmap diagnose").
+// path a framework's CPU kernels match is measured only as far as bench/peers shows (docs/diagnose.md).
 //
 // The report, in the order the careful procedure checks it:
 //   data          per feature column and for the labels: count, NaN, inf, first row holding NaN/inf, min, max,
@@ -64,7 +64,7 @@
 //                      the gradients underflow; fix: a window, a fixed scale, or a layer in float32;
 //                   6. ok; with notes on how each framework's scaler behaved on the Keras-like path ("PyTorch
 //                      backs off once, to 2^15, then trains"). A scaler that backs off from its initial scale and
-//                      then trains is dynamic loss scaling doing its job (NUMERICS.md), not a fault.
+//                      then trains is dynamic loss scaling doing its job (docs/numerics.md), not a fault.
 //                 Separately from the verdict, `no_loss_scaling` states what happens at S = 1 (a training loop
 //                 without LossScaleOptimizer or GradScaler): the pooled underflow share and whether that alone
 //                 would stall training (more than half of the gradients zero); a warning when above the share.

@@ -1,7 +1,7 @@
 // The per-operation fp16 model: portable scalar fp16 arithmetic that rounds after every operation.
 //
 // It is the bit-exact reference for every kernel that accumulates in fp16, when run with the same order of
-// operations (see `lanes` below). Why each operation is exact (NUMERICS.md, "Correct rounding through f32"):
+// operations (see `lanes` below). Why each operation is exact (docs/numerics.md, "Rounding through float32"):
 //   * add, mul: f32 has 24 >= 2*11+2 significand bits, so computing in f32 and rounding once to fp16 gives the
 //     correctly rounded fp16 result, i.e. what a native fp16 instruction gives;
 //   * fused multiply-add comes in two flavours, because the paths differ:
@@ -35,7 +35,7 @@ inline f16 mul(f16 a, f16 b) { return to_f16(to_f32(a) * to_f32(b)); }
 inline f16 fma(f16 a, f16 b, f16 c, FmaKind kind) {
   if (kind == FmaKind::f32_round) return to_f16(std::fma(to_f32(a), to_f32(b), to_f32(c)));
   // The product of two fp16 values is exact in f64 (22 significant bits), so std::fma and a*b+c agree; the
-  // single rounding to f64 of the sum never moves an fp16 rounding decision (NUMERICS.md).
+  // single rounding to f64 of the sum never moves an fp16 rounding decision (docs/numerics.md).
   return to_f16(std::fma(to_f64(a), to_f64(b), to_f64(c)));
 }
 

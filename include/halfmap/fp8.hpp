@@ -1,4 +1,4 @@
-// The OCP 8-bit floating-point storage types (OCP 8-bit Floating Point Specification (OFP8), rev. 1.0; NUMERICS.md
+// The OCP 8-bit floating-point storage types (OCP 8-bit Floating Point Specification (OFP8), rev. 1.0; docs/numerics.md
 // "fp8 and microscaling"): E4M3 and E5M2, their exact decoding and their rounding from float32. This is the model
 // every fp8 conversion kernel of halfmap is tested against, bit for bit.
 //

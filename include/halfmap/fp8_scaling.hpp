@@ -1,4 +1,4 @@
-// Per-tensor scaling recipes of fp8 training (NUMERICS.md "fp8 and microscaling"): the scale s by which a tensor
+// Per-tensor scaling recipes of fp8 training (docs/numerics.md, "fp8 and MX"): the scale s by which a tensor
 // is multiplied before its cast to fp8 (and divided after), chosen as NVIDIA's Transformer Engine chooses it
 // (transformer_engine.common.recipe: Float8CurrentScaling and DelayedScaling; its default scaling-factor rule):
 //

@@ -1,6 +1,6 @@
 // fp16 (IEEE binary16) and bfloat16 storage types and their exact scalar conversions.
 //
-// Contract of every conversion here (see ../shared/NUMERICS.md):
+// Contract of every conversion here (see docs/numerics.md):
 //   * narrowing rounds to nearest, ties to even, and handles overflow (to inf), underflow (to a subnormal or
 //     to a signed zero) and NaN (it stays a NaN: quiet bit set, upper payload bits kept, sign kept) exactly as
 //     the hardware conversions do (F16C vcvtps2ph, arm64 fcvt with FPCR.DN = 0);
@@ -92,7 +92,7 @@ constexpr float to_f32(f16 h) {
 constexpr double to_f64(f16 h) { return static_cast<double>(to_f32(h)); }
 
 /// f32 -> bf16, round to nearest even; a NaN stays a quiet NaN with its upper payload. Subnormal f32 inputs are
-/// rounded like any other value (vcvtneps2bf16 instead treats them as zero: see NUMERICS.md).
+/// rounded like any other value (vcvtneps2bf16 instead treats them as zero: see docs/numerics.md).
 constexpr bf16 to_bf16(float v) {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(v);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};
@@ -129,7 +129,7 @@ constexpr bool is_finite(f16 h) { return (h.bits & 0x7C00u) != 0x7C00u; }
 constexpr bool is_subnormal(f16 h) { return (h.bits & 0x7C00u) == 0 && (h.bits & 0x3FFu) != 0; }
 constexpr bool is_nan(bf16 b) { return (b.bits & 0x7FFFu) > 0x7F80u; }
 
-/// The fp16 constants of NUMERICS.md, so tests and the sweep name them rather than retype them.
+/// The fp16 constants of docs/numerics.md, so tests and the sweep name them rather than retype them.
 namespace f16_limits {
 inline constexpr float kMax = 65504.0f;                 // 0x7BFF
 inline constexpr float kOverflowFrom = 65520.0f;        // rounds to inf from here up

@@ -2,7 +2,7 @@
 // fma) and the contracts of registry.hpp: the storage and accumulator types, the order of the accumulation (the
 // lanes and how they are folded), the kind of fp16 FMA, and a recipe naming every place an intermediate is
 // rounded. thresholds.md ends with these tables for the kernels it lists; `halfmap info --kernel-spec` prints them
-// for every kernel of the build, and README.md holds the same tables between markers (a test compares them).
+// for every kernel of the build, and docs/kernel-spec.md holds the same tables between markers (a test compares them).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// Loss scaling as the frameworks ship it (NUMERICS.md, "Loss scaling, as the frameworks ship it"): the constants
+// Loss scaling as the frameworks ship it (docs/numerics.md, "Loss scaling"): the constants
 // that the sweep's loss-scale windows and `halfmap diagnose`'s window and simulation both use.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The OCP microscaling (MX) formats (OCP Microscaling Formats (MX) Specification v1.0; NUMERICS.md "fp8 and
-// microscaling"): blocks of kMxBlock = 32 elements sharing one E8M0 scale. The model every MX kernel of halfmap is
+// The OCP microscaling (MX) formats (OCP Microscaling Formats (MX) Specification v1.0; docs/numerics.md, "fp8
+// and MX"): blocks of kMxBlock = 32 elements sharing one E8M0 scale. The model every MX kernel of halfmap is
 // tested against, bit for bit.
 //
 // Element types (sign, exponent bits, mantissa bits; bias; largest; smallest subnormal):

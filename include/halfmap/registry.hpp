@@ -33,7 +33,7 @@ constexpr bool is_norm(Op op) { return op == Op::layernorm || op == Op::rmsnorm;
 constexpr bool is_gelu(Op op) { return op == Op::gelu || op == Op::gelu_tanh; }
 constexpr bool is_attention(Op op) { return op == Op::attention_prescale || op == Op::attention_postscale; }
 constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot; }
-/// Precision modes of NUMERICS.md. The last two are the scaled fp8 modes (kernels/common/fp8_modes.hpp): float32
+/// Precision modes of docs/numerics.md. The last two are the scaled fp8 modes (kernels/common/fp8_modes.hpp): float32
 /// arrays in and out, the operands cast to fp8 inside the kernel with a scale the recipe chooses, f32 accumulation.
 ///   fp8_f32acc    Transformer Engine's Float8CurrentScaling with its HYBRID format: each operand cast with its own
 ///                 per-tensor scale s = fp8_max / amax (fp8_scaling.hpp's fp8_scale), E4M3 for the forward's

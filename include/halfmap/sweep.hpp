@@ -1,6 +1,6 @@
 // The sweep: for every kernel and path, over a grid of input scales s and loss scales S, which of the three
-// boundaries of NUMERICS.md (data, compute, optimization) is crossed first, and where each is first crossed.
-// README.md, "Results: how to read the sweep", defines every quantity; this header states the contracts.
+// boundaries of docs/numerics.md (data, compute, optimization) is crossed first, and where each is first crossed.
+// docs/sweep.md and docs/thresholds.md define every quantity; this header states the contracts.
 //
 // One experiment per forward kernel of the registry (ops sum, sumsq, maxabs, dot, dense_fwd, mse, softmax,
 // softmax_naive, xent); the dense experiment also runs the dense_bwd kernel of the same mode and ISA. A work item
@@ -47,7 +47,7 @@ inline constexpr std::array<Status, 8> kAllStatuses = {
 std::string_view status_name(Status s);
 
 /// The forward tolerance of a precision mode: the largest normwise relative error of the forward outputs that
-/// still counts as `ok` (README.md gives the values and how they were chosen).
+/// still counts as `ok` (docs/sweep.md, "Statuses", gives the values and how they were chosen).
 double forward_tolerance(Mode mode);
 
 /// A grid of scales 2^lo, 2^(lo+step), ..., up to 2^hi (log2 exponents; step > 0). Point i is at exactly
@@ -127,7 +127,7 @@ const Grid& s_grid_of(const Options& o, const Experiment& e);
 /// empty. run() throws std::invalid_argument with the same sentence.
 std::string validate(const Options& o);
 
-/// The statistics of one cell (README.md defines each).
+/// The statistics of one cell (docs/sweep.md defines each).
 struct Cell {
   double log2_s = 0, s = 0;
   std::optional<double> log2_S, S;  // absent for forward-only ops
@@ -138,7 +138,7 @@ struct Cell {
   std::size_t fwd_count = 0, fwd_nonfinite = 0, fwd_oracle_nonzero = 0, fwd_zero = 0;
   double fwd_rel_err = 0;                        // NaN when no output and oracle is finite
   // every output's terms flushed when stored, or every output of the given data rounds to zero in the output type
-  // (README.md, "Thresholds": vanished; monotone in s)
+  // (docs/thresholds.md: vanished; monotone in s)
   bool fwd_vanished = false;
   std::optional<double> fwd_value, fwd_oracle;  // scalar outputs only (reductions, losses)
   // optimization: the gradients (dense: dX, dW, db; mse: dp; xent: dlogits)
@@ -150,7 +150,7 @@ struct Cell {
 };
 
 /// The resolution (log2) of the lattice on which the thresholds over s are found, its coarse spacing and the
-/// margin scanned beyond a coarse switch (README.md, "Thresholds", says why these make the result exact).
+/// margin scanned beyond a coarse switch (docs/thresholds.md says why these make the result exact).
 inline constexpr double kThresholdLattice = 0x1p-10, kThresholdCoarse = 0.25, kThresholdMargin = 0x1p-4;
 /// The same for the loss-scale windows over S, whose scans visit every point of the sub-lattice kWindowScan and
 /// bisect each switch between two of its neighbours down to kWindowLattice.

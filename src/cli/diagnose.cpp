@@ -1,4 +1,4 @@
-// `halfmap diagnose`: which boundary of NUMERICS.md a user's data (features and labels saved with numpy.save)
+// `halfmap diagnose`: which boundary of docs/numerics.md a user's data (features and labels saved with numpy.save)
 // crosses first in fp16 or bf16 training of a small dense network, and the smallest fix (include/halfmap/
 // diagnose.hpp defines the model, the sections and the verdict). Exit codes: 0 for a completed diagnosis whatever
 // the verdict; 2 for bad input (an option, a file the .npy reader refuses, arrays that do not fit together),

@@ -2,7 +2,7 @@
 // the CPU and its raw feature flags, every ISA path (compiled / supported / enabled under HALFMAP_ISA), every
 // registered kernel and fp8 and MX conversion, the floating-point environment (read, never changed) and the build. Text for people,
 // `--json` for scripts; both come from the same facts, gathered once. `--kernel-spec`: every kernel's recipe
-// (include/halfmap/kernel_spec.hpp) as Markdown, README.md's tables.
+// (include/halfmap/kernel_spec.hpp) as Markdown, docs/kernel-spec.md's tables.
 #include <algorithm>
 #include <iterator>
 #include <memory>
@@ -232,7 +232,7 @@ std::string format_json(const FpEnv& env) {
   return j.dump(2) + "\n";
 }
 
-/// Every kernel's recipe (the tables of README.md's "Recomputing the numbers", between its markers).
+/// Every kernel's recipe (the tables of docs/kernel-spec.md, between its markers).
 std::string format_kernel_spec() {
   std::vector<const Kernel*> ks;
   for (const Kernel& k : kernels()) ks.push_back(&k);

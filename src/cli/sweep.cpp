@@ -1,5 +1,5 @@
-// `halfmap sweep`, `halfmap merge` and `halfmap compare`: the map of where each boundary of NUMERICS.md is crossed
-// (see include/halfmap/sweep.hpp and README.md, "Results: how to read the sweep"). Every option is checked before
+// `halfmap sweep`, `halfmap merge` and `halfmap compare`: the map of where each boundary of docs/numerics.md is crossed
+// (see include/halfmap/sweep.hpp and docs/sweep.md). Every option is checked before
 // anything is written: bad input is one sentence and exit code 2, and the output folder is left untouched.
 #include <unistd.h>
 

@@ -223,7 +223,7 @@ std::string kernel_spec_table(std::span<const Kernel* const> ks) {
       "turn (f16_model::fold_lanes); `inner index in order`: each output accumulates over k (dX: n, dW: m) in "
       "order from +0; `rows in order`: the row losses are summed in row order; `any (exact)`: the result does "
       "not depend on it; `SIMD, not fixed`: the path's f32 blocking, which the contract leaves open (f32-acc "
-      "kernels are checked within a bound of float64, NUMERICS.md); `vdpbf16ps pairs`: each f32 lane adds "
+      "kernels are checked within a bound of float64, docs/numerics.md); `vdpbf16ps pairs`: each f32 lane adds "
       "x[2i]·y[2i] + x[2i+1]·y[2i+1] (sum: y = 1, sumsq: y = x); `flushes`: bf16 subnormal inputs of vdpbf16ps "
       "read as 0 and its subnormal results are flushed, and vcvtneps2bf16 flushes f32-subnormal outputs, "
       "whatever MXCSR says; `in f32; FMLAL`: that order on f32 accumulators, each term added with one f32 "

@@ -1,5 +1,5 @@
 // One (experiment, distribution) pair at any (s, S): inputs drawn once, stored per s, forward per s, gradient per
-// S, with the statistics and the status of each cell (README.md, "Results: how to read the sweep"). Internal to
+// S, with the statistics and the status of each cell (docs/sweep.md). Internal to
 // src/sweep.
 #pragma once
 
@@ -58,7 +58,7 @@ struct OutAcc {
   /// where the terms cannot cancel) and the output type's smallest normal.
   void add(double got, double oracle, double cond, double min_norm);
   /// The normwise relative error over finite pairs, max|got - oracle| / max(max|oracle|, u max cond), u the output
-  /// type's unit roundoff (README.md, "Thresholds": an exact result below one rounding unit of its terms'
+  /// type's unit roundoff (docs/thresholds.md: an exact result below one rounding unit of its terms'
   /// magnitude is cancellation, and its error is measured against that unit); NaN when there is no finite pair.
   double rel_err(double u) const;
 };
@@ -66,7 +66,7 @@ struct OutAcc {
 /// The unit roundoff of a storage type: 2^-11 (fp16), 2^-8 (bf16), 2^-24 (f32).
 double unit_roundoff(DType t);
 
-/// The predicates the statuses and the thresholds share (README.md defines each).
+/// The predicates the statuses and the thresholds share (docs/sweep.md defines each).
 bool fwd_lost(const Cell& c, double share, Mode mode);
 bool data_flushed(const Cell& c, double share);
 bool grad_lost(const Cell& c, double share);

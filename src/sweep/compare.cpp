@@ -94,7 +94,7 @@ std::string preamble(const std::vector<Source>& src) {
         "libraries' paths (`peer <library> <dtype>`, src/peers/) sit in the group of the mode they are compared "
         "with, beside halfmap's paths: a mark there is how the library differs (peers.md says why). After each mark, in "
         "parentheses, the cause: the fields of the two kernels' specs (thresholds.json's `spec`: accumulator, lanes, "
-        "order of accumulation, fp16 FMA kind, rounding recipe; README, \"Recomputing the numbers\") that differ "
+        "order of accumulation, fp16 FMA kind, rounding recipe; docs/kernel-spec.md) that differ "
         "from the group's first row, or `same spec: unexplained` where none does (a folder written before thresholds.json "
         "carried specs takes each kernel's from another folder's kernel of the same name).\n";
   return md;

@@ -79,8 +79,8 @@ class Family {
   virtual bool scalar_out() const { return false; }
   /// A stored upstream gradient whose first non-finite value comes before the gradients' (dense: dY).
   virtual const Tensor* upstream() const { return nullptr; }
-  /// Whether every term of every output lost a factor to flushing when the inputs were stored (README.md,
-  /// "Thresholds": `vanished`): what is left is zero because of underflow, not cancellation. Monotone in s, as
+  /// Whether every term of every output lost a factor to flushing when the inputs were stored (docs/thresholds.md:
+  /// `vanished`): what is left is zero because of underflow, not cancellation. Monotone in s, as
   /// storing is. Default: every input value that was nonzero before storage is zero after it (sum, sumsq, maxabs,
   /// mse); dot and dense look at their products; softmax and xent never vanish (their outputs are never zero).
   virtual bool terms_flushed() const;

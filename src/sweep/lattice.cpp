@@ -71,7 +71,7 @@ void scan_all(const Lattice& L, Probe& p, Index a, Index b) {
 
 /// The tail above the last switch's lower coarse point `from`: every point upwards until L.tail consecutive ones
 /// after the last that differs from `end_value` (or the range's end). It follows a predicate that comes back a
-/// binade later at the same phase of log2 s, and one that comes and goes at random (README.md, "Thresholds").
+/// binade later at the same phase of log2 s, and one that comes and goes at random (docs/thresholds.md).
 void tail_scan(const Lattice& L, Probe& p, Index from, bool end_value) {
   Index last_diff = from;
   for (Index k = from; k <= L.hi && k - last_diff <= L.tail; ++k) {

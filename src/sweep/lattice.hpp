@@ -1,6 +1,6 @@
 // Scans of a predicate on an absolute lattice of log2 scales: the points k·res (k an integer), the same points
-// whatever grid the sweep's cells use, so that a threshold found on it does not depend on the grid (README.md,
-// "Thresholds"). Internal to src/sweep.
+// whatever grid the sweep's cells use, so that a threshold found on it does not depend on the grid
+// (docs/thresholds.md). Internal to src/sweep.
 #pragma once
 
 #include <cstdint>
@@ -63,7 +63,7 @@ enum class Refine { all, ends };
 /// The predicate's runs over [L.lo, L.hi]. The coarse points are evaluated; each refined switch (two consecutive
 /// coarse points that differ) is scanned at every lattice point between them and over its margins, or, when
 /// `monotone` (the predicate provably switches once), bisected on the lattice to its exact switch. Between two
-/// points that were not scanned and agree, the value is taken as theirs (README.md, "Thresholds", says why).
+/// points that were not scanned and agree, the value is taken as theirs (docs/thresholds.md says why).
 std::vector<Run> scan(const Lattice& L, Probe& p, Refine which, bool monotone);
 
 }  // namespace halfmap::sweep

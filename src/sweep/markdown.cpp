@@ -87,12 +87,12 @@ void preamble(Lines& line, const json& st) {
       "inputs that cancel are not an underflow): the onset is the largest s at which it happens, the saturation the s up to which it happens at every s from the grid's start (`< 2^a`: never "
       "from the start), every lattice point from the last vanished one evaluated. Between saturation and onset lies "
       "the band where it comes and goes. A sum's onset is where its last input flushes: a sum of stored inputs is "
-      "exact while any survive, so only storage loses it (README.md, \"What a sum's underflow onset is\"). Storage: the same for "
+      "exact while any survive, so only storage loses it (docs/thresholds.md, \"What a sum's underflow onset is\"). Storage: the same for "
       "the inputs themselves when stored, which switch once (onset = saturation). Loss-scale window [S_min, S_max] "
       "at input scale s: the largest interval of S with every gradient finite and no more than the underflow share "
       "of them flushed to zero; good S outside it are listed with the bad stretches between. Keras starts at 2^{}, "
       "PyTorch at 2^{}: `in`/`out` says whether that loss scale gives an `ok` gradient at this s (evaluated "
-      "directly). See README.md, \"Results: how to read the sweep\".",
+      "directly). See docs/sweep.md and docs/thresholds.md.",
       loss_scale::kKerasInitialLog2, loss_scale::kPytorchInitialLog2));
 }
 

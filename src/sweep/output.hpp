@@ -18,8 +18,8 @@ using json = nlohmann::ordered_json;
 
 /// thresholds.json's "format": 2 since each boundary became an onset and a saturation, 3 since underflow's
 /// `vanished` counts flushed terms and out-of-range results rather than zero oracles, cancellation is measured
-/// against its terms' magnitude, and the underflow saturation is found at every lattice point (README.md,
-/// "Thresholds"): a format 2 file's underflow thresholds mean something else.
+/// against its terms' magnitude, and the underflow saturation is found at every lattice point
+/// (docs/thresholds.md): a format 2 file's underflow thresholds mean something else.
 inline constexpr const char* kThresholdsFormat = "halfmap-sweep-thresholds-3";
 
 /// Creates `dir` and its parents (mode 0755). Throws std::runtime_error naming the folder that failed.

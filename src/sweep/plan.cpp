@@ -43,7 +43,7 @@ std::string_view status_name(Status s) {
 }
 
 double forward_tolerance(Mode mode) {
-  // Normwise relative error allowed in the forward outputs (README.md: chosen with margin over the largest error
+  // Normwise relative error allowed in the forward outputs (docs/sweep.md, "Statuses": chosen with margin over the largest error
   // that any kernel of the mode shows at s = 1 with the default sizes, measured by tests/sweep_test.cpp).
   switch (mode) {
     case Mode::f32: return 0x1p-16;

@@ -1,7 +1,7 @@
 // The thresholds over s: each boundary's predicate scanned on the absolute lattice of kThresholdLattice (lattice.hpp),
 // its onset and saturation read off the runs. The storage predicates are monotone in s (storing rounds s·x
 // monotonically), so they are bisected on the lattice; the forward predicates are not, so each of their outermost
-// coarse switches is scanned point by point with a margin (README.md, "Thresholds").
+// coarse switches is scanned point by point with a margin (docs/thresholds.md).
 #include "sweep/thresholds.hpp"
 
 #include <algorithm>
@@ -117,7 +117,7 @@ Index underflow_domain_end(const Lattice& L, Probe& lost) {
 /// The runs of `underflowed` that the saturation is read from: its first run from D.lo, evaluated at every lattice
 /// point. Below the last vanished point (vanished is monotone, so its runs are exact) every point is underflowed;
 /// from there up, every point is evaluated until the first that is not underflowed, so that the run's end is the
-/// largest s below which every lattice point is lost or vanished (README.md, "Thresholds").
+/// largest s below which every lattice point is lost or vanished (docs/thresholds.md).
 std::vector<Run> saturation_runs(const Lattice& D, Probe& underflowed, const std::vector<Run>& vanished_runs) {
   if (!underflowed(D.lo)) return {{D.lo, D.lo, 0}};
   Index k = D.lo;

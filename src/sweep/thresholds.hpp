@@ -1,5 +1,5 @@
-// The thresholds of one work item on the absolute lattices of sweep.hpp (README.md, "Results: how to read the
-// sweep", "Thresholds"). Internal to src/sweep.
+// The thresholds of one work item on the absolute lattices of sweep.hpp (docs/sweep.md,
+// docs/thresholds.md). Internal to src/sweep.
 #pragma once
 
 #include <string_view>

@@ -1,6 +1,6 @@
 // The loss-scale windows: at a fixed input scale, which loss scales S give good gradients (every gradient finite,
 // no more than the underflow share flushed), scanned on the absolute lattice of kWindowLattice over the S grid's
-// range; the window is the largest contiguous interval of good S (README.md, "Thresholds").
+// range; the window is the largest contiguous interval of good S (docs/thresholds.md).
 #include <map>
 #include <utility>
 

@@ -4,7 +4,7 @@
 // vfmadd231ph's latency × throughput), mse/softmax/xent 128 lanes (4 registers), each dense output over k in
 // order from +0. Where the contracts compute in f32 (exp, c·d) the lanes are widened exactly, computed with the
 // same AVX-512F code as the avx512 path and rounded back once; vdivph is the correctly rounded fp16 quotient,
-// which equals the f32 quotient rounded to fp16 (NUMERICS.md). So every kernel is bit-exact to the f16 model
+// which equals the f32 quotient rounded to fp16 (docs/numerics.md). So every kernel is bit-exact to the f16 model
 // run with its lanes and FmaKind::fused.
 //
 // layernorm, rmsnorm, GELU and attention are the common loops too (norm.hpp, gelu.hpp, attention.hpp; attention is

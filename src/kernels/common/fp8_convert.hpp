@@ -10,7 +10,7 @@
 //   subnormal results (a below 2^emin): the float32 sum |x| + 2^(emin - M + 23) has an ulp of exactly the
 //     format's subnormal unit 2^(emin - M), so the FPU's round to nearest even rounds |x| onto that unit and the
 //     sum's bits minus the constant's are the encoding (2^M: the carry into the smallest normal). This needs the
-//     default rounding mode and no denormals-are-zero, which halfmap never changes (NUMERICS.md).
+//     default rounding mode and no denormals-are-zero, which halfmap never changes (docs/numerics.md).
 //   then: above the largest finite encoding -> the overflow encoding of the Fp8Overflow mode; a NaN -> the NaN
 //   encoding; the sign bit put back.
 // Decoding: normals are the byte's magnitude shifted into float32's fields with the exponent rebiased; subnormals

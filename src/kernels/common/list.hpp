@@ -1,5 +1,5 @@
 // One entry of an ISA's kernel list (src/kernels/<isa>/kernels.cpp): the fields, and the name composed from them
-// at compile time, <storage>[_<acc>acc]_<op>__<isa> (STYLE.md): f32_sum__avx2, f16_f32acc_dot__avx512,
+// at compile time, <storage>[_<acc>acc]_<op>__<isa> (docs/contributing.md): f32_sum__avx2, f16_f32acc_dot__avx512,
 // f16_softmax__avx512fp16 (modes f16 and f16_model are both named f16_...), bf16_f32acc_xent__avx512bf16.
 // The function pointer's type decides which field of Kernel it fills.
 #pragma once

@@ -4,7 +4,7 @@
 // (4 registers), each dense output over k in order from +0. Where the contracts compute in f32 (exp, c·d) the
 // lanes are widened exactly (fcvtl), computed with the same NEON code as the neon path and rounded back once
 // (fcvtn); fdiv on fp16 is the correctly rounded fp16 quotient, which equals the f32 quotient rounded to fp16
-// (NUMERICS.md). So every kernel is bit-exact to the f16 model run with its lanes and FmaKind::fused.
+// (docs/numerics.md). So every kernel is bit-exact to the f16 model run with its lanes and FmaKind::fused.
 #include "kernels/common/gemm.hpp"
 #include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/list.hpp"
