@@ -9,16 +9,20 @@
 #                                each that is present and skips the others (tools/main.sh asks for them); and
 #                                PyTorch (python3-torch), whose CPU kernels the sweep runs through tools/torch_peer.py
 #   bash tools/setup.sh --fuzz   only what tools/fuzz.sh needs besides: clang and its libFuzzer/sanitizer runtimes
-#   bash tools/setup.sh --build  only what building and running halfmap needs (README's quick start): no Slurm for
-#                                the tests' cluster, no arm64 cross build
+#   bash tools/setup.sh --build  only what building and running halfmap needs (README's quick start): no Python
+#                                packages, no Slurm for the tests' cluster, no arm64 cross build
 set -euo pipefail
 
-native_packages=(
-  cmake g++ ninja-build pkg-config git python3 python3-matplotlib python3-numpy time binutils
+# What configuring and building every target needs (`--build`: README's quick start)...
+build_packages=(
+  cmake g++ ninja-build pkg-config git
   libxsimd-dev libxtensor-dev xtl-dev libfmt-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libonnx-dev libprotobuf-dev python3-onnx
+  libonnx-dev libprotobuf-dev
 )
+# ...and what the tests and the main job add: Python with NumPy (the tests' data, diagnose_bench), matplotlib (the
+# maps and charts), onnx (the tests' networks), GNU time and binutils (objdump, diagnose_bench).
+native_packages=("${build_packages[@]}" python3 python3-matplotlib python3-numpy python3-onnx time binutils)
 # The one-node Slurm cluster that tests/slurm_test.sh starts under the build folder to run tools/sweep_slurm.sh:
 # slurm-wlm (slurmctld, slurmd and the client commands sbatch, squeue, scontrol) and munge, Slurm's usual
 # authentication (a dependency of slurm-wlm; the test's cluster uses auth/none and starts its own daemons with
@@ -90,12 +94,13 @@ fi
 if [ "$fuzz" -eq 1 ]; then
   wanted=("${fuzz_packages[@]}")
 else
-  wanted=("${native_packages[@]}")
-  [ "$with_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
-  if [ "$build_only" -eq 0 ]; then
-    wanted+=("${slurm_packages[@]}")
+  if [ "$build_only" -eq 1 ]; then
+    wanted=("${build_packages[@]}")
+  else
+    wanted=("${native_packages[@]}" "${slurm_packages[@]}")
     [ "$native_arch" = arm64 ] || wanted+=("${cross_packages[@]}")
   fi
+  [ "$with_peers" -eq 0 ] || wanted+=("${peer_packages[@]}")
 fi
 missing=()
 for p in "${wanted[@]}"; do

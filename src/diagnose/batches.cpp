@@ -120,15 +120,15 @@ BatchDistribution distribution(const std::vector<BatchRecord>& recs, int k, std:
 }
 
 /// Every batch of [b0, b1): the baseline's and each path's forward, and the gradients at the three scales.
-void measure_range(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+void measure_range(const Table& x, const Table& y, const SeedPath& base, const std::vector<SeedPath>& paths,
                    const Weights& w0, const Options& o, std::size_t b0, std::size_t b1, ForwardAcc& base_acc,
                    std::vector<ForwardAcc>& accs, std::vector<std::vector<BatchRecord>>& recs,
                    std::atomic<std::size_t>& done, std::size_t total) {
   const std::size_t rows = x.rows(), per = batch_rows(o, rows);
-  Runner rb(base, x.cols(), o.hidden, per);
+  SeedRunner rb(base, x.cols(), o.hidden, per);
   rb.set_weights(w0);
-  std::vector<Runner> runners;
-  for (const Path& p : paths) {
+  std::vector<SeedRunner> runners;
+  for (const SeedPath& p : paths) {
     runners.emplace_back(p, x.cols(), o.hidden, per);
     runners.back().set_weights(w0);
   }
@@ -142,7 +142,7 @@ void measure_range(const Table& x, const Table& y, const Path& base, const std::
     base_acc.add(rb.forward());
     ref = rb.gradients(1.0, nf);
     for (std::size_t p = 0; p < paths.size(); ++p) {
-      Runner& r = runners[p];
+      SeedRunner& r = runners[p];
       r.load(staged);
       const BatchForward f = r.forward();
       accs[p].add(f);
@@ -179,7 +179,7 @@ std::vector<std::size_t> window_batches(std::size_t n, const std::vector<Optimiz
 }
 
 /// S_min and S_max (log2) of one loaded batch; -1 / kWindowMaxLog2 + 1 stand for "none".
-std::pair<int, int> batch_window(Runner& r, const std::vector<double>& ref, double share) {
+std::pair<int, int> batch_window(SeedRunner& r, const std::vector<double>& ref, double share) {
   std::size_t nf = 0;
   int s_min = kWindowMaxLog2 + 1;
   for (int k = 0; k <= kWindowMaxLog2; ++k) {
@@ -193,12 +193,12 @@ std::pair<int, int> batch_window(Runner& r, const std::vector<double>& ref, doub
   return {s_min, kWindowMaxLog2};
 }
 
-void measure_windows(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+void measure_windows(const Table& x, const Table& y, const SeedPath& base, const std::vector<SeedPath>& paths,
                      const Weights& w0, const Options& o, std::size_t nbatches, Report& r) {
   const std::vector<std::size_t> chosen = window_batches(nbatches, r.optimization);
   const std::size_t rows = x.rows(), per = batch_rows(o, rows);
   parallel_for(paths.size(), o.threads, [&](std::size_t p) {
-    Runner rb(base, x.cols(), o.hidden, per), run(paths[p], x.cols(), o.hidden, per);
+    SeedRunner rb(base, x.cols(), o.hidden, per), run(paths[p], x.cols(), o.hidden, per);
     rb.set_weights(w0);
     run.set_weights(w0);
     std::vector<int> mins, maxs;
@@ -236,7 +236,7 @@ void measure_windows(const Table& x, const Table& y, const Path& base, const std
 
 }  // namespace
 
-void measure_batches(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+void measure_batches(const Table& x, const Table& y, const SeedPath& base, const std::vector<SeedPath>& paths,
                      const Weights& w0, const Options& o, Report& r) {
   const std::size_t rows = x.rows(), per = batch_rows(o, rows), nb = batch_count(rows, o);
   const unsigned hw = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());

@@ -120,8 +120,8 @@ void end_progress(const Options& o) {
 Report run(const Table& features, const Table& labels, const Options& o) {
   if (std::string e = validate(o); !e.empty()) throw std::invalid_argument(e);
   if (std::string e = check_inputs(features, labels, o); !e.empty()) throw std::invalid_argument(e);
-  const Path base = baseline_path();
-  const std::vector<Path> paths = low_precision_paths(o.all_paths, o.path_first);
+  const SeedPath base = baseline_path();
+  const std::vector<SeedPath> paths = low_precision_paths(o.all_paths, o.path_first);
   Report r;
   r.options = o;
   begin_progress(o);

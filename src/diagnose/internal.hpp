@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "diagnose/model.hpp"
+#include "diagnose/seed_model.hpp"
 #include "halfmap/diagnose.hpp"
 #include "halfmap/loss_scale.hpp"
 
@@ -32,12 +32,12 @@ GradStats compare_grads(const std::vector<double>& g, std::size_t nonfinite, con
 /// batches.cpp: the compute section and the per-batch gradients at S = 1, 2^15, 2^16 over every batch in order,
 /// then the window on at most kWindowBatches of them. Fills r.baseline, r.compute and r.optimization (without
 /// simulations).
-void measure_batches(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+void measure_batches(const Table& x, const Table& y, const SeedPath& base, const std::vector<SeedPath>& paths,
                      const Weights& w0, const Options& o, Report& r);
 
 /// scaling.cpp: dynamic loss scaling of every path with both frameworks' defaults, on threads; fills each
 /// OptimizationReport's simulations.
-void simulate_all(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+void simulate_all(const Table& x, const Table& y, const SeedPath& base, const std::vector<SeedPath>& paths,
                   const Weights& w0, const Options& o, Report& r);
 
 /// scaling.cpp: dynamic loss scaling as both frameworks ship it (halfmap/loss_scale.hpp), keeping a Simulation's

@@ -1,4 +1,4 @@
-// JSON pieces shared by the seed model's report (render_json.cpp) and the network's (model_render.cpp).
+// JSON pieces shared by the seed model's report (render_json.cpp) and the network's (net_render.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>

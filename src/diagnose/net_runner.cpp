@@ -40,7 +40,7 @@ const Kernel* find_at_or_below(Op op, Mode mode, Isa isa) {
   return nullptr;
 }
 
-std::optional<NetPath> make_path(const onnx::Network& net, Loss loss, Mode mode, Isa isa) {
+std::optional<NetPath> make_net_path(const onnx::Network& net, Loss loss, Mode mode, Isa isa) {
   const Kernel* dense = nullptr;
   for (const Kernel& k : kernels())
     if (k.op == Op::dense_fwd && k.mode == mode && k.isa == isa && kernel_enabled(k)) dense = &k;
@@ -74,7 +74,7 @@ std::optional<NetPath> make_path(const onnx::Network& net, Loss loss, Mode mode,
 NetPath baseline_net_path(const onnx::Network& net, Loss loss) {
   std::optional<NetPath> best;
   for (Isa isa : kAllIsas)
-    if (auto p = make_path(net, loss, Mode::f32, isa)) best = p;
+    if (auto p = make_net_path(net, loss, Mode::f32, isa)) best = p;
   if (!best) throw std::runtime_error("no enabled f32 kernels for this network's layers");
   return *best;
 }
@@ -86,7 +86,7 @@ std::vector<NetPath> low_precision_net_paths(const onnx::Network& net, Loss loss
   for (Mode mode : {Mode::f16_f32acc, Mode::f16, Mode::bf16_f32acc}) {
     std::vector<NetPath> mode_paths;
     for (Isa isa : kAllIsas)
-      if (auto p = make_path(net, loss, mode, isa)) mode_paths.push_back(*p);
+      if (auto p = make_net_path(net, loss, mode, isa)) mode_paths.push_back(*p);
     if (mode_paths.empty()) continue;
     if (mode == Mode::f16_f32acc) mode_paths.back().info.keras_like = true;
     for (const NetPath& p : mode_paths) {

@@ -86,7 +86,7 @@ class NetRunner {
   std::vector<double> product_max_;
 };
 
-/// model_train.cpp: with Options::steps (`--train`), Keras's and PyTorch's dynamic loss scaling on each of `low`'s
+/// net_train.cpp: with Options::steps (`--train`), Keras's and PyTorch's dynamic loss scaling on each of `low`'s
 /// paths (r.paths in the same order), trained from the file's weights on batches of `batch_rows` rows in order;
 /// fills each r.paths[i].simulations (diagnose_model.hpp, "Training").
 void simulate_model(const onnx::Network& net, const Table& x, const Table* y, Loss loss, const NetPath& base,

@@ -60,14 +60,14 @@ class BatchOrder {
 /// the rows: each chunk of kEvalRows rows is converted once and then run with every set of weights, so the cost of
 /// reading the table is paid once rather than once per simulation. Chunks in ranges on threads; the chunks' losses
 /// are summed in row order, so the result does not depend on the threads.
-std::vector<double> final_losses(const Table& x, const Table& y, const Path& base, const std::vector<Weights>& weights,
+std::vector<double> final_losses(const Table& x, const Table& y, const SeedPath& base, const std::vector<Weights>& weights,
                                  const Options& o) {
   const std::size_t rows = x.rows(), per = std::min(rows, kEvalRows), chunks = (rows + per - 1) / per;
   const unsigned hw = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   const std::size_t nranges = std::min<std::size_t>(hw, chunks);
   std::vector<std::vector<double>> loss(weights.size(), std::vector<double>(chunks));
   parallel_for(nranges, unsigned(nranges), [&](std::size_t t) {
-    Runner eval(base, x.cols(), o.hidden, per);
+    SeedRunner eval(base, x.cols(), o.hidden, per);
     Staged staged;
     for (std::size_t c = t * chunks / nranges; c < (t + 1) * chunks / nranges; ++c) {
       const std::size_t row0 = c * per, m = std::min(per, rows - row0);
@@ -133,14 +133,14 @@ void DynamicScaler::finish(double underflow_share) {
 namespace {
 
 /// One simulation; its final weights are left in `w` (from `start`), for final_losses.
-Simulation simulate(const Table& x, const Table& y, const Path& path, const Path& base, const Weights& start,
+Simulation simulate(const Table& x, const Table& y, const SeedPath& path, const SeedPath& base, const Weights& start,
                     const Options& o, std::string framework, double initial, Weights& w) {
   Simulation sim;
   sim.framework = std::move(framework);
   sim.growth_interval = o.growth_interval.value_or(loss_scale::kGrowthInterval);
   sim.steps = total_steps(x.rows(), o);
   const std::size_t per = o.batch == 0 ? x.rows() : std::min(o.batch, x.rows());
-  Runner r(path, x.cols(), o.hidden, per), ref_runner(base, x.cols(), o.hidden, per);
+  SeedRunner r(path, x.cols(), o.hidden, per), ref_runner(base, x.cols(), o.hidden, per);
   BatchOrder order(x.rows(), per, o.shuffle);
   w = start;
   const float lr = float(o.lr);
@@ -180,7 +180,7 @@ Simulation simulate(const Table& x, const Table& y, const Path& path, const Path
 
 }  // namespace
 
-void simulate_all(const Table& x, const Table& y, const Path& base, const std::vector<Path>& paths,
+void simulate_all(const Table& x, const Table& y, const SeedPath& base, const std::vector<SeedPath>& paths,
                   const Weights& w0, const Options& o, Report& r) {
   const double initial[2] = {loss_scale::kKerasInitial, loss_scale::kPytorchInitial};
   std::vector<Simulation> sims(paths.size() * 2);

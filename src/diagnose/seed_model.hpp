@@ -14,7 +14,7 @@
 namespace halfmap::diagnose {
 
 /// A path's three kernels (all of the same mode and ISA).
-struct Path {
+struct SeedPath {
   PathInfo info;
   const Kernel* fwd = nullptr;
   const Kernel* bwd = nullptr;
@@ -22,10 +22,10 @@ struct Path {
 };
 
 /// The best enabled f32 path (the baseline).
-Path baseline_path();
+SeedPath baseline_path();
 /// The low-precision paths in report order (see the header's "Paths"). Throws std::invalid_argument for a
 /// path_first that names no enabled low-precision path.
-std::vector<Path> low_precision_paths(bool all_paths, const std::string& path_first);
+std::vector<SeedPath> low_precision_paths(bool all_paths, const std::string& path_first);
 
 /// f32 master weights: W1 (d×h), b1 (h), W2 (h×1), b2 (1), row-major.
 struct Weights {
@@ -54,9 +54,9 @@ struct Staged {
 };
 
 /// Runs one path of the model on one batch at a time. Not thread-safe; allocates once, for `max_rows` rows.
-class Runner {
+class SeedRunner {
  public:
-  Runner(const Path& p, std::size_t d, std::size_t h, std::size_t max_rows);
+  SeedRunner(const SeedPath& p, std::size_t d, std::size_t h, std::size_t max_rows);
   void set_weights(const Weights& w);
   /// Converts m rows (row0 .. row0 + m - 1, or idx[0 .. m) when idx is not null) into the storage type.
   void load(const Table& x, const Table& y, std::size_t row0, std::size_t m, const std::size_t* idx = nullptr);
@@ -67,12 +67,12 @@ class Runner {
   /// dW1, db1, dW2, db2 at loss scale S (not unscaled), widened exactly, from the last forward(); `nonfinite`
   /// counts the non-finite ones. The vector is the runner's own, valid until the next call.
   const std::vector<double>& gradients(double S, std::size_t& nonfinite);
-  const Path& path() const { return p_; }
+  const SeedPath& path() const { return p_; }
 
  private:
   std::size_t row_of(std::size_t i) const { return idx_ != nullptr ? idx_[i] : row0_ + i; }
   std::optional<NonFinite> loss_culprit(double loss) const;
-  Path p_;
+  SeedPath p_;
   std::size_t d_, h_, max_rows_, m_ = 0, row0_ = 0;
   const std::size_t* idx_ = nullptr;
   TypedBuffer x_, y_, w1_, b1_, w2_, b2_, hid_, pred_, dpred_, dhid_, dw1_, db1_, dw2_, db2_;

@@ -1,5 +1,5 @@
-// The seed model's paths, weights and runner (src/diagnose/model.hpp).
-#include "diagnose/model.hpp"
+// The seed model's paths, weights and runner (src/diagnose/seed_model.hpp).
+#include "diagnose/seed_model.hpp"
 
 #include <cmath>
 #include <optional>
@@ -21,8 +21,8 @@ const Kernel* find(Op op, Mode mode, Isa isa) {
   return nullptr;
 }
 
-std::optional<Path> make_path(Mode mode, Isa isa) {
-  Path p;
+std::optional<SeedPath> make_seed_path(Mode mode, Isa isa) {
+  SeedPath p;
   p.fwd = find(Op::dense_fwd, mode, isa);
   p.bwd = find(Op::dense_bwd, mode, isa);
   p.loss = find(Op::mse, mode, isa);
@@ -36,28 +36,28 @@ std::optional<Path> make_path(Mode mode, Isa isa) {
 
 }  // namespace
 
-Path baseline_path() {
-  std::optional<Path> best;
+SeedPath baseline_path() {
+  std::optional<SeedPath> best;
   for (Isa isa : kAllIsas) {
-    if (auto p = make_path(Mode::f32, isa)) best = p;  // kAllIsas lists each chain from the lowest ISA up
+    if (auto p = make_seed_path(Mode::f32, isa)) best = p;  // kAllIsas lists each chain from the lowest ISA up
   }
   if (!best) throw std::runtime_error("no enabled f32 dense_fwd, dense_bwd and mse kernels");
   return *best;
 }
 
-std::vector<Path> low_precision_paths(bool all_paths, const std::string& path_first) {
-  std::vector<Path> out;
-  std::optional<Path> first;
+std::vector<SeedPath> low_precision_paths(bool all_paths, const std::string& path_first) {
+  std::vector<SeedPath> out;
+  std::optional<SeedPath> first;
   for (Mode mode : {Mode::f16_f32acc, Mode::f16, Mode::bf16_f32acc}) {
-    std::vector<Path> mode_paths;
+    std::vector<SeedPath> mode_paths;
     for (Isa isa : kAllIsas) {
-      if (auto p = make_path(mode, isa)) mode_paths.push_back(*p);
+      if (auto p = make_seed_path(mode, isa)) mode_paths.push_back(*p);
     }
     if (mode_paths.empty()) continue;
     // kAllIsas lists each chain from the lowest ISA up: the last enabled one is the mode's best, and the one
     // Keras mixed_float16's f32-accumulating GEMM corresponds to for f16_f32acc.
     if (mode == Mode::f16_f32acc) mode_paths.back().info.keras_like = true;
-    for (const Path& p : mode_paths) {
+    for (const SeedPath& p : mode_paths) {
       if (p.info.name == path_first) first = p;
     }
     if (all_paths) {
@@ -71,13 +71,13 @@ std::vector<Path> low_precision_paths(bool all_paths, const std::string& path_fi
       std::string names;
       for (Mode mode : {Mode::f16_f32acc, Mode::f16, Mode::bf16_f32acc}) {
         for (Isa isa : kAllIsas) {
-          if (make_path(mode, isa)) names += fmt::format("{}{}/{}", names.empty() ? "" : ", ", mode_name(mode), isa_name(isa));
+          if (make_seed_path(mode, isa)) names += fmt::format("{}{}/{}", names.empty() ? "" : ", ", mode_name(mode), isa_name(isa));
         }
       }
       throw std::invalid_argument(fmt::format("--path {} is not a low-precision path this CPU runs (it runs {}).",
                                               path_first, names));
     }
-    std::erase_if(out, [&](const Path& p) { return p.info.name == path_first; });
+    std::erase_if(out, [&](const SeedPath& p) { return p.info.name == path_first; });
     out.insert(out.begin(), *first);
   }
   return out;
@@ -100,7 +100,7 @@ Weights init_weights(std::size_t d, std::size_t h, std::uint64_t seed) {
   return w;
 }
 
-Runner::Runner(const Path& p, std::size_t d, std::size_t h, std::size_t max_rows)
+SeedRunner::SeedRunner(const SeedPath& p, std::size_t d, std::size_t h, std::size_t max_rows)
     : p_(p), d_(d), h_(h), max_rows_(max_rows) {
   const DType t = p.info.storage;
   x_.resize(t, max_rows * d);
@@ -120,7 +120,7 @@ Runner::Runner(const Path& p, std::size_t d, std::size_t h, std::size_t max_rows
   grads_.resize(d * h + h + h + 1);
 }
 
-void Runner::set_weights(const Weights& w) {
+void SeedRunner::set_weights(const Weights& w) {
   // The f32 master weights are rounded once to the storage type, as a mixed-precision framework casts them.
   for (std::size_t i = 0; i < w.w1.size(); ++i) w1_.set(i, w.w1[i]);
   for (std::size_t i = 0; i < w.b1.size(); ++i) b1_.set(i, w.b1[i]);
@@ -224,13 +224,13 @@ void Staged::fill(const Table& x, const Table& y, std::size_t first, std::size_t
   }
 }
 
-void Runner::load(const Table& x, const Table& y, std::size_t row0, std::size_t m, const std::size_t* idx) {
+void SeedRunner::load(const Table& x, const Table& y, std::size_t row0, std::size_t m, const std::size_t* idx) {
   own_.fill(x, y, row0, m, idx);
   load(own_);
 }
 
-void Runner::load(const Staged& s) {
-  if (s.m > max_rows_ || s.d != d_) throw std::logic_error("Runner::load: a batch the runner cannot hold");
+void SeedRunner::load(const Staged& s) {
+  if (s.m > max_rows_ || s.d != d_) throw std::logic_error("SeedRunner::load: a batch the runner cannot hold");
   m_ = s.m;
   row0_ = s.row0;
   idx_ = s.idx;
@@ -243,7 +243,7 @@ void Runner::load(const Staged& s) {
   }
 }
 
-BatchForward Runner::forward() {
+BatchForward SeedRunner::forward() {
   const std::size_t m = m_;
   p_.fwd->dense(DenseArgs{m, h_, d_, x_.data(), w1_.data(), b1_.data(), hid_.data(), Act::relu});
   p_.fwd->dense(DenseArgs{m, 1, h_, hid_.data(), w2_.data(), b2_.data(), pred_.data(), Act::identity});
@@ -268,7 +268,7 @@ BatchForward Runner::forward() {
   return r;
 }
 
-std::optional<NonFinite> Runner::loss_culprit(double loss) const {
+std::optional<NonFinite> SeedRunner::loss_culprit(double loss) const {
   // The loss is one number: point at the first row whose squared error cannot be stored, the usual culprit;
   // failing that, at the row where the running sum of squared errors passes the largest finite value (a path
   // that accumulates in the storage type overflows there even though every term fits).
@@ -286,7 +286,7 @@ std::optional<NonFinite> Runner::loss_culprit(double loss) const {
   return n;
 }
 
-const std::vector<double>& Runner::gradients(double S, std::size_t& nonfinite) {
+const std::vector<double>& SeedRunner::gradients(double S, std::size_t& nonfinite) {
   const std::size_t m = m_;
   // Loss scales are powers of two (or halvings of them): exact in f32.
   p_.loss->loss(LossArgs{m, pred_.data(), y_.data(), float(S), dpred_.data()});
