@@ -1,5 +1,4 @@
-// Scalar steps of the dense layer shared by every ISA (compiled without ISA flags; see kernels/common/gemm.hpp)
-// and by the f16 model (src/models/dense.cpp).
+// Scalar steps of the dense layer shared by every ISA (compiled without ISA flags; see kernels/common/gemm.hpp).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
