@@ -1,7 +1,7 @@
 // Scalar finishing steps shared by every ISA's reductions, compiled without ISA flags (see
 // kernels/common/reduce.hpp). They are the kernels' own code: the models (src/models/) that the kernels are checked
-// against compute the same steps separately, sharing only the rounding of one fp16 add (f16_model::add; see
-// docs/contributing.md, "A reference shares no code with what it checks").
+// against compute the same steps separately, sharing only half.hpp's conversions and the one fp16 add
+// f16_model::add (docs/contributing.md, "A reference shares no code with what it checks").
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -15,8 +15,8 @@ namespace detail {
 
 namespace {
 
-/// a·b + c rounded once to fp16 (kFma fused or none: the exact value, via f64, where the product is exact), or
-/// fused in f32 and then rounded to fp16 (f32_round): the two fp16 FMAs of FmaKind.
+/// a·b + c rounded once to fp16 (fused, and none: via f64, where the product is exact), or fused in f32 and then
+/// rounded to fp16 (f32_round): the two fp16 FMAs of FmaKind.
 f16 fma_f16(f16 a, f16 b, f16 c, FmaKind fma) {
   if (fma == FmaKind::f32_round) return to_f16(std::fma(to_f32(a), to_f32(b), to_f32(c)));
   return to_f16(std::fma(to_f64(a), to_f64(b), to_f64(c)));
