@@ -1,4 +1,5 @@
-// half.hpp's narrowing conversions against hardware, over every f32 bit pattern where the machine allows it.
+// half.hpp's narrowing conversions against hardware, over every f32 bit pattern where the machine allows it, and
+// the f16 model's add, sub and mul over every pair of fp16 patterns.
 //
 //   x86-64: all 2^32 f32 patterns -> fp16, to_f16 vs F16C vcvtps2ph (round to nearest even), on every hardware
 //           thread; all 2^32 -> bf16, to_bf16 vs an independent reference written here, and vs AVX512-BF16
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "halfmap/cpu.hpp"
+#include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
 #include "hw/hw_convert.hpp"
 #include "test_util.hpp"
@@ -216,6 +218,72 @@ TEST(ExhaustiveBf16, NarrowingMatchesIndependentReferenceOnEveryF32Pattern) {
 #endif
   std::printf("  %llu patterns in %.2f s\n", static_cast<unsigned long long>(checked), seconds);
   EXPECT_EQ(bad.count(), 0u) << "to_bf16 (got) differs from the reference (want):" << bad.first();
+}
+
+// ---- the f16 model's operations --------------------------------------------------------------------------------
+
+/// Whether r (fp16 bits) is x correctly rounded to fp16 (to nearest even, inf from 65520 up, the sign kept, a NaN
+/// exactly where x is NaN), from decode_f16's values of the patterns around r: independent of half.hpp.
+class RoundingCheck {
+ public:
+  RoundingCheck() {
+    for (std::uint32_t b = 0; b < 0x10000; ++b) value_[b] = test::decode_f16(std::uint16_t(b));
+    for (std::uint32_t m = 0; m < 0x7C00; ++m) {
+      lo_[m] = m == 0 ? 0.0 : (value_[m - 1] + value_[m]) / 2;  // exact: 12 significant bits
+      hi_[m] = m == 0x7BFF ? 65520.0 : (value_[m] + value_[m + 1]) / 2;
+    }
+  }
+  double value(std::uint16_t b) const { return value_[b]; }
+  bool ok(double x, std::uint16_t r) const {
+    if (std::isnan(x) || (r & 0x7FFFu) > 0x7C00u) return std::isnan(x) && (r & 0x7FFFu) > 0x7C00u;
+    if (std::signbit(x) != ((r & 0x8000u) != 0)) return false;
+    const double a = std::fabs(x);
+    const std::uint32_t m = r & 0x7FFFu;
+    if (m == 0x7C00u) return a >= 65520.0;
+    const bool even = (m & 1) == 0;
+    return (a > lo_[m] || (a == lo_[m] && even)) && (a < hi_[m] || (a == hi_[m] && even));
+  }
+
+ private:
+  std::vector<double> value_ = std::vector<double>(0x10000), lo_ = std::vector<double>(0x7C00),
+                      hi_ = std::vector<double>(0x7C00);
+};
+
+// f16_model::add, sub and mul (one f32 operation, rounded once to fp16) against the exact result rounded once
+// (docs/numerics.md, "Rounding through float32"): on x86-64 every pair of fp16 patterns (2^32, read as a = u >> 16,
+// b = u & 0xFFFF), on arm64 the strided subset. The exact sum, difference and product of two fp16 values are exact
+// in double (at most 41 and 22 significant bits), and double's zero signs are IEEE's, as f32's. These are the only
+// operations of the model that the kernels share (docs/contributing.md, "A reference shares no code with what it
+// checks"): each is checked on every operand pair.
+TEST(ExhaustiveF16Model, AddSubMulAreCorrectlyRoundedOnEveryPair) {
+  const RoundingCheck check;
+  Mismatches bad_add, bad_sub, bad_mul;
+  auto run = [&](std::uint32_t u) {
+    const auto a = std::uint16_t(u >> 16), b = std::uint16_t(u & 0xFFFFu);
+    const double va = check.value(a), vb = check.value(b);
+    const std::uint16_t sum = f16_model::add(f16{a}, f16{b}).bits;
+    const std::uint16_t diff = f16_model::sub(f16{a}, f16{b}).bits;
+    const std::uint16_t prod = f16_model::mul(f16{a}, f16{b}).bits;
+    if (!check.ok(va + vb, sum)) bad_add.add(u, sum, test::reference_to_f16(va + vb));
+    if (!check.ok(va - vb, diff)) bad_sub.add(u, diff, test::reference_to_f16(va - vb));
+    if (!check.ok(va * vb, prod)) bad_mul.add(u, prod, test::reference_to_f16(va * vb));
+  };
+#if defined(__x86_64__)
+  const double seconds = for_all_f32_patterns([&](std::uint32_t first, std::size_t count) {
+    for (std::size_t j = 0; j < count; ++j) run(first + std::uint32_t(j));
+  });
+  const std::uint64_t checked = std::uint64_t{1} << 32;
+#elif defined(__aarch64__)
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::uint32_t> patterns = arm64_subset();
+  for (std::uint32_t u : patterns) run(u);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::uint64_t checked = patterns.size();
+#endif
+  std::printf("  %llu pairs in %.2f s\n", static_cast<unsigned long long>(checked), seconds);
+  EXPECT_EQ(bad_add.count(), 0u) << "a + b (pair a << 16 | b -> got, want):" << bad_add.first();
+  EXPECT_EQ(bad_sub.count(), 0u) << "a - b (pair a << 16 | b -> got, want):" << bad_sub.first();
+  EXPECT_EQ(bad_mul.count(), 0u) << "a * b (pair a << 16 | b -> got, want):" << bad_mul.first();
 }
 
 #if defined(__x86_64__)

@@ -43,7 +43,8 @@
 //   * exp: exp_f32 within 1 ulp of the correctly rounded f32 exp (float(std::exp(double))) on a strided sweep of
 //     [-104, 89]; exp_f16 equal to the correctly rounded fp16 exp on every finite fp16 input but the two stated in
 //     math.hpp (1 ulp above). The SIMD exps are checked bit for bit against exp_f32 through softmax outputs whose
-//     bits follow from the exps alone (2-column rows; see SimdExpMatchesScalarExpBitForBit).
+//     bits follow from the exps alone (2-column rows; see SimdExpMatchesScalarExpBitForBit). The f16 models' own
+//     copies of exp, erf and tanh equal exp_f32, erf_f32 and tanh_f32 on every fp16 input (ModelMath).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -66,6 +67,7 @@
 #include "halfmap/math.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/nn.hpp"  // quotient_by_reciprocal
+#include "models/model_math.hpp"
 #include "kernel_param.hpp"
 #include "test_util.hpp"
 
@@ -808,6 +810,30 @@ TEST(ExpF32, WithinOneUlpOfCorrectlyRoundedOnAStridedSweep) {
   check(neg_end);
   EXPECT_EQ(bad, 0u) << bad << " of " << count << " inputs more than 1 ulp off";
   EXPECT_GE(double(exact) / double(count), 0.99) << exact << " of " << count << " correctly rounded";
+}
+
+/// The f16 models' own exp, erf and tanh (src/models/model_math.hpp, written apart from the kernels' vector
+/// templates) equal halfmap's exp_f32, erf_f32 and tanh_f32, and exp16 equals exp_f16, bit for bit on every fp16
+/// input, NaNs included: every value the f16 models give them (softmax's t, GELU's z, u and -z²; erf's own
+/// e^(-a²) and tanh's e^(2u) are reached through those). So a kernel and its model compute the same function,
+/// each with its own code.
+TEST(ModelMath, EqualsHalfmapsFunctionsOnEveryFp16Input) {
+  std::size_t bad = 0;
+  auto same = [&](const char* what, std::uint16_t h, float got, float want) {
+    if (test::bits_of(got) != test::bits_of(want) && bad++ < 5) {
+      ADD_FAILURE() << what << "(" << test::hex16(h) << "): model " << test::hex(got) << ", halfmap "
+                    << test::hex(want);
+    }
+  };
+  for (std::uint32_t b = 0; b < 0x10000; ++b) {
+    const f16 h{std::uint16_t(b)};
+    const float x = to_f32(h);
+    same("exp", h.bits, models::exp(x), exp_f32(x));
+    same("erf", h.bits, models::erf(x), erf_f32(x));
+    same("tanh", h.bits, models::tanh(x), tanh_f32(x));
+    same("exp16", h.bits, to_f32(models::exp16(h)), to_f32(exp_f16(h)));
+  }
+  EXPECT_EQ(bad, 0u);
 }
 
 /// nn.hpp's quotient_by_reciprocal (the f32-acc softmax's division on rows whose quotients are all ≥ 2^-118) has

@@ -1,8 +1,10 @@
 // halfmap's one exp, used by every softmax and cross-entropy kernel on every path.
 //
 // exp_f32 is a scalar function compiled without ISA flags; each ISA evaluates the same algorithm on its vectors
-// (detail::exp_f32_generic in src/kernels/common/nn.hpp) with the same operations in the same order, every
-// multiply-add fused, so the SIMD results are bit-identical to exp_f32 for every f32 input.
+// (detail::exp_f32_generic in src/kernels/common/softmax_row.hpp) with the same operations in the same order, every
+// multiply-add fused, so the SIMD results are bit-identical to exp_f32 for every f32 input. The f16 models compute
+// exp, erf and tanh with copies of their own, written from the algorithms stated here (src/models/math.cpp), and
+// nn_test checks that the copies equal these functions on every fp16 input.
 #pragma once
 
 #include "halfmap/half.hpp"
@@ -10,8 +12,11 @@
 namespace halfmap {
 
 /// e^x in f32. Algorithm: clamp x to [-104, 89]; n = x·log2(e) rounded to the nearest integer (one fused
-/// multiply-add with 1.5·2^23); r = x - n·ln2 with ln2 split in two f32 constants (two fused multiply-adds);
-/// e^r by a degree-7 polynomial (Cephes expf's coefficients, Horner form, fused multiply-adds); then p·2^n
+/// multiply-add with 1.5·2^23, log2(e) rounded to f32, then 1.5·2^23 subtracted); r = x - n·ln2 with ln2 split in
+/// two f32 constants, hi = f32(ln 2) and lo = f32(hi - ln 2) (r = fma(n, -hi, x), then fma(n, lo, r)); e^r by the
+/// degree-7 polynomial Σ c_k·r^k with c_0 = c_1 = 1 and c_2 .. c_7 Cephes expf's coefficients (5.0000001201e-1,
+/// 1.6666665459e-1, 4.1665795894e-2, 8.3334519073e-3, 1.3981999507e-3, 1.9875691500e-4), Horner form from c_7,
+/// fused multiply-adds; then p·2^n
 /// rounded once, computed as (p·2^⌊n/2⌋)·2^(n-⌊n/2⌋) with the powers built from exponent bits (the first
 /// product is exact; AVX-512 uses vscalefps, which gives the same bits), so overflow and subnormal results
 /// are correctly rounded from p.

@@ -383,7 +383,7 @@ inline bool kernel_enabled(const Kernel& k) { return isa_enabled(k.isa); }
 /// The f16 model run with a kernel's order of operations: the bit-exact reference for modes f16 and f16_model.
 f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes, FmaKind fma);
 /// One step of f16_model_reduce: acc + x (sum), fma(x, x, acc) (sumsq), fma(x, y, acc) (dot), or the larger |.|
-/// key (maxabs). The SIMD kernels' scalar tails take it too.
+/// key (maxabs).
 f16 f16_model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma);
 
 /// Tests only: every dense kernel's GEMM uses cache blocks of mc × kc × nc (rounded down to whole micro-tiles,

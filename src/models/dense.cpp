@@ -1,13 +1,12 @@
-// The f16 model of the dense layer (registry.hpp's f16_model_dense_fwd/bwd): every output accumulates over its
-// inner index in order from +0, one rounded fma per step; bias, relu and db are the kernels' own scalar steps
-// (kernels/common/dense.cpp), so model and kernels cannot differ there.
+// The f16 model of the dense layer (registry.hpp's f16_model_dense_fwd/bwd, from DenseArgs and DenseBwdArgs): every
+// output accumulates over its inner index in order from +0, one rounded fma per step, then acc + b rounded and
+// relu; db sums dY's rows in order from +0, one rounded add per step.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/gemm.hpp"
 
 namespace halfmap {
 namespace {
@@ -61,16 +60,28 @@ void model_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const f16
 }  // namespace
 
 void f16_model_dense_fwd(const DenseArgs& d, FmaKind fma) {
-  std::vector<f16> acc(d.m * d.n);
-  model_gemm(d.m, d.n, d.k, as_f16(d.x), d.k, 1, as_f16(d.w), d.n, 1, acc.data(), fma);
-  detail::f16_dense_epilogue(reinterpret_cast<const std::uint16_t*>(acc.data()), d.m, d.n,
-                             static_cast<const std::uint16_t*>(d.b), d.act, static_cast<std::uint16_t*>(d.y));
+  f16* y = as_f16(d.y);
+  model_gemm(d.m, d.n, d.k, as_f16(d.x), d.k, 1, as_f16(d.w), d.n, 1, y, fma);
+  const f16* b = as_f16(d.b);
+  for (std::size_t i = 0; i < d.m; ++i) {
+    for (std::size_t j = 0; j < d.n; ++j) {
+      f16& v = y[i * d.n + j];
+      if (b != nullptr) v = f16_model::add(v, b[j]);
+      if (d.act == Act::relu && to_f32(v) < 0.0f) v = f16{};  // x < 0 ? 0 : x: -0 and NaN pass
+    }
+  }
 }
 
 void f16_model_dense_bwd(const DenseBwdArgs& d, FmaKind fma) {
   if (d.dx != nullptr) model_gemm(d.m, d.k, d.n, as_f16(d.dy), d.n, 1, as_f16(d.w), 1, d.n, as_f16(d.dx), fma);
   if (d.dw != nullptr) model_gemm(d.k, d.n, d.m, as_f16(d.x), 1, d.k, as_f16(d.dy), d.n, 1, as_f16(d.dw), fma);
-  if (d.db != nullptr) detail::dense_bias_grad(Mode::f16_model, DType::f16, d.dy, d.m, d.n, d.db);
+  if (d.db == nullptr) return;
+  const f16* dy = as_f16(d.dy);
+  for (std::size_t j = 0; j < d.n; ++j) {
+    f16 acc{};
+    for (std::size_t i = 0; i < d.m; ++i) acc = f16_model::add(acc, dy[i * d.n + j]);
+    as_f16(d.db)[j] = acc;
+  }
 }
 
 }  // namespace halfmap

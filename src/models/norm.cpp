@@ -1,10 +1,11 @@
 // The f16 model of layernorm and rmsnorm (NormArgs in registry.hpp): every operation rounded to fp16, the row
-// sums in `lanes` order, the per-row scalar steps the kernels' own (kernels/common/nn.cpp).
+// sums in `lanes` order, written from NormArgs' f16 recipe.
+#include <bit>
+#include <cmath>
 #include <vector>
 
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/norm.hpp"
 
 namespace halfmap {
 namespace {
@@ -23,7 +24,14 @@ f16 lane_sum(std::size_t n, unsigned lanes, Step step) {
   return f16_model::fold_lanes(acc);
 }
 
-f16 div_n(f16 s, std::size_t n) { return f16{detail::f16_div_n(s.bits, n)}; }
+/// r16(f32(s) / float(n)): μ, v, a and b.
+f16 div_n(f16 s, std::size_t n) { return to_f16(to_f32(s) / float(n)); }
+
+/// r = r16(1.0f / sqrtf(f32(r16(v + r16(ε))))).
+f16 rstd(f16 v, float eps) { return to_f16(1.0f / std::sqrt(to_f32(f16_model::add(v, to_f16(eps))))); }
+
+/// A statistic as NormArgs::mean and var receive it: the fp16 value widened, a NaN as the f32 quiet NaN.
+float stat(f16 s) { return is_nan(s) ? std::bit_cast<float>(0x7FC00000u) : to_f32(s); }
 
 }  // namespace
 
@@ -45,9 +53,9 @@ void f16_model_norm(const NormArgs& a, bool rms, unsigned lanes, FmaKind fma) {
     const f16 v = div_n(lane_sum(cols, lanes,
                                  [&](f16 acc, std::size_t j) { return f16_model::fma(dev(j), dev(j), acc, fma); }),
                         cols);
-    const f16 r{detail::f16_rstd(v.bits, a.eps)};
-    if (a.mean != nullptr) a.mean[i] = rms ? 0.0f : detail::f16_stat(mu.bits);
-    if (a.var != nullptr) a.var[i] = detail::f16_stat(v.bits);
+    const f16 r = rstd(v, a.eps);
+    if (a.mean != nullptr) a.mean[i] = rms ? 0.0f : stat(mu);
+    if (a.var != nullptr) a.var[i] = stat(v);
     for (std::size_t j = 0; j < cols; ++j) xh[j] = f16_model::mul(dev(j), r);
     if (a.y != nullptr) {
       f16* yi = static_cast<f16*>(a.y) + i * cols;

@@ -1,5 +1,4 @@
-// The f16 model of the reductions (registry.hpp's f16_model_reduce) and its one step, which the SIMD kernels'
-// scalar tails share (kernels/common/finish.cpp).
+// The f16 model of the reductions (registry.hpp's f16_model_reduce) and its one step.
 #include <bit>
 #include <vector>
 

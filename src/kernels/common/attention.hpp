@@ -2,8 +2,8 @@
 // dense_bwd and softmax kernels of one mode, joined by elementwise steps (the 1/√d, the causal mask, the softmax
 // backward, the transposes) that are the same code on every path. An ISA's kernels.cpp names its three kernels of
 // a mode in an AttentionKernels and lists attention<kThem, prescale>; the composition itself
-// (kernels/common/attention_compose.hpp) is compiled once, without ISA flags, in kernels/common/attention.cpp, and
-// once more with the f16 models in src/models/attention.cpp: the model is the same composition of the models.
+// (kernels/common/attention_compose.hpp) is compiled once, without ISA flags, in kernels/common/attention.cpp. The
+// f16 model (src/models/attention.cpp) is a composition of its own over the f16 models, which checks this one.
 #pragma once
 
 #include <cstddef>
@@ -19,12 +19,12 @@ namespace halfmap::detail {
 /// storage type (fp16 or bf16) to f32 and back (round to nearest even), which the composition's elementwise steps
 /// use in place of half.hpp's scalar ones, giving the same bits (fp16: exhaustive_conversion_test pins the
 /// hardware's conversions to half.hpp's for every pattern; bf16: a shift, and avx512bf16's to_bf16_exact, not
-/// vcvtneps2bf16, which flushes); null where the path has none (the scalar ones then). f16_dot: the f16 mode's
-/// δ = Σ P ∘ dP, the path's fp16 dot in f16_model_reduce's order over `lanes` lanes with `fma` (its f16acc_reduce
-/// at the softmax's registers); null: f16_model_reduce itself. softmax_bwd_f32: the f32-computing modes' softmax
-/// backward on one row in f32, p[j] = p[j] · (dp[j] − δ) with δ = Σ p ∘ dp, on the path's vectors (softmax_bwd_row
-/// below: δ in its lanes' order, fused; the f32 modes are bounded, not bit-pinned, so the order is the path's);
-/// null: the composition's scalar loop (δ in index order).
+/// vcvtneps2bf16, which flushes); null where the path has none (the scalar ones then). f16_dot, required in the
+/// f16 modes: δ = Σ P ∘ dP, the path's fp16 dot in f16_model_reduce's order over `lanes` lanes with `fma` (its
+/// f16acc_reduce at the softmax's registers; on the ref path the f16_model dot). softmax_bwd_f32: the
+/// f32-computing modes' softmax backward on one row in f32, p[j] = p[j] · (dp[j] − δ) with δ = Σ p ∘ dp, on the
+/// path's vectors (softmax_bwd_row below: δ in its lanes' order, fused; the f32 modes are bounded, not bit-pinned,
+/// so the order is the path's); null: the composition's scalar loop (δ in index order).
 struct AttentionKernels {
   Mode mode;
   DenseFn fwd;

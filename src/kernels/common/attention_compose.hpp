@@ -1,7 +1,8 @@
-// The composition of AttentionArgs (registry.hpp), written once over "parts" that run the dense forward and
-// backward and the stable softmax: a path's kernels (kernels/common/attention.cpp) or the f16 models
-// (src/models/attention.cpp). Included only by those two files, which are compiled without ISA flags: the
-// elementwise steps are scalar code whose IEEE roundings are the same on every machine.
+// The composition of AttentionArgs (registry.hpp), written once over "parts" (AttentionKernels) that run a path's
+// dense forward and backward, its stable softmax and, in the f16 modes, its fp16 dot. Included only by
+// kernels/common/attention.cpp, which is compiled without ISA flags: the elementwise steps are scalar code whose
+// IEEE roundings are the same on every machine. The f16 model of attention (src/models/attention.cpp) is written
+// apart from it, so that attention_test checks this composition too.
 #pragma once
 
 #include <algorithm>
@@ -173,8 +174,7 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
     float delta = 0;
     if constexpr (std::is_same_v<T, f16>) {
       if (h16) {
-        delta = p.f16_dot != nullptr ? p.f16_dot(pr, dpr, L)
-                                     : to_f32(f16_model_reduce(Op::dot, pr, dpr, L, p.lanes, p.fma));
+        delta = p.f16_dot(pr, dpr, L);
         rounded_difference = true;
       }
     }

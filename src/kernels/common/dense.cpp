@@ -1,5 +1,4 @@
-// Scalar steps of the dense layer shared by every ISA (compiled without ISA flags; see kernels/common/gemm.hpp)
-// and by the f16 model (src/models/dense.cpp).
+// Scalar steps of the dense layer shared by every ISA (compiled without ISA flags; see kernels/common/gemm.hpp).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -10,6 +9,7 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/gemm.hpp"  // and gemm_team.hpp
+#include "kernels/common/reduce.hpp"  // arm_fadd
 
 namespace halfmap {
 namespace {
@@ -76,7 +76,7 @@ void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, 
 
 void f32acc_f16_row_epilogue(const float* acc, std::size_t n, const std::uint16_t* b, Act act, std::uint16_t* out) {
   for (std::size_t j = 0; j < n; ++j) {
-    float v = b != nullptr ? f32acc_model_add(acc[j], to_f32(f16{b[j]})) : acc[j];  // NaNs as FADD picks them
+    float v = b != nullptr ? arm_fadd(acc[j], to_f32(f16{b[j]})) : acc[j];  // NaNs as FADD picks them
     if (act == Act::relu && v < 0.0f) v = 0.0f;  // -0 and NaN pass, as relu() above
     out[j] = to_f16(v).bits;
   }

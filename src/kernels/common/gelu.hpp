@@ -4,8 +4,9 @@
 // H::exp_store_with, which applies any f32 function). Elementwise: S takes four registers side by side
 // (lanes.hpp), then the rest one at a time; H likewise where it is a per-operation type on F16C (gelu_f16_blocks),
 // else one at a time. A tail runs on a zero-padded copy and only its own
-// lanes are stored. erf_f32_generic and tanh_f32_generic (softmax_row.hpp) are the same operations as the scalar
-// erf_f32 and tanh_f32 the f16 model calls, so the kernels match it bit for bit.
+// lanes are stored. erf_f32_generic and tanh_f32_generic (softmax_row.hpp) are the operations of the scalar erf_f32
+// and tanh_f32 (math.hpp), which the f16 model computes with its own copies of them, so the kernels match it bit
+// for bit.
 #pragma once
 
 #include <algorithm>

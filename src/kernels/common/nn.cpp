@@ -1,5 +1,5 @@
 // Scalar steps of the losses and softmax shared by every ISA (compiled without ISA flags; see
-// kernels/common/nn.hpp) and by the f16 models (src/models/nn.cpp): halfmap's exp and the finishing steps.
+// kernels/common/nn.hpp): halfmap's exp and the finishing steps.
 #include <bit>
 #include <cmath>
 #include <cstring>

@@ -74,7 +74,7 @@ namespace halfmap::detail {
 /// f16 modes' loss finish: to_f16(to_f32(acc) / float(n)), widened; a NaN is returned as the f32 quiet NaN.
 float mse_f16_finish(std::uint16_t acc_bits, std::size_t n);
 /// Cross-entropy loss from the stored probabilities at the labels (`rows` values of the storage type): see
-/// XentArgs. Shared by every kernel and the f16 model so that the log and the mean are the same code everywhere.
+/// XentArgs. Shared by every kernel, so that the log and the mean are the same code on every path.
 float xent_loss(Mode mode, DType storage, const void* p_at_label, std::size_t rows);
 
 template <class S, bool kStable>

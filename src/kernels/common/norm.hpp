@@ -2,7 +2,7 @@
 // every mode computes, rounding by rounding), written once and instantiated per ISA with the traits of nn.hpp:
 // S (f32-accumulating modes: f32, f16_f32acc, bf16_f32acc) and H (fp16 arithmetic, per operation on F16C or
 // native). The per-row scalar steps of the fp16 modes (the division by cols, 1/√(v + ε)) are out-of-line in
-// src/kernels/common/nn.cpp, shared with the f16 model (src/models/norm.cpp), so the two cannot differ there.
+// src/kernels/common/nn.cpp.
 //
 // A row takes up to three passes: the statistics (one sum for rmsnorm, two for layernorm: μ, then the squared
 // deviations), then y, then for the backward the two sums of g and g·x̂ and a pass writing dx, dγ and dβ. Every

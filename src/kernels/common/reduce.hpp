@@ -16,16 +16,23 @@
 namespace halfmap::detail {
 
 /// Finishes an fp16-accumulating reduction in the order of operations of f16_model_reduce: accumulates the
-/// tail x[0..count), y[0..count) into lanes 0..count-1 with the model's scalar operations, folds the `lanes`
-/// accumulators (fp16 bit patterns, modified in place) and returns the result widened to f32.
+/// tail x[0..count), y[0..count) into lanes 0..count-1 (acc + x, fma(x, x, acc), fma(x, y, acc) with `fma`'s
+/// rounding, or the larger |.| as its ordering key), folds the `lanes` accumulators (fp16 bit patterns, modified in
+/// place; lane j += lane j + w for w = lanes/2, ..., 1) and returns the result widened to f32.
 float f16acc_finish(Op op, std::uint16_t* lane_bits, unsigned lanes, const std::uint16_t* x, const std::uint16_t* y,
                     std::size_t count, FmaKind fma);
 
 /// Rounds an f32-accumulated result to the mode's output type and widens it back (see ReduceFn).
 float f32acc_finish(Mode mode, float acc);
 
-/// Folds `lanes` f32 accumulators (a power of two, modified in place) by f32acc_model_fold (f32 adds in
-/// f16_model::fold_lanes's order) and rounds the result like f32acc_finish: the fixed-order f32 kernels' finish
+/// a + b in f32 with the NaN that Arm's FADD returns, whatever operand order a C++ add gets: the first signalling
+/// NaN of (a, b), quieted, else the first quiet one; inf - inf the default NaN 0x7FC00000. The fixed-order f32
+/// kernels' scalar adds (bias, folds), so that they meet f32acc_model_add's contract (registry.hpp).
+float arm_fadd(float a, float b);
+/// Folds `lanes` f32 accumulators (a power of two, modified in place) with arm_fadd, acc[j] += acc[j + w] for
+/// w = lanes/2, ..., 1; returns acc[0].
+float arm_fadd_fold(float* acc, unsigned lanes);
+/// arm_fadd_fold, then the result rounded like f32acc_finish: the fixed-order f32 kernels' finish
 /// (Kernel::f32_order_fixed).
 float f32lanes_finish(Mode mode, float* acc, unsigned lanes);
 

@@ -87,8 +87,8 @@ struct MmlaGemm {
       for (std::size_t t = 0; j + t < n; ++t) d[j + t] = out[t];
     }
   }
-  /// acc + b with FADD's NaN choice fixed (the model's f32acc_model_add), whatever operand order a C++ add gets.
-  static float bias_add(float acc, float b) { return f32acc_model_add(acc, b); }
+  /// acc + b with FADD's NaN choice fixed (arm_fadd), whatever operand order a C++ add gets.
+  static float bias_add(float acc, float b) { return arm_fadd(acc, b); }
   /// c (8 × 8, row stride ldc) (+)= Σ over `groups` of a (8 rows × 4 k) · b (4 k × 8 columns). Accumulator
   /// acc[r][q] holds rows 2r, 2r+1 × columns 2q, 2q+1 as (c[2r][2q], c[2r][2q+1], c[2r+1][2q], c[2r+1][2q+1]).
   static void kernel(std::size_t groups, const std::uint16_t* a, const std::uint16_t* b, float* c,

@@ -8,7 +8,7 @@
 //
 // Why no code compiled with these flags can be merged into a lower ISA's object: everything here is inside
 // namespace halfmap::paths::neonbf16, and the scalar steps (fold, final rounding, bias add) are the out-of-line
-// functions of kernels/common/ and src/models/, compiled without ISA flags.
+// functions of kernels/common/, compiled without ISA flags.
 #pragma once
 
 #include <arm_neon.h>

@@ -305,8 +305,8 @@ constexpr AttentionKernels kAttF32{Mode::f32, f32acc_dense_fwd<float>, f32acc_de
                                    f32acc_softmax<float, true>, 1, FmaKind::none};
 constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc, f32acc_dense_fwd<f16>, f32acc_dense_bwd<f16>,
                                          f32acc_softmax<f16, true>, 1, FmaKind::none};
-constexpr AttentionKernels kAttF16Model{Mode::f16_model, f16_model_fwd, f16_model_bwd,
-                                        f16_model_softmax_ref, 1, kModelFma};
+constexpr AttentionKernels kAttF16Model{Mode::f16_model, f16_model_fwd, f16_model_bwd, f16_model_softmax_ref, 1,
+                                        kModelFma, nullptr, nullptr, f16_model_ref<Op::dot>};
 constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, f32acc_dense_fwd<bf16>, f32acc_dense_bwd<bf16>,
                                     f32acc_softmax<bf16, true>, 1, FmaKind::none};
 

@@ -275,7 +275,7 @@ struct MseF32 {
   }
   static void store_lanes(svbool_t pg, Lane* l, V v) { svst1_f32(pg, l, v); }
   static float finish(Lane* lanes, std::size_t n, Mode mode) {
-    return f32acc_finish(mode, f32acc_model_fold(lanes, kF32Lanes) / float(n));
+    return f32acc_finish(mode, arm_fadd_fold(lanes, kF32Lanes) / float(n));
   }
 };
 
