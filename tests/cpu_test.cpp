@@ -332,7 +332,7 @@ float test_only_dot(const void*, const void*, std::size_t) { return 0.0f; }
 void test_only_softmax(const SoftmaxArgs&) {}
 
 TEST(RegistryNames, ComposedAtCompileTime) {
-  constexpr Kernel dot = paths::entry<Op::dot, Mode::f16, Isa::avx512fp16>(test_only_dot, 256, FmaKind::fused);
+  constexpr Kernel dot = paths::entry<Op::dot, Mode::f16, Isa::avx512fp16>(test_only_dot, {256, FmaKind::fused});
   static_assert(dot.name == "f16_dot__avx512fp16");
   EXPECT_EQ(dot.op, Op::dot);
   EXPECT_EQ(dot.mode, Mode::f16);

@@ -172,6 +172,6 @@ const Kernel kList[] = {
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return {.kernels = kList}; }
 
 }  // namespace halfmap::paths::avx512bf16

@@ -36,7 +36,7 @@ using F16Gemm = GemmTraits<F16, F32, std::uint16_t, Mode::f16, Blocking<8, 64, 1
 
 template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma) {
-  return entry<o, m, kIsa>(fn, lanes, fma);
+  return entry<o, m, kIsa>(fn, {lanes, fma});
 }
 constexpr FmaKind kF = F16::kFma;
 
@@ -75,6 +75,6 @@ const Kernel kList[] = {
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return {.kernels = kList}; }
 
 }  // namespace halfmap::paths::avx512fp16

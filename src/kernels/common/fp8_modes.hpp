@@ -72,8 +72,9 @@ constexpr ScaledParts scaled_parts(ReduceFn sum, ReduceFn sumsq, ReduceFn maxabs
 }
 
 /// The scaled kernels of one path, P being its parts. Everything is a member of this template over P, whose
-/// argument has internal linkage in each path's kernels.cpp: code compiled with one folder's ISA flags then has a
-/// name of its own and cannot be merged with another folder's (src/kernels/avx512/ops.hpp says why that matters).
+/// argument (rows.hpp's kScaledPartsOf, over the path's own types) has internal linkage in each path's kernels.cpp:
+/// code compiled with one folder's ISA flags then has a name of its own and cannot be merged with another folder's
+/// (src/kernels/avx512/ops.hpp says why that matters).
 template <const ScaledParts& P>
 struct Scaled {
   /// max |x_i|, NaN when x holds a NaN.

@@ -93,9 +93,6 @@ constexpr auto kScaledList = scaled_kernels<kScaled, kIsa>();
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
-std::span<const Kernel> scaled_list() { return kScaledList; }
-std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
-std::span<const MxConversion> mx_list() { return kMxList; }
+PathLists lists() { return {kList, kScaledList, kFp8List, kMxList}; }
 
 }  // namespace halfmap::paths::neon

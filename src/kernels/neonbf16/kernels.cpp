@@ -126,9 +126,7 @@ struct MmlaGemm {
 
 template <Op o, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes) {
-  Kernel e = entry<o, Mode::bf16_f32acc, kIsa>(fn, lanes);
-  e.bfdot_order = true;
-  return e;
+  return entry<o, Mode::bf16_f32acc, kIsa>(fn, {.lanes = lanes, .bfdot_order = true});
 }
 
 const Kernel kList[] = {
@@ -141,6 +139,6 @@ const Kernel kList[] = {
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return {.kernels = kList}; }
 
 }  // namespace halfmap::paths::neonbf16

@@ -111,7 +111,7 @@ void dense_bwd(const DenseBwdArgs& d) {
 
 template <Op o, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes) {
-  return entry_f32_fixed<o, kIsa>(fn, lanes);
+  return entry<o, Mode::f16_f32acc, kIsa>(fn, {.lanes = lanes, .f32_order_fixed = true});
 }
 
 const Kernel kList[] = {
@@ -124,6 +124,6 @@ const Kernel kList[] = {
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return {.kernels = kList}; }
 
 }  // namespace halfmap::paths::neonfhm

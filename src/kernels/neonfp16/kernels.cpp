@@ -28,7 +28,7 @@ using F16Gemm = GemmTraits<F16, F32, std::uint16_t, Mode::f16, Blocking<8, 16, 1
 
 template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma) {
-  return entry<o, m, kIsa>(fn, lanes, fma);
+  return entry<o, m, kIsa>(fn, {lanes, fma});
 }
 constexpr FmaKind kF = F16::kFma;
 
@@ -75,8 +75,6 @@ constexpr auto kMxList = detail::mx_half_conversions_of<H16, kIsa>();
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
-std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
-std::span<const MxConversion> mx_list() { return kMxList; }
+PathLists lists() { return {.kernels = kList, .fp8 = kFp8List, .mx = kMxList}; }
 
 }  // namespace halfmap::paths::neonfp16

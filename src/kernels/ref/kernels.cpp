@@ -294,7 +294,7 @@ float f16_model_xent_ref(const XentArgs& a) { return f16_model_xent(a, 1); }
 
 template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn, FmaKind fma = FmaKind::none) {
-  return entry<o, m, Isa::ref>(fn, 1, fma);
+  return entry<o, m, Isa::ref>(fn, {1, fma});
 }
 constexpr FmaKind kModelFma = FmaKind::fused;  // the f16 model (mode f16_model): sequential, fused
 
@@ -396,9 +396,6 @@ constexpr auto kScaledList = scaled_kernels<kScaled, Isa::ref>();
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
-std::span<const Kernel> scaled_list() { return kScaledList; }
-std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
-std::span<const MxConversion> mx_list() { return kMxList; }
+PathLists lists() { return {kList, kScaledList, kFp8List, kMxList}; }
 
 }  // namespace halfmap::paths::ref

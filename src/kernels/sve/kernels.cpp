@@ -366,11 +366,11 @@ float mse(const LossArgs& a) {
 
 template <Op o, Mode m, class Fn>
 constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma = FmaKind::none) {
-  return entry<o, m, kIsa>(fn, lanes, fma);
+  return entry<o, m, kIsa>(fn, {lanes, fma});
 }
 template <Op o, class Fn>
 constexpr Kernel fixed(Fn fn, unsigned lanes) {
-  return entry_f32_fixed<o, kIsa>(fn, lanes);
+  return entry<o, Mode::f16_f32acc, kIsa>(fn, {.lanes = lanes, .f32_order_fixed = true});
 }
 constexpr FmaKind kF = FmaKind::fused;
 
@@ -402,6 +402,6 @@ const Kernel kList[] = {
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return {.kernels = kList}; }
 
 }  // namespace halfmap::paths::sve

@@ -1,0 +1,248 @@
+// The regular rows of the ISA paths' kernel lists, written once over a path's traits: what every path with f32
+// kernels, fp16 arithmetic or a scalar model lists, op family by op family, so that a path's kernels.cpp states
+// only its traits (its vector types, register counts and blocking) and its real exceptions.
+//
+// A path's traits P (a struct in its kernels.cpp's anonymous namespace):
+//   kIsa                       the path
+//   Tag, F32                   its ops.hpp's tag and f32 math (nn.hpp's M, the f32 tile)
+//   F32Block                   the blocking of its f32 tile (microkernel.hpp's Blocking), for the f32 and
+//                              f16_f32acc GEMMs (F32AccRows)
+//   F16, kReduceRegs, kNnRegs  its fp16 arithmetic (nn.hpp's H before Fp16Ops) and the registers per block of the
+//   F16Block                   reductions and of mse/softmax/xent/norm; the fp16 tile's blocking (F16Rows)
+//   Conversions                optional: its fp8 and MX lists (kFp8, kMx: fp8_convert.hpp's IntegerConversions or
+//                              HalfConversions, or the path's own); a path with conversions and an f32 mode also
+//                              lists the scaled fp8 modes on them (fp8_modes.hpp)
+// A mode's rows R (F32AccRows and F16Rows below, or a path's own: ref's scalar kernels, avx512bf16's vdpbf16ps):
+//   kMode, kKernels            the mode and its kernels (ModeKernels), one per op of the regular families
+//   order(op)                  each row's Order (list.hpp): its lanes and FmaKind
+//   Gemm                       optional: the gemm.hpp traits of its dense kernels, whose blocking the path's
+//                              blocking table gives the tests (PathLists::blocking)
+//
+// Why code compiled with one ISA's flags is still never merged into another's object (see the ops.hpp headers):
+// these templates are instantiated only in a path's own kernels.cpp, with its traits, which live in its
+// namespace, and the kernels they name are the common algorithms instantiated on that path's ops.hpp types. So
+// every function compiled here has a mangled name that names the path. Nothing here is a plain inline function
+// that runs at run time: the rows are constants.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "halfmap/registry.hpp"
+#include "kernels/common/attention.hpp"
+#include "kernels/common/fp8_modes.hpp"
+#include "kernels/common/gelu.hpp"
+#include "kernels/common/gemm.hpp"
+#include "kernels/common/list.hpp"
+#include "kernels/common/microkernel.hpp"
+#include "kernels/common/nn.hpp"
+#include "kernels/common/norm.hpp"
+#include "kernels/common/reduce.hpp"
+#include "kernels/common/storage_traits.hpp"
+
+namespace halfmap::detail {
+
+/// The kernels of one mode of one path: one per op of the regular families but attention, which is composed of
+/// them (attention.hpp), and what that composition takes from the path besides them (AttentionKernels' widen16,
+/// narrow16, f16_dot and softmax_bwd_f32; null: the composition's scalar steps).
+struct ModeKernels {
+  ReduceFn sum, sumsq, maxabs, dot;
+  DenseFn dense_fwd;
+  DenseBwdFn dense_bwd;
+  LossFn mse;
+  SoftmaxFn softmax, softmax_naive;
+  XentFn xent;
+  NormFn layernorm, rmsnorm;
+  GeluFn gelu, gelu_tanh;
+  decltype(AttentionKernels::widen16) widen16 = nullptr;
+  decltype(AttentionKernels::narrow16) narrow16 = nullptr;
+  ReduceFn f16_dot = nullptr;
+  decltype(AttentionKernels::softmax_bwd_f32) softmax_bwd_f32 = nullptr;
+};
+
+/// The f32 GEMM of P's f32 tile on storage t (gemm.hpp's traits; fp16 widened while packing).
+template <class P, DType t>
+using F32Gemm = GemmTraits<typename P::F32, typename P::F32, typename StorageTraits<typename P::F32, t>::Elem,
+                           StorageTraits<typename P::F32, t>::kMode, typename P::F32Block>;
+
+/// An f32-computing mode (f32, f16_f32acc, bf16_f32acc: storage t) on P's F32: the common f32-accumulating
+/// algorithms, f32 arithmetic, one rounding to the storage type at each output; G its dense kernels' GEMM. The
+/// rows have no fp16 FMA and the path's own order (Order's defaults).
+template <class P, DType t, class G = F32Gemm<P, t>>
+struct F32AccRows {
+  using S = StorageTraits<typename P::F32, t>;
+  using Gemm = G;
+  static constexpr Mode kMode = S::kMode;
+  static constexpr paths::Order order(Op) { return {}; }
+  static constexpr ModeKernels kKernels{
+      .sum = f32acc_reduce<S, Op::sum>,
+      .sumsq = f32acc_reduce<S, Op::sumsq>,
+      .maxabs = maxabs_reduce<typename P::Tag, std::conditional_t<t == DType::f32, std::uint32_t, std::uint16_t>, t>,
+      .dot = f32acc_reduce<S, Op::dot>,
+      .dense_fwd = detail::dense_fwd<G>,
+      .dense_bwd = detail::dense_bwd<G>,
+      .mse = mse_f32acc<S>,
+      .softmax = softmax_f32acc<S, true>,
+      .softmax_naive = softmax_f32acc<S, false>,
+      .xent = xent_f32acc<S>,
+      .layernorm = norm_f32acc<S, false>,
+      .rmsnorm = norm_f32acc<S, true>,
+      .gelu = gelu_f32acc<S, false>,
+      .gelu_tanh = gelu_f32acc<S, true>,
+      .widen16 = t == DType::f16 ? P::F32::f16_to_f32 : nullptr,
+      .narrow16 = t == DType::f16 ? P::F32::f32_to_f16 : nullptr,
+      .softmax_bwd_f32 = softmax_bwd_row<typename P::F32>};
+};
+template <class P>
+using F32Rows = F32AccRows<P, DType::f32>;
+template <class P>
+using F16F32AccRows = F32AccRows<P, DType::f16>;
+
+/// The f16 mode on P's fp16 arithmetic F16 (per operation on F16C, native on AVX512-FP16 and ARMv8.2 FP16): the
+/// f16 model's order, reductions over kReduceRegs registers of lanes, mse/softmax/xent, the norms and attention's
+/// softmax over kNnRegs (Fp16Ops), each dense output in k order on P's fp16 tile; every row with F16's FMA.
+template <class P>
+struct F16Rows {
+  using F16 = typename P::F16;
+  using H = Fp16Ops<F16, typename P::F32, P::kNnRegs>;
+  using Gemm = GemmTraits<F16, typename P::F32, std::uint16_t, Mode::f16, typename P::F16Block>;
+  static constexpr Mode kMode = Mode::f16;
+  static constexpr unsigned kReduceLanes = F16::kW * P::kReduceRegs, kNnLanes = F16::kW * P::kNnRegs;
+  static constexpr paths::Order order(Op op) {
+    if (is_reduction(op)) return {kReduceLanes, F16::kFma};
+    if (op == Op::dense_fwd || op == Op::dense_bwd || is_gelu(op)) return {1, F16::kFma};
+    return {kNnLanes, F16::kFma};
+  }
+  static constexpr ModeKernels kKernels{.sum = f16acc_reduce<F16, P::kReduceRegs, Op::sum>,
+                                        .sumsq = f16acc_reduce<F16, P::kReduceRegs, Op::sumsq>,
+                                        .maxabs = maxabs_reduce<typename P::Tag, std::uint16_t, DType::f16>,
+                                        .dot = f16acc_reduce<F16, P::kReduceRegs, Op::dot>,
+                                        .dense_fwd = detail::dense_fwd<Gemm>,
+                                        .dense_bwd = detail::dense_bwd<Gemm>,
+                                        .mse = mse_f16<H>,
+                                        .softmax = softmax_f16<H, true>,
+                                        .softmax_naive = softmax_f16<H, false>,
+                                        .xent = xent_f16<H>,
+                                        .layernorm = norm_f16<H, false>,
+                                        .rmsnorm = norm_f16<H, true>,
+                                        .gelu = gelu_f16<H, false>,
+                                        .gelu_tanh = gelu_f16<H, true>,
+                                        .widen16 = P::F32::f16_to_f32,
+                                        .narrow16 = P::F32::f32_to_f16,
+                                        .f16_dot = f16acc_reduce<F16, P::kNnRegs, Op::dot>};
+};
+
+/// Attention's parts (attention.hpp) of mode rows R: its dense and softmax kernels, its softmax's lanes and its
+/// dense kernels' FMA, and the path's extras.
+template <class R>
+inline constexpr AttentionKernels kAttentionOf{R::kMode,
+                                               R::kKernels.dense_fwd,
+                                               R::kKernels.dense_bwd,
+                                               R::kKernels.softmax,
+                                               R::order(Op::softmax).lanes,
+                                               R::order(Op::dense_fwd).fma,
+                                               R::kKernels.widen16,
+                                               R::kKernels.narrow16,
+                                               R::kKernels.f16_dot,
+                                               R::kKernels.softmax_bwd_f32};
+
+/// Mode rows R's kernel of op kOp.
+template <class R, Op kOp>
+constexpr auto kernel_of() {
+  constexpr const ModeKernels& k = R::kKernels;
+  if constexpr (kOp == Op::sum) return k.sum;
+  else if constexpr (kOp == Op::sumsq) return k.sumsq;
+  else if constexpr (kOp == Op::maxabs) return k.maxabs;
+  else if constexpr (kOp == Op::dot) return k.dot;
+  else if constexpr (kOp == Op::dense_fwd) return k.dense_fwd;
+  else if constexpr (kOp == Op::dense_bwd) return k.dense_bwd;
+  else if constexpr (kOp == Op::mse) return k.mse;
+  else if constexpr (kOp == Op::softmax) return k.softmax;
+  else if constexpr (kOp == Op::softmax_naive) return k.softmax_naive;
+  else if constexpr (kOp == Op::xent) return k.xent;
+  else if constexpr (kOp == Op::layernorm) return k.layernorm;
+  else if constexpr (kOp == Op::rmsnorm) return k.rmsnorm;
+  else if constexpr (kOp == Op::gelu) return k.gelu;
+  else if constexpr (kOp == Op::gelu_tanh) return k.gelu_tanh;
+  else return AttentionFn{attention<kAttentionOf<R>, kOp == Op::attention_prescale>};
+}
+
+/// The rows of one op family of mode rows R.
+template <Isa kIsa, class R, Op... kOps>
+constexpr std::array<Kernel, sizeof...(kOps)> family() {
+  return {paths::entry<kOps, R::kMode, kIsa>(kernel_of<R, kOps>(), R::order(kOps))...};
+}
+
+template <class T, std::size_t kN, std::size_t kM>
+constexpr void append(std::array<T, kN>& all, std::size_t& at, const std::array<T, kM>& part) {
+  for (const T& e : part) all[at++] = e;
+}
+template <class T, std::size_t... kN>
+constexpr std::array<T, (kN + ... + 0)> concat(const std::array<T, kN>&... parts) {
+  std::array<T, (kN + ... + 0)> all{};
+  std::size_t at = 0;
+  (append(all, at, parts), ...);
+  return all;
+}
+
+/// A path's list of modes R...: family by family (reductions, dense, mse/softmax/xent, norms, GELU, attention),
+/// within a family mode by mode in the order given, within a mode the family's ops in Op order. The registry's
+/// order, and with it the order of cells.csv and thresholds.json, is this order.
+template <Isa kIsa, class... R>
+constexpr auto regular_rows() {
+  return concat(family<kIsa, R, Op::sum, Op::sumsq, Op::maxabs, Op::dot>()...,
+                family<kIsa, R, Op::dense_fwd, Op::dense_bwd>()...,
+                family<kIsa, R, Op::mse, Op::softmax, Op::softmax_naive, Op::xent>()...,
+                family<kIsa, R, Op::layernorm, Op::rmsnorm>()..., family<kIsa, R, Op::gelu, Op::gelu_tanh>()...,
+                family<kIsa, R, Op::attention_prescale, Op::attention_postscale>()...);
+}
+
+/// The blocking of gemm.hpp traits G, its mode's dense kernels' on path kIsa.
+template <Isa kIsa, Mode kMode, class G>
+constexpr std::array<paths::DenseBlocking, 1> blocking_of() {
+  return {paths::DenseBlocking{kIsa, kMode, G::kMr, G::kNr, G::kKPack, G::kMc, G::kKc, G::kNc}};
+}
+template <Isa kIsa, class R>
+constexpr auto mode_blocking() {
+  if constexpr (requires { typename R::Gemm; }) {
+    return blocking_of<kIsa, R::kMode, typename R::Gemm>();
+  } else {
+    return std::array<paths::DenseBlocking, 0>{};
+  }
+}
+
+/// The scaled fp8 modes' parts of a path (fp8_modes.hpp): its conversions C's roundings onto the E4M3 and E5M2
+/// grids and into MXFP8 E4M3 blocks, feeding the kernels of its f32 mode R.
+template <class C, class R>
+inline constexpr ScaledParts kScaledPartsOf{C::kFp8[0].round,      C::kFp8[1].round,      C::kMx[0].round,
+                                            R::kKernels.sum,       R::kKernels.sumsq,     R::kKernels.maxabs,
+                                            R::kKernels.dot,       R::kKernels.dense_fwd, R::kKernels.dense_bwd,
+                                            R::kKernels.mse,       R::kKernels.softmax};
+
+/// Everything path P of modes R... gives the registry (list.hpp's PathLists): the regular rows, the blocking of
+/// the modes that have a GEMM, and where P has Conversions, those and, if its first mode is f32, the scaled fp8
+/// modes on them.
+template <class P, class R0, class... R>
+struct RegularPath {
+  static constexpr auto kKernels = regular_rows<P::kIsa, R0, R...>();
+  static constexpr auto kBlocking = concat(mode_blocking<P::kIsa, R0>(), mode_blocking<P::kIsa, R>()...);
+  static constexpr paths::PathLists lists() {
+    paths::PathLists l{.kernels = kKernels, .blocking = kBlocking};
+    if constexpr (requires { typename P::Conversions; }) {
+      using C = typename P::Conversions;
+      static_assert(C::kFp8[0].format == Fp8::e4m3 && C::kFp8[1].format == Fp8::e5m2 &&
+                    C::kMx[0].elem == MxElem::e4m3);
+      l.fp8 = C::kFp8;
+      l.mx = C::kMx;
+      if constexpr (R0::kMode == Mode::f32) l.scaled = kScaled<C>;
+    }
+    return l;
+  }
+
+ private:
+  template <class C>
+  static constexpr auto kScaled = paths::scaled_kernels<kScaledPartsOf<C, R0>, P::kIsa>();
+};
+
+}  // namespace halfmap::detail
