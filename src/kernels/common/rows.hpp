@@ -1,20 +1,22 @@
-// The regular rows of the ISA paths' kernel lists, written once over a path's traits: what every path with f32
-// kernels, fp16 arithmetic or a scalar model lists, op family by op family, so that a path's kernels.cpp states
-// only its traits (its vector types, register counts and blocking) and its real exceptions.
+// The rows of the ISA paths' kernel lists, written once over a path's traits and its modes' kernels: every path's
+// list is lists_of<Traits, Modes...>(), op family by op family, so that a path's kernels.cpp states only its traits
+// (its vector types, register counts and blocking) and its real exceptions.
 //
 // A path's traits P (a struct in its kernels.cpp's anonymous namespace):
 //   kIsa                       the path
-//   Tag, F32                   its ops.hpp's tag and f32 math (nn.hpp's M, the f32 tile)
+//   Tag, F32                   its ops.hpp's tag and f32 math (nn.hpp's M, the f32 tile): F32AccRows
 //   F32Block                   the blocking of its f32 tile (microkernel.hpp's Blocking), for the f32 and
-//                              f16_f32acc GEMMs (F32AccRows)
+//                              f16_f32acc GEMMs: F32AccRows
 //   F16, kReduceRegs, kNnRegs  its fp16 arithmetic (nn.hpp's H before Fp16Ops) and the registers per block of the
-//   F16Block                   reductions and of mse/softmax/xent/norm; the fp16 tile's blocking (F16Rows)
+//   F16Block                   reductions and of mse/softmax/xent/norms; the fp16 tile's blocking: F16Rows
 //   Conversions                optional: its fp8 and MX lists (kFp8, kMx: fp8_convert.hpp's IntegerConversions or
 //                              HalfConversions, or the path's own); a path with conversions and an f32 mode also
 //                              lists the scaled fp8 modes on them (fp8_modes.hpp)
-// A mode's rows R (F32AccRows and F16Rows below, or a path's own: ref's scalar kernels, avx512bf16's vdpbf16ps):
-//   kMode, kKernels            the mode and its kernels (ModeKernels), one per op of the regular families
-//   order(op)                  each row's Order (list.hpp): its lanes and FmaKind
+// A mode's rows R (F32AccRows and F16Rows below, or a path's own: ref's scalar kernels, avx512bf16's vdpbf16ps,
+// neonfhm's FMLAL, neonbf16's BFDOT and BFMMLA, sve's):
+//   kMode, kKernels            the mode and its kernels (ModeKernels), one per op of the regular families; an op
+//                              left null is not listed (attention: where the mode has no softmax)
+//   order(op)                  each row's Order (list.hpp): its lanes, FmaKind and fixed order if any
 //   Gemm                       optional: the gemm.hpp traits of its dense kernels, whose blocking the path's
 //                              blocking table gives the tests (PathLists::blocking)
 //
@@ -147,7 +149,7 @@ inline constexpr AttentionKernels kAttentionOf{R::kMode,
                                                R::kKernels.f16_dot,
                                                R::kKernels.softmax_bwd_f32};
 
-/// Mode rows R's kernel of op kOp.
+/// Mode rows R's kernel of op kOp; null where R has none (attention: where R has no softmax).
 template <class R, Op kOp>
 constexpr auto kernel_of() {
   constexpr const ModeKernels& k = R::kKernels;
@@ -165,10 +167,11 @@ constexpr auto kernel_of() {
   else if constexpr (kOp == Op::rmsnorm) return k.rmsnorm;
   else if constexpr (kOp == Op::gelu) return k.gelu;
   else if constexpr (kOp == Op::gelu_tanh) return k.gelu_tanh;
+  else if constexpr (k.softmax == nullptr) return AttentionFn{};
   else return AttentionFn{attention<kAttentionOf<R>, kOp == Op::attention_prescale>};
 }
 
-/// The rows of one op family of mode rows R.
+/// The candidate rows of one op family of mode rows R.
 template <Isa kIsa, class R, Op... kOps>
 constexpr std::array<Kernel, sizeof...(kOps)> family() {
   return {paths::entry<kOps, R::kMode, kIsa>(kernel_of<R, kOps>(), R::order(kOps))...};
@@ -186,31 +189,51 @@ constexpr std::array<T, (kN + ... + 0)> concat(const std::array<T, kN>&... parts
   return all;
 }
 
-/// A path's list of modes R...: family by family (reductions, dense, mse/softmax/xent, norms, GELU, attention),
-/// within a family mode by mode in the order given, within a mode the family's ops in Op order. The registry's
-/// order, and with it the order of cells.csv and thresholds.json, is this order.
+/// Every op of the regular families for modes R...: family by family (reductions, dense, mse/softmax/xent, norms,
+/// GELU, attention), within a family mode by mode in the order given, within a mode the family's ops in Op order.
 template <Isa kIsa, class... R>
-constexpr auto regular_rows() {
-  return concat(family<kIsa, R, Op::sum, Op::sumsq, Op::maxabs, Op::dot>()...,
-                family<kIsa, R, Op::dense_fwd, Op::dense_bwd>()...,
-                family<kIsa, R, Op::mse, Op::softmax, Op::softmax_naive, Op::xent>()...,
-                family<kIsa, R, Op::layernorm, Op::rmsnorm>()..., family<kIsa, R, Op::gelu, Op::gelu_tanh>()...,
-                family<kIsa, R, Op::attention_prescale, Op::attention_postscale>()...);
+inline constexpr auto kCandidates =
+    concat(family<kIsa, R, Op::sum, Op::sumsq, Op::maxabs, Op::dot>()...,
+           family<kIsa, R, Op::dense_fwd, Op::dense_bwd>()...,
+           family<kIsa, R, Op::mse, Op::softmax, Op::softmax_naive, Op::xent>()...,
+           family<kIsa, R, Op::layernorm, Op::rmsnorm>()..., family<kIsa, R, Op::gelu, Op::gelu_tanh>()...,
+           family<kIsa, R, Op::attention_prescale, Op::attention_postscale>()...);
+
+constexpr bool has_kernel(const Kernel& k) {
+  return k.reduce || k.dense || k.dense_bwd || k.loss || k.softmax || k.xent || k.norm || k.gelu || k.attention;
+}
+template <const auto& kAll>
+constexpr auto present() {
+  constexpr std::size_t n = [] {
+    std::size_t c = 0;
+    for (const Kernel& k : kAll) c += has_kernel(k) ? 1 : 0;
+    return c;
+  }();
+  std::array<Kernel, n> rows{};
+  std::size_t at = 0;
+  for (const Kernel& k : kAll)
+    if (has_kernel(k)) rows[at++] = k;
+  return rows;
 }
 
-/// The blocking of gemm.hpp traits G, its mode's dense kernels' on path kIsa.
-template <Isa kIsa, Mode kMode, class G>
-constexpr std::array<paths::DenseBlocking, 1> blocking_of() {
-  return {paths::DenseBlocking{kIsa, kMode, G::kMr, G::kNr, G::kKPack, G::kMc, G::kKc, G::kNc}};
-}
+/// A path's rows: the candidates its modes have a kernel for, in that order. The registry's order, and with it the
+/// order of cells.csv and thresholds.json, is this order.
+template <Isa kIsa, class... R>
+inline constexpr auto kRows = present<kCandidates<kIsa, R...>>();
+
+/// The blocking of the dense kernels of mode rows R on path kIsa (from R::Gemm; none without).
 template <Isa kIsa, class R>
-constexpr auto mode_blocking() {
+constexpr auto blocking_of() {
   if constexpr (requires { typename R::Gemm; }) {
-    return blocking_of<kIsa, R::kMode, typename R::Gemm>();
+    using G = typename R::Gemm;
+    return std::array<paths::DenseBlocking, 1>{
+        paths::DenseBlocking{kIsa, R::kMode, G::kMr, G::kNr, G::kKPack, G::kMc, G::kKc, G::kNc}};
   } else {
     return std::array<paths::DenseBlocking, 0>{};
   }
 }
+template <Isa kIsa, class... R>
+inline constexpr auto kBlocking = concat(blocking_of<kIsa, R>()...);
 
 /// The scaled fp8 modes' parts of a path (fp8_modes.hpp): its conversions C's roundings onto the E4M3 and E5M2
 /// grids and into MXFP8 E4M3 blocks, feeding the kernels of its f32 mode R.
@@ -219,30 +242,23 @@ inline constexpr ScaledParts kScaledPartsOf{C::kFp8[0].round,      C::kFp8[1].ro
                                             R::kKernels.sum,       R::kKernels.sumsq,     R::kKernels.maxabs,
                                             R::kKernels.dot,       R::kKernels.dense_fwd, R::kKernels.dense_bwd,
                                             R::kKernels.mse,       R::kKernels.softmax};
+template <class C, class R, Isa kIsa>
+inline constexpr auto kScaled = paths::scaled_kernels<kScaledPartsOf<C, R>, kIsa>();
 
-/// Everything path P of modes R... gives the registry (list.hpp's PathLists): the regular rows, the blocking of
-/// the modes that have a GEMM, and where P has Conversions, those and, if its first mode is f32, the scaled fp8
-/// modes on them.
+/// Everything path P of modes R0, R... gives the registry (list.hpp's PathLists): their rows, the blocking of the
+/// modes that have a GEMM, and where P has Conversions, those and, if its first mode is f32, the scaled fp8 modes
+/// on them.
 template <class P, class R0, class... R>
-struct RegularPath {
-  static constexpr auto kKernels = regular_rows<P::kIsa, R0, R...>();
-  static constexpr auto kBlocking = concat(mode_blocking<P::kIsa, R0>(), mode_blocking<P::kIsa, R>()...);
-  static constexpr paths::PathLists lists() {
-    paths::PathLists l{.kernels = kKernels, .blocking = kBlocking};
-    if constexpr (requires { typename P::Conversions; }) {
-      using C = typename P::Conversions;
-      static_assert(C::kFp8[0].format == Fp8::e4m3 && C::kFp8[1].format == Fp8::e5m2 &&
-                    C::kMx[0].elem == MxElem::e4m3);
-      l.fp8 = C::kFp8;
-      l.mx = C::kMx;
-      if constexpr (R0::kMode == Mode::f32) l.scaled = kScaled<C>;
-    }
-    return l;
+constexpr paths::PathLists lists_of() {
+  paths::PathLists l{.kernels = kRows<P::kIsa, R0, R...>, .blocking = kBlocking<P::kIsa, R0, R...>};
+  if constexpr (requires { typename P::Conversions; }) {
+    using C = typename P::Conversions;
+    static_assert(C::kFp8[0].format == Fp8::e4m3 && C::kFp8[1].format == Fp8::e5m2 && C::kMx[0].elem == MxElem::e4m3);
+    l.fp8 = C::kFp8;
+    l.mx = C::kMx;
+    if constexpr (R0::kMode == Mode::f32) l.scaled = kScaled<C, R0, P::kIsa>;
   }
-
- private:
-  template <class C>
-  static constexpr auto kScaled = paths::scaled_kernels<kScaledPartsOf<C, R0>, P::kIsa>();
-};
+  return l;
+}
 
 }  // namespace halfmap::detail
