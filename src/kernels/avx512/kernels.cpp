@@ -63,7 +63,7 @@ struct Traits {
 
 PathLists lists() {
   using namespace detail;
-  return lists_of<Traits, F32Rows<Traits>, F16F32AccRows<Traits>, F16Rows<Traits>>();
+  return kPathLists<Traits, F32Rows<Traits>, F16F32AccRows<Traits>, F16Rows<Traits>>;
 }
 
 }  // namespace halfmap::paths::avx512

@@ -152,6 +152,6 @@ struct Bf16Rows : F32AccRows<Traits, DType::bf16, Bf16Gemm> {
 
 }  // namespace
 
-PathLists lists() { return detail::lists_of<Traits, Bf16Rows>(); }
+PathLists lists() { return detail::kPathLists<Traits, Bf16Rows>; }
 
 }  // namespace halfmap::paths::avx512bf16

@@ -34,6 +34,6 @@ struct Traits {
 
 }  // namespace
 
-PathLists lists() { return detail::lists_of<Traits, detail::F16Rows<Traits>>(); }
+PathLists lists() { return detail::kPathLists<Traits, detail::F16Rows<Traits>>; }
 
 }  // namespace halfmap::paths::avx512fp16

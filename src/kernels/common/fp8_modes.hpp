@@ -34,10 +34,10 @@
 #include <limits>
 #include <vector>
 
+#include "halfmap/conversions.hpp"
 #include "halfmap/fp8_scaling.hpp"
 #include "halfmap/mx.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/list.hpp"
 #include "kernels/common/scratch.hpp"
 
@@ -53,23 +53,6 @@ struct ScaledParts {
   LossFn mse;
   SoftmaxFn softmax;
 };
-
-/// A path's parts from its 32-bit integer primitives O (the casts) and its f32 kernels.
-template <class O>
-constexpr ScaledParts scaled_parts(ReduceFn sum, ReduceFn sumsq, ReduceFn maxabs, ReduceFn dot, DenseFn dense,
-                                   DenseBwdFn dense_bwd, LossFn mse, SoftmaxFn softmax) {
-  return {mini_round<O, fp8_spec(Fp8::e4m3, Fp8Overflow::saturate)>,
-          mini_round<O, fp8_spec(Fp8::e5m2, Fp8Overflow::saturate)>,
-          mini_round_blocks<O, mx_spec(MxElem::e4m3), MxElem::e4m3>,
-          sum,
-          sumsq,
-          maxabs,
-          dot,
-          dense,
-          dense_bwd,
-          mse,
-          softmax};
-}
 
 /// The scaled kernels of one path, P being its parts. Everything is a member of this template over P, whose
 /// argument (rows.hpp's kScaledPartsOf, over the path's own types) has internal linkage in each path's kernels.cpp:

@@ -33,6 +33,7 @@
 
 #include "halfmap/registry.hpp"
 #include "kernels/common/attention.hpp"
+#include "kernels/common/fp8_convert.hpp"
 #include "kernels/common/fp8_modes.hpp"
 #include "kernels/common/gelu.hpp"
 #include "kernels/common/gemm.hpp"
@@ -49,14 +50,14 @@ namespace halfmap::detail {
 /// them (attention.hpp), and what that composition takes from the path besides them (AttentionKernels' widen16,
 /// narrow16, f16_dot and softmax_bwd_f32; null: the composition's scalar steps).
 struct ModeKernels {
-  ReduceFn sum, sumsq, maxabs, dot;
-  DenseFn dense_fwd;
-  DenseBwdFn dense_bwd;
-  LossFn mse;
-  SoftmaxFn softmax, softmax_naive;
-  XentFn xent;
-  NormFn layernorm, rmsnorm;
-  GeluFn gelu, gelu_tanh;
+  ReduceFn sum = nullptr, sumsq = nullptr, maxabs = nullptr, dot = nullptr;
+  DenseFn dense_fwd = nullptr;
+  DenseBwdFn dense_bwd = nullptr;
+  LossFn mse = nullptr;
+  SoftmaxFn softmax = nullptr, softmax_naive = nullptr;
+  XentFn xent = nullptr;
+  NormFn layernorm = nullptr, rmsnorm = nullptr;
+  GeluFn gelu = nullptr, gelu_tanh = nullptr;
   decltype(AttentionKernels::widen16) widen16 = nullptr;
   decltype(AttentionKernels::narrow16) narrow16 = nullptr;
   ReduceFn f16_dot = nullptr;
@@ -247,7 +248,7 @@ inline constexpr auto kScaled = paths::scaled_kernels<kScaledPartsOf<C, R>, kIsa
 
 /// Everything path P of modes R0, R... gives the registry (list.hpp's PathLists): their rows, the blocking of the
 /// modes that have a GEMM, and where P has Conversions, those and, if its first mode is f32, the scaled fp8 modes
-/// on them.
+/// on them. A path's lists() returns kPathLists, a constant.
 template <class P, class R0, class... R>
 constexpr paths::PathLists lists_of() {
   paths::PathLists l{.kernels = kRows<P::kIsa, R0, R...>, .blocking = kBlocking<P::kIsa, R0, R...>};
@@ -260,5 +261,7 @@ constexpr paths::PathLists lists_of() {
   }
   return l;
 }
+template <class P, class... R>
+inline constexpr paths::PathLists kPathLists = lists_of<P, R...>();
 
 }  // namespace halfmap::detail

@@ -16,15 +16,14 @@
 #include <cstring>
 
 #include "kernels/common/gemm.hpp"
-#include "kernels/common/list.hpp"
 #include "kernels/common/reduce.hpp"
+#include "kernels/common/rows.hpp"
 #include "kernels/neonbf16/ops.hpp"
 
 namespace halfmap::paths::neonbf16 {
 namespace {
 
 using namespace detail;
-constexpr Isa kIsa = Isa::neonbf16;
 constexpr std::size_t kRegs = 4, kStep = 8 * kRegs, kLanes = 4 * kRegs;  // 32 bf16 per step, 16 f32 lanes
 constexpr std::uint16_t kOne = 0x3F80;                                    // bf16 1.0
 
@@ -124,21 +123,27 @@ struct MmlaGemm {
   }
 };
 
-template <Op o, class Fn>
-constexpr Kernel k(Fn fn, unsigned lanes) {
-  return entry<o, Mode::bf16_f32acc, kIsa>(fn, {.lanes = lanes, .bfdot_order = true});
-}
+/// The neonbf16 path's traits (kernels/common/rows.hpp).
+struct Traits {
+  static constexpr Isa kIsa = Isa::neonbf16;
+};
 
-const Kernel kList[] = {
-    k<Op::sum>(reduce<Op::sum>, kLanes),
-    k<Op::sumsq>(reduce<Op::sumsq>, kLanes),
-    k<Op::dot>(reduce<Op::dot>, kLanes),
-    k<Op::dense_fwd>(dense_fwd<MmlaGemm>, 1),
-    k<Op::dense_bwd>(dense_bwd<MmlaGemm>, 1),
+/// bf16_f32acc in BFDotAdd's fixed order: the reductions above and the dense kernels on MmlaGemm.
+struct BfdotRows {
+  using Gemm = MmlaGemm;
+  static constexpr Mode kMode = Mode::bf16_f32acc;
+  static constexpr Order order(Op op) {
+    return {.lanes = is_reduction(op) ? unsigned(kLanes) : 1, .bfdot_order = true};
+  }
+  static constexpr ModeKernels kKernels{.sum = reduce<Op::sum>,
+                                       .sumsq = reduce<Op::sumsq>,
+                                       .dot = reduce<Op::dot>,
+                                       .dense_fwd = dense_fwd<MmlaGemm>,
+                                       .dense_bwd = dense_bwd<MmlaGemm>};
 };
 
 }  // namespace
 
-PathLists lists() { return {.kernels = kList}; }
+PathLists lists() { return detail::kPathLists<Traits, BfdotRows>; }
 
 }  // namespace halfmap::paths::neonbf16

@@ -14,15 +14,14 @@
 #include <vector>
 
 #include "kernels/common/gemm.hpp"
-#include "kernels/common/list.hpp"
 #include "kernels/common/reduce.hpp"
+#include "kernels/common/rows.hpp"
 #include "kernels/neonfhm/ops.hpp"
 
 namespace halfmap::paths::neonfhm {
 namespace {
 
 using namespace detail;
-constexpr Isa kIsa = Isa::neonfhm;
 constexpr std::size_t kRegs = 4, kLanes = Fhm::kW * kRegs;
 constexpr std::uint16_t kOne = 0x3C00;  // fp16 1.0
 
@@ -109,21 +108,26 @@ void dense_bwd(const DenseBwdArgs& d) {
   }
 }
 
-template <Op o, class Fn>
-constexpr Kernel k(Fn fn, unsigned lanes) {
-  return entry<o, Mode::f16_f32acc, kIsa>(fn, {.lanes = lanes, .f32_order_fixed = true});
-}
+/// The neonfhm path's traits (kernels/common/rows.hpp).
+struct Traits {
+  static constexpr Isa kIsa = Isa::neonfhm;
+};
 
-const Kernel kList[] = {
-    k<Op::sum>(reduce<Op::sum>, kLanes),
-    k<Op::sumsq>(reduce<Op::sumsq>, kLanes),
-    k<Op::dot>(reduce<Op::dot>, kLanes),
-    k<Op::dense_fwd>(dense_fwd, 1),
-    k<Op::dense_bwd>(dense_bwd, 1),
+/// f16_f32acc in FMLAL's fixed order: the reductions and the dense kernels above.
+struct FhmRows {
+  static constexpr Mode kMode = Mode::f16_f32acc;
+  static constexpr Order order(Op op) {
+    return {.lanes = is_reduction(op) ? unsigned(kLanes) : 1, .f32_order_fixed = true};
+  }
+  static constexpr ModeKernels kKernels{.sum = reduce<Op::sum>,
+                                       .sumsq = reduce<Op::sumsq>,
+                                       .dot = reduce<Op::dot>,
+                                       .dense_fwd = dense_fwd,
+                                       .dense_bwd = dense_bwd};
 };
 
 }  // namespace
 
-PathLists lists() { return {.kernels = kList}; }
+PathLists lists() { return detail::kPathLists<Traits, FhmRows>; }
 
 }  // namespace halfmap::paths::neonfhm

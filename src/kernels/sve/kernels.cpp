@@ -24,17 +24,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <type_traits>
+
 #include "kernels/common/gemm.hpp"
-#include "kernels/common/list.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/reduce.hpp"
+#include "kernels/common/rows.hpp"
 #include "kernels/sve/ops.hpp"
 
 namespace halfmap::paths::sve {
 namespace {
 
 using namespace detail;
-constexpr Isa kIsa = Isa::sve;
 constexpr std::uint16_t kOneF16 = 0x3C00;  // fp16 1.0
 
 /// f32 storage, f32 arithmetic.
@@ -364,44 +365,37 @@ float mse(const LossArgs& a) {
   }
 }
 
-template <Op o, Mode m, class Fn>
-constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma = FmaKind::none) {
-  return entry<o, m, kIsa>(fn, {lanes, fma});
-}
-template <Op o, class Fn>
-constexpr Kernel fixed(Fn fn, unsigned lanes) {
-  return entry<o, Mode::f16_f32acc, kIsa>(fn, {.lanes = lanes, .f32_order_fixed = true});
-}
-constexpr FmaKind kF = FmaKind::fused;
+/// The sve path's traits (kernels/common/rows.hpp).
+struct Traits {
+  static constexpr Isa kIsa = Isa::sve;
+};
 
-const Kernel kList[] = {
-    k<Op::sum, Mode::f32>(reduce<F32K, Op::sum>, kF32Lanes),
-    k<Op::sumsq, Mode::f32>(reduce<F32K, Op::sumsq>, kF32Lanes),
-    k<Op::maxabs, Mode::f32>(maxabs_reduce<Tag, std::uint32_t, DType::f32>, 1),
-    k<Op::dot, Mode::f32>(reduce<F32K, Op::dot>, kF32Lanes),
-    fixed<Op::sum>(reduce<F16WK, Op::sum>, kF32Lanes),
-    fixed<Op::sumsq>(reduce<F16WK, Op::sumsq>, kF32Lanes),
-    k<Op::maxabs, Mode::f16_f32acc>(maxabs_reduce<Tag, std::uint16_t, DType::f16>, 1),
-    fixed<Op::dot>(reduce<F16WK, Op::dot>, kF32Lanes),
-    k<Op::sum, Mode::f16>(reduce<F16K, Op::sum>, kF16Lanes, kF),
-    k<Op::sumsq, Mode::f16>(reduce<F16K, Op::sumsq>, kF16Lanes, kF),
-    k<Op::maxabs, Mode::f16>(maxabs_reduce<Tag, std::uint16_t, DType::f16>, kF16Lanes, kF),
-    k<Op::dot, Mode::f16>(reduce<F16K, Op::dot>, kF16Lanes, kF),
-
-    k<Op::dense_fwd, Mode::f32>(dense_fwd<F32K>, 1),
-    k<Op::dense_bwd, Mode::f32>(dense_bwd<F32K>, 1),
-    fixed<Op::dense_fwd>(dense_fwd<F16WK>, 1),
-    fixed<Op::dense_bwd>(dense_bwd<F16WK>, 1),
-    k<Op::dense_fwd, Mode::f16>(dense_fwd<F16K>, 1, kF),
-    k<Op::dense_bwd, Mode::f16>(dense_bwd<F16K>, 1, kF),
-
-    k<Op::mse, Mode::f32>(mse<MseF32<F32K>, Mode::f32>, kF32Lanes),
-    k<Op::mse, Mode::f16_f32acc>(mse<MseF32<F16WK>, Mode::f16_f32acc>, kF32Lanes),
-    k<Op::mse, Mode::f16>(mse<MseF16, Mode::f16>, kF32Lanes, kF),
+/// One mode's rows: the reductions and dense kernels on K, mse on Mse. The f16 mode's every row with fmla .h's
+/// fused FMA and max|x| with the model's lanes; f16_f32acc's reductions and dense kernels in neonfhm's fixed order.
+template <class K, class Mse, Mode kM>
+struct SveRows {
+  using Bits = std::conditional_t<sizeof(typename K::Elem) == 4, std::uint32_t, std::uint16_t>;
+  static constexpr Mode kMode = kM;
+  static constexpr Order order(Op op) {
+    const FmaKind fma = kM == Mode::f16 ? FmaKind::fused : FmaKind::none;
+    if (op == Op::maxabs) return {kM == Mode::f16 ? K::kLanes : 1, fma};
+    const unsigned lanes = op == Op::mse ? kF32Lanes : is_reduction(op) ? K::kLanes : 1;
+    return {.lanes = lanes, .fma = fma, .f32_order_fixed = kM == Mode::f16_f32acc && op != Op::mse};
+  }
+  static constexpr ModeKernels kKernels{.sum = reduce<K, Op::sum>,
+                                       .sumsq = reduce<K, Op::sumsq>,
+                                       .maxabs = maxabs_reduce<Tag, Bits, storage_of(kM)>,
+                                       .dot = reduce<K, Op::dot>,
+                                       .dense_fwd = dense_fwd<K>,
+                                       .dense_bwd = dense_bwd<K>,
+                                       .mse = mse<Mse, kM>};
 };
 
 }  // namespace
 
-PathLists lists() { return {.kernels = kList}; }
+PathLists lists() {
+  return detail::kPathLists<Traits, SveRows<F32K, MseF32<F32K>, Mode::f32>,
+                            SveRows<F16WK, MseF32<F16WK>, Mode::f16_f32acc>, SveRows<F16K, MseF16, Mode::f16>>;
+}
 
 }  // namespace halfmap::paths::sve
