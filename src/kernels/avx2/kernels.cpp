@@ -3,9 +3,8 @@
 //   f16_f32acc   fp16 widened with vcvtph2ps (while packing, for dense), f32 arithmetic, vcvtps2ph once at each
 //                output;
 //   f16          fp16 arithmetic emulated per operation (F16: every f32 result rounded back with vcvtps2ph,
-//                FmaKind::f32_round), 64 lanes for the reductions (8 registers hide the fma + 2 conversions
-//                latency), 32 for mse/softmax/xent (4 registers), each dense output in k order, its accumulator
-//                kept as fp16 in L1 (microkernel_l1).
+//                FmaKind::f32_round), 64 lanes for the reductions and 32 for mse/softmax/xent (Traits' register
+//                counts), each dense output in k order, its accumulator kept as fp16 in L1 (microkernel_l1).
 #include "kernels/avx2/ops.hpp"
 #include "kernels/common/rows.hpp"
 
@@ -13,11 +12,7 @@ namespace halfmap::paths::avx2 {
 namespace {
 
 /// The avx2 path's traits (kernels/common/rows.hpp).
-struct Traits {
-  static constexpr Isa kIsa = Isa::avx2;
-  using Tag = avx2::Tag;
-  using F32 = avx2::F32;
-  using F16 = avx2::F16;
+struct Traits : detail::PathTypes<Isa::avx2, Tag, F32, F16> {
   using Conversions = detail::IntegerConversions<I32, kIsa>;
   /// f16: 8 registers of lanes for the reductions (they hide the FMA's and the two conversions' latency), 4 for
   /// mse, softmax, xent and the norms.

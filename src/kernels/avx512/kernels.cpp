@@ -3,8 +3,8 @@
 //   f16_f32acc   fp16 widened with vcvtph2ps (while packing, for dense: the f32 micro-kernel does the work and
 //                fp16 storage costs no compute speed), f32 arithmetic, vcvtps2ph once at each output;
 //   f16          fp16 arithmetic emulated per operation (F16: every f32 result rounded back with vcvtps2ph,
-//                FmaKind::f32_round), 128 lanes for the reductions (8 registers hide the fma + 2 conversions
-//                latency), 64 for mse/softmax/xent (4 registers), each dense output in k order.
+//                FmaKind::f32_round), 128 lanes for the reductions and 64 for mse/softmax/xent (Traits' register
+//                counts), each dense output in k order.
 #include <array>
 
 #include "kernels/avx512/ops.hpp"
@@ -38,11 +38,7 @@ struct Fp8Lists {
 };
 
 /// The avx512 path's traits (kernels/common/rows.hpp).
-struct Traits {
-  static constexpr Isa kIsa = Isa::avx512;
-  using Tag = avx512::Tag;
-  using F32 = avx512::F32;
-  using F16 = avx512::F16;
+struct Traits : detail::PathTypes<Isa::avx512, Tag, F32, F16> {
   using Conversions = Fp8Lists;
   /// f16: as avx2 (8 registers hide the FMA's and the two conversions' latency; 4 for mse, softmax, xent, norms).
   static constexpr std::size_t kReduceRegs = 8, kNnRegs = 4;

@@ -51,18 +51,11 @@ float bf16_dp_reduce(const void* xv, const void* yv, std::size_t n) {
 /// The dense GEMM on vdpbf16ps: k is taken in pairs (kKPack = 2), so A is packed as (a[i][2q], a[i][2q+1])
 /// pairs broadcast as one 32-bit value, and B's columns as interleaved pairs; each instruction does two products
 /// per f32 lane. Outputs are rounded once to bf16 by to_bf16_exact (round to nearest even, subnormals kept).
-struct Bf16Gemm {
-  using Storage = std::uint16_t;
-  using Packed = std::uint16_t;
-  using Acc = float;
+struct Bf16Gemm : Bf16PanelTraits<Bf16Gemm> {
   // k blocks of 1024 (512 pairs): up to k = 1024 the partial sums never leave the micro-tile (see gemm.hpp);
   // the 64 KiB B micro-panel and the 128-row A block (256 KiB) share L2. Measured on Zen 4: at 1024³ k blocks
   // of 512 ran at 0.95 of this, 768 at 0.95, 2048 at 0.99; 12- and 14-row tiles were slower than 8.
   static constexpr std::size_t kMr = 8, kNr = 32, kKPack = 2, kMc = 128, kKc = 1024, kNc = 2048;
-  static constexpr Mode kMode = Mode::bf16_f32acc;
-  static void convert(const std::uint16_t* s, std::uint16_t* d, std::size_t n) {
-    std::memcpy(d, s, n * sizeof(std::uint16_t));
-  }
   static void store_out(const float* s, std::uint16_t* d, std::size_t n) { f32_to_bf16(s, d, n); }
   template <std::size_t MR>
   static void pack(View<std::uint16_t> src, std::size_t r0, std::size_t rows, std::size_t p0, std::size_t kc,
@@ -130,11 +123,7 @@ struct Bf16Gemm {
 };
 
 /// The avx512bf16 path's traits (kernels/common/rows.hpp).
-struct Traits {
-  static constexpr Isa kIsa = Isa::avx512bf16;
-  using Tag = avx512bf16::Tag;
-  using F32 = avx512bf16::F32;
-};
+struct Traits : detail::PathTypes<Isa::avx512bf16, Tag, F32> {};
 
 /// bf16_f32acc: the common rows on bf16 storage (see the top), with the reductions and the GEMM above, and for
 /// attention this path's conversions of many values (to_bf16_exact: vcvtneps2bf16 would flush).

@@ -21,11 +21,7 @@ namespace halfmap::paths::avx512fp16 {
 namespace {
 
 /// The avx512fp16 path's traits (kernels/common/rows.hpp).
-struct Traits {
-  static constexpr Isa kIsa = Isa::avx512fp16;
-  using Tag = avx512fp16::Tag;
-  using F32 = avx512fp16::F32;
-  using F16 = avx512fp16::F16;
+struct Traits : detail::PathTypes<Isa::avx512fp16, Tag, F32, F16> {
   static constexpr std::size_t kReduceRegs = 8, kNnRegs = 4;
   /// fp16 tile 8 × 64: 16 accumulators of 32 lanes and 2 registers of B, A broadcast inside vfmadd231ph
   /// (F16::fma_broadcast). It and its blocks (k 256, A 128 rows, B 4096 columns): no measurement recorded.

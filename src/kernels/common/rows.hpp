@@ -2,7 +2,7 @@
 // list is lists_of<Traits, Modes...>(), op family by op family, so that a path's kernels.cpp states only its traits
 // (its vector types, register counts and blocking) and its real exceptions.
 //
-// A path's traits P (a struct in its kernels.cpp's anonymous namespace):
+// A path's traits P (a struct in its kernels.cpp's anonymous namespace, derived from PathTypes):
 //   kIsa                       the path
 //   Tag, F32                   its ops.hpp's tag and f32 math (nn.hpp's M, the f32 tile): F32AccRows
 //   F32Block                   the blocking of its f32 tile (microkernel.hpp's Blocking), for the f32 and
@@ -46,6 +46,16 @@
 
 namespace halfmap::detail {
 
+/// The base of a path's traits: the path, its ops.hpp's tag and, where it has them, its f32 math F32 and its fp16
+/// arithmetic F16.
+template <Isa kPath, class TagT, class F32T = void, class F16T = void>
+struct PathTypes {
+  static constexpr Isa kIsa = kPath;
+  using Tag = TagT;
+  using F32 = F32T;
+  using F16 = F16T;
+};
+
 /// The kernels of one mode of one path: one per op of the regular families but attention, which is composed of
 /// them (attention.hpp), and what that composition takes from the path besides them (AttentionKernels' widen16,
 /// narrow16, f16_dot and softmax_bwd_f32; null: the composition's scalar steps).
@@ -75,27 +85,21 @@ using F32Gemm = GemmTraits<typename P::F32, typename P::F32, typename StorageTra
 template <class P, DType t, class G = F32Gemm<P, t>>
 struct F32AccRows {
   using S = StorageTraits<typename P::F32, t>;
+  using Bits = std::conditional_t<t == DType::f32, std::uint32_t, std::uint16_t>;  // max|x|'s ordering keys
   using Gemm = G;
   static constexpr Mode kMode = S::kMode;
   static constexpr paths::Order order(Op) { return {}; }
+  // One line per family (reductions, dense, mse/softmax/xent, norms, GELU), then attention's extras.
   static constexpr ModeKernels kKernels{
-      .sum = f32acc_reduce<S, Op::sum>,
-      .sumsq = f32acc_reduce<S, Op::sumsq>,
-      .maxabs = maxabs_reduce<typename P::Tag, std::conditional_t<t == DType::f32, std::uint32_t, std::uint16_t>, t>,
-      .dot = f32acc_reduce<S, Op::dot>,
-      .dense_fwd = detail::dense_fwd<G>,
-      .dense_bwd = detail::dense_bwd<G>,
-      .mse = mse_f32acc<S>,
-      .softmax = softmax_f32acc<S, true>,
-      .softmax_naive = softmax_f32acc<S, false>,
+      .sum = f32acc_reduce<S, Op::sum>, .sumsq = f32acc_reduce<S, Op::sumsq>,
+      .maxabs = maxabs_reduce<typename P::Tag, Bits, t>, .dot = f32acc_reduce<S, Op::dot>,
+      .dense_fwd = detail::dense_fwd<G>, .dense_bwd = detail::dense_bwd<G>,
+      .mse = mse_f32acc<S>, .softmax = softmax_f32acc<S, true>, .softmax_naive = softmax_f32acc<S, false>,
       .xent = xent_f32acc<S>,
-      .layernorm = norm_f32acc<S, false>,
-      .rmsnorm = norm_f32acc<S, true>,
-      .gelu = gelu_f32acc<S, false>,
-      .gelu_tanh = gelu_f32acc<S, true>,
+      .layernorm = norm_f32acc<S, false>, .rmsnorm = norm_f32acc<S, true>,
+      .gelu = gelu_f32acc<S, false>, .gelu_tanh = gelu_f32acc<S, true>,
       .widen16 = t == DType::f16 ? P::F32::f16_to_f32 : nullptr,
-      .narrow16 = t == DType::f16 ? P::F32::f32_to_f16 : nullptr,
-      .softmax_bwd_f32 = softmax_bwd_row<typename P::F32>};
+      .narrow16 = t == DType::f16 ? P::F32::f32_to_f16 : nullptr, .softmax_bwd_f32 = softmax_bwd_row<typename P::F32>};
 };
 template <class P>
 using F32Rows = F32AccRows<P, DType::f32>;
@@ -117,23 +121,32 @@ struct F16Rows {
     if (op == Op::dense_fwd || op == Op::dense_bwd || is_gelu(op)) return {1, F16::kFma};
     return {kNnLanes, F16::kFma};
   }
-  static constexpr ModeKernels kKernels{.sum = f16acc_reduce<F16, P::kReduceRegs, Op::sum>,
-                                        .sumsq = f16acc_reduce<F16, P::kReduceRegs, Op::sumsq>,
-                                        .maxabs = maxabs_reduce<typename P::Tag, std::uint16_t, DType::f16>,
-                                        .dot = f16acc_reduce<F16, P::kReduceRegs, Op::dot>,
-                                        .dense_fwd = detail::dense_fwd<Gemm>,
-                                        .dense_bwd = detail::dense_bwd<Gemm>,
-                                        .mse = mse_f16<H>,
-                                        .softmax = softmax_f16<H, true>,
-                                        .softmax_naive = softmax_f16<H, false>,
-                                        .xent = xent_f16<H>,
-                                        .layernorm = norm_f16<H, false>,
-                                        .rmsnorm = norm_f16<H, true>,
-                                        .gelu = gelu_f16<H, false>,
-                                        .gelu_tanh = gelu_f16<H, true>,
-                                        .widen16 = P::F32::f16_to_f32,
-                                        .narrow16 = P::F32::f32_to_f16,
-                                        .f16_dot = f16acc_reduce<F16, P::kNnRegs, Op::dot>};
+  template <Op kOp>
+  static constexpr ReduceFn kReduce = f16acc_reduce<F16, P::kReduceRegs, kOp>;
+  // As F32AccRows': one line per family, then attention's extras.
+  static constexpr ModeKernels kKernels{
+      .sum = kReduce<Op::sum>, .sumsq = kReduce<Op::sumsq>,
+      .maxabs = maxabs_reduce<typename P::Tag, std::uint16_t, DType::f16>, .dot = kReduce<Op::dot>,
+      .dense_fwd = detail::dense_fwd<Gemm>, .dense_bwd = detail::dense_bwd<Gemm>,
+      .mse = mse_f16<H>, .softmax = softmax_f16<H, true>, .softmax_naive = softmax_f16<H, false>, .xent = xent_f16<H>,
+      .layernorm = norm_f16<H, false>, .rmsnorm = norm_f16<H, true>,
+      .gelu = gelu_f16<H, false>, .gelu_tanh = gelu_f16<H, true>,
+      .widen16 = P::F32::f16_to_f32, .narrow16 = P::F32::f32_to_f16,
+      .f16_dot = f16acc_reduce<F16, P::kNnRegs, Op::dot>};
+};
+
+/// A mode of sums of products in a fixed order only (neonfhm's FMLAL, neonbf16's BFDOT and BFMMLA): sum, sumsq and
+/// dot in kFixed's order (its lanes, and which fixed order), the dense kernels in the same order with one lane.
+template <Mode kM, paths::Order kFixed, ReduceFn kSum, ReduceFn kSumsq, ReduceFn kDot, DenseFn kFwd, DenseBwdFn kBwd>
+struct FixedOrderRows {
+  static constexpr Mode kMode = kM;
+  static constexpr paths::Order order(Op op) {
+    paths::Order o = kFixed;
+    if (!is_reduction(op)) o.lanes = 1;
+    return o;
+  }
+  static constexpr ModeKernels kKernels{
+      .sum = kSum, .sumsq = kSumsq, .dot = kDot, .dense_fwd = kFwd, .dense_bwd = kBwd};
 };
 
 /// Attention's parts (attention.hpp) of mode rows R: its dense and softmax kernels, its softmax's lanes and its
@@ -150,26 +163,32 @@ inline constexpr AttentionKernels kAttentionOf{R::kMode,
                                                R::kKernels.f16_dot,
                                                R::kKernels.softmax_bwd_f32};
 
-/// Mode rows R's kernel of op kOp; null where R has none (attention: where R has no softmax).
+/// Mode rows R's kernel of op kOp; null where R has none (attention: where R has no softmax, and in the scaled
+/// modes).
 template <class R, Op kOp>
 constexpr auto kernel_of() {
   constexpr const ModeKernels& k = R::kKernels;
-  if constexpr (kOp == Op::sum) return k.sum;
-  else if constexpr (kOp == Op::sumsq) return k.sumsq;
-  else if constexpr (kOp == Op::maxabs) return k.maxabs;
-  else if constexpr (kOp == Op::dot) return k.dot;
-  else if constexpr (kOp == Op::dense_fwd) return k.dense_fwd;
-  else if constexpr (kOp == Op::dense_bwd) return k.dense_bwd;
-  else if constexpr (kOp == Op::mse) return k.mse;
-  else if constexpr (kOp == Op::softmax) return k.softmax;
-  else if constexpr (kOp == Op::softmax_naive) return k.softmax_naive;
-  else if constexpr (kOp == Op::xent) return k.xent;
-  else if constexpr (kOp == Op::layernorm) return k.layernorm;
-  else if constexpr (kOp == Op::rmsnorm) return k.rmsnorm;
-  else if constexpr (kOp == Op::gelu) return k.gelu;
-  else if constexpr (kOp == Op::gelu_tanh) return k.gelu_tanh;
-  else if constexpr (k.softmax == nullptr) return AttentionFn{};
-  else return AttentionFn{attention<kAttentionOf<R>, kOp == Op::attention_prescale>};
+  if constexpr (is_reduction(kOp)) {
+    return kOp == Op::sum ? k.sum : kOp == Op::sumsq ? k.sumsq : kOp == Op::maxabs ? k.maxabs : k.dot;
+  } else if constexpr (kOp == Op::dense_fwd) {
+    return k.dense_fwd;
+  } else if constexpr (kOp == Op::dense_bwd) {
+    return k.dense_bwd;
+  } else if constexpr (kOp == Op::mse) {
+    return k.mse;
+  } else if constexpr (kOp == Op::softmax || kOp == Op::softmax_naive) {
+    return kOp == Op::softmax ? k.softmax : k.softmax_naive;
+  } else if constexpr (kOp == Op::xent) {
+    return k.xent;
+  } else if constexpr (is_norm(kOp)) {
+    return kOp == Op::layernorm ? k.layernorm : k.rmsnorm;
+  } else if constexpr (is_gelu(kOp)) {
+    return kOp == Op::gelu ? k.gelu : k.gelu_tanh;
+  } else if constexpr (k.softmax == nullptr || is_scaled(R::kMode)) {
+    return AttentionFn{};  // attention is composed of a softmax and dense kernels; the scaled modes define none
+  } else {
+    return AttentionFn{attention<kAttentionOf<R>, kOp == Op::attention_prescale>};
+  }
 }
 
 /// The candidate rows of one op family of mode rows R.
@@ -243,8 +262,34 @@ inline constexpr ScaledParts kScaledPartsOf{C::kFp8[0].round,      C::kFp8[1].ro
                                             R::kKernels.sum,       R::kKernels.sumsq,     R::kKernels.maxabs,
                                             R::kKernels.dot,       R::kKernels.dense_fwd, R::kKernels.dense_bwd,
                                             R::kKernels.mse,       R::kKernels.softmax};
+
+/// A scaled fp8 mode's rows on a path's parts P (fp8_modes.hpp's Scaled): the reductions, dense, mse and softmax
+/// of fp8_f32acc or of mxfp8_f32acc.
+template <const ScaledParts& P, Mode kM>
+struct ScaledRows {
+  using S = Scaled<P>;
+  static constexpr Mode kMode = kM;
+  static constexpr paths::Order order(Op) { return {}; }
+  /// fp8_f32acc's kernel, or mxfp8_f32acc's.
+  template <class Fn>
+  static constexpr Fn pick(Fn fp8, Fn mx) {
+    return kM == Mode::fp8_f32acc ? fp8 : mx;
+  }
+  static constexpr ModeKernels kKernels{
+      .sum = pick<ReduceFn>(S::template fp8_reduce<Op::sum>, S::template mx_reduce<Op::sum>),
+      .sumsq = pick<ReduceFn>(S::template fp8_reduce<Op::sumsq>, S::template mx_reduce<Op::sumsq>),
+      .maxabs = pick<ReduceFn>(S::template fp8_reduce<Op::maxabs>, S::template mx_reduce<Op::maxabs>),
+      .dot = pick<ReduceFn>(S::template fp8_reduce<Op::dot>, S::template mx_reduce<Op::dot>),
+      .dense_fwd = pick<DenseFn>(S::fp8_dense_fwd, S::mx_dense_fwd),
+      .dense_bwd = pick<DenseBwdFn>(S::fp8_dense_bwd, S::mx_dense_bwd),
+      .mse = pick<LossFn>(S::fp8_mse, S::mx_mse),
+      .softmax = pick<SoftmaxFn>(S::fp8_softmax, S::mx_softmax)};
+};
+
+/// The scaled modes' rows of a path with conversions C and f32 mode R: fp8_f32acc's, then mxfp8_f32acc's.
 template <class C, class R, Isa kIsa>
-inline constexpr auto kScaled = paths::scaled_kernels<kScaledPartsOf<C, R>, kIsa>();
+inline constexpr auto kScaled = concat(kRows<kIsa, ScaledRows<kScaledPartsOf<C, R>, Mode::fp8_f32acc>>,
+                                       kRows<kIsa, ScaledRows<kScaledPartsOf<C, R>, Mode::mxfp8_f32acc>>);
 
 /// Everything path P of modes R0, R... gives the registry (list.hpp's PathLists): their rows, the blocking of the
 /// modes that have a GEMM, and where P has Conversions, those and, if its first mode is f32, the scaled fp8 modes

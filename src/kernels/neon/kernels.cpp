@@ -8,10 +8,7 @@ namespace halfmap::paths::neon {
 namespace {
 
 /// The neon path's traits (kernels/common/rows.hpp).
-struct Traits {
-  static constexpr Isa kIsa = Isa::neon;
-  using Tag = neon::Tag;
-  using F32 = neon::F32;
+struct Traits : detail::PathTypes<Isa::neon, Tag, F32> {
   using Conversions = detail::IntegerConversions<I32, kIsa>;
   /// f32 tile 8 × 8: 16 of the 32 q registers accumulate, 2 hold B. It and its blocks (k 256, A 128 rows, B 4096
   /// columns): not measured on arm64 hardware (only qemu has run it).

@@ -12,11 +12,7 @@ namespace halfmap::paths::neonfp16 {
 namespace {
 
 /// The neonfp16 path's traits (kernels/common/rows.hpp).
-struct Traits {
-  static constexpr Isa kIsa = Isa::neonfp16;
-  using Tag = neonfp16::Tag;
-  using F32 = neonfp16::F32;
-  using F16 = neonfp16::F16;
+struct Traits : detail::PathTypes<Isa::neonfp16, Tag, F32, F16> {
   /// fp8 and MX conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode), 8 values per
   /// step where neon's integer algorithm does 4.
   using Conversions = detail::HalfConversions<H16, kIsa>;

@@ -282,8 +282,7 @@ void f16_model_softmax_naive_ref(const SoftmaxArgs& a) { f16_model_softmax(a, fa
 float f16_model_xent_ref(const XentArgs& a) { return f16_model_xent(a, 1); }
 
 /// The ref path's traits (kernels/common/rows.hpp): no vectors, its fp8 and MX conversions on one 32-bit lane.
-struct Traits {
-  static constexpr Isa kIsa = Isa::ref;
+struct Traits : detail::PathTypes<Isa::ref, Tag> {
   using Conversions = detail::IntegerConversions<I32, kIsa>;
 };
 

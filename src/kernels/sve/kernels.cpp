@@ -38,21 +38,25 @@ namespace {
 using namespace detail;
 constexpr std::uint16_t kOneF16 = 0x3C00;  // fp16 1.0
 
-/// f32 storage, f32 arithmetic.
-struct F32K {
-  using Elem = float;
+/// f32 arithmetic on kF32Lanes logical lanes: what F32K and F16WK share.
+struct F32Lanes {
   using V = svfloat32_t;
   using Lane = float;
   static constexpr unsigned kLanes = kF32Lanes;
-  static constexpr Elem kOne = 1.0f;
   static std::uint64_t vl() { return svcntw(); }
   static svbool_t whilelt(std::uint64_t a, std::uint64_t b) { return svwhilelt_b32_u64(a, b); }
   static V zero() { return svdup_n_f32(0.0f); }
-  static V load(svbool_t p, const Elem* e) { return svld1_f32(p, e); }
-  static V dup(Elem e) { return svdup_n_f32(e); }
   static V add(svbool_t p, V a, V x) { return svadd_f32_m(p, a, x); }
   static V fma(svbool_t p, V a, V x, V y) { return svmla_f32_m(p, a, x, y); }  // a + x·y, one rounding
   static void store_lanes(svbool_t p, Lane* l, V v) { svst1_f32(p, l, v); }
+};
+
+/// f32 storage, f32 arithmetic.
+struct F32K : F32Lanes {
+  using Elem = float;
+  static constexpr Elem kOne = 1.0f;
+  static V load(svbool_t p, const Elem* e) { return svld1_f32(p, e); }
+  static V dup(Elem e) { return svdup_n_f32(e); }
   static float finish(Op, Lane* lanes) { return f32lanes_finish(Mode::f32, lanes, kLanes); }
   /// y = act(acc + b), in f32.
   static void epilogue(svbool_t pg, V acc, std::size_t, const Elem* b, Act act, Elem* y) {
@@ -63,20 +67,11 @@ struct F32K {
 };
 
 /// fp16 storage widened exactly to f32, f32 arithmetic, one rounding to fp16 at each output.
-struct F16WK {
+struct F16WK : F32Lanes {
   using Elem = std::uint16_t;
-  using V = svfloat32_t;
-  using Lane = float;
-  static constexpr unsigned kLanes = kF32Lanes;
   static constexpr Elem kOne = kOneF16;
-  static std::uint64_t vl() { return svcntw(); }
-  static svbool_t whilelt(std::uint64_t a, std::uint64_t b) { return svwhilelt_b32_u64(a, b); }
-  static V zero() { return svdup_n_f32(0.0f); }
   static V load(svbool_t p, const Elem* e) { return load_f16_as_f32(p, e); }
   static V dup(Elem e) { return dup_f16_as_f32(e); }
-  static V add(svbool_t p, V a, V x) { return svadd_f32_m(p, a, x); }
-  static V fma(svbool_t p, V a, V x, V y) { return svmla_f32_m(p, a, x, y); }
-  static void store_lanes(svbool_t p, Lane* l, V v) { svst1_f32(p, l, v); }
   static float finish(Op, Lane* lanes) { return f32lanes_finish(Mode::f16_f32acc, lanes, kLanes); }
   static void epilogue(svbool_t pg, V acc, std::size_t cols, const Elem* b, Act act, Elem* y) {
     float out[64];  // svcntw() <= 64
@@ -108,6 +103,9 @@ struct F16K {
   }
 };
 
+// The eight registers' statements of a block, each under `if constexpr (R > r)`.
+#define HALFMAP_SVE_EACH(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+
 // One register's step of a block: logical lanes [r·vl, (r + 1)·vl) of the block at i, cnt elements in the block.
 #define HALFMAP_SVE_STEP(r)                                                                       \
   if constexpr (R > r) {                                                                         \
@@ -133,24 +131,10 @@ float reduce_r(const typename K::Elem* x, const typename K::Elem* y, std::size_t
   V a0 = K::zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   for (std::size_t i = 0; i < n; i += L) {
     const std::uint64_t cnt = n - i < L ? n - i : L;
-    HALFMAP_SVE_STEP(0)
-    HALFMAP_SVE_STEP(1)
-    HALFMAP_SVE_STEP(2)
-    HALFMAP_SVE_STEP(3)
-    HALFMAP_SVE_STEP(4)
-    HALFMAP_SVE_STEP(5)
-    HALFMAP_SVE_STEP(6)
-    HALFMAP_SVE_STEP(7)
+    HALFMAP_SVE_EACH(HALFMAP_SVE_STEP)
   }
   typename K::Lane lanes[L];
-  HALFMAP_SVE_STORE(0)
-  HALFMAP_SVE_STORE(1)
-  HALFMAP_SVE_STORE(2)
-  HALFMAP_SVE_STORE(3)
-  HALFMAP_SVE_STORE(4)
-  HALFMAP_SVE_STORE(5)
-  HALFMAP_SVE_STORE(6)
-  HALFMAP_SVE_STORE(7)
+  HALFMAP_SVE_EACH(HALFMAP_SVE_STORE)
   return K::finish(kOp, lanes);
 }
 #undef HALFMAP_SVE_STEP
@@ -332,28 +316,15 @@ float mse_r(const LossArgs& a) {
   typename T::V a0 = T::zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   for (std::size_t i = 0; i < a.n; i += L) {
     const std::uint64_t cnt = a.n - i < L ? a.n - i : L;
-    HALFMAP_SVE_MSE_STEP(0)
-    HALFMAP_SVE_MSE_STEP(1)
-    HALFMAP_SVE_MSE_STEP(2)
-    HALFMAP_SVE_MSE_STEP(3)
-    HALFMAP_SVE_MSE_STEP(4)
-    HALFMAP_SVE_MSE_STEP(5)
-    HALFMAP_SVE_MSE_STEP(6)
-    HALFMAP_SVE_MSE_STEP(7)
+    HALFMAP_SVE_EACH(HALFMAP_SVE_MSE_STEP)
   }
   typename T::Lane lanes[L];
-  HALFMAP_SVE_MSE_STORE(0)
-  HALFMAP_SVE_MSE_STORE(1)
-  HALFMAP_SVE_MSE_STORE(2)
-  HALFMAP_SVE_MSE_STORE(3)
-  HALFMAP_SVE_MSE_STORE(4)
-  HALFMAP_SVE_MSE_STORE(5)
-  HALFMAP_SVE_MSE_STORE(6)
-  HALFMAP_SVE_MSE_STORE(7)
+  HALFMAP_SVE_EACH(HALFMAP_SVE_MSE_STORE)
   return T::finish(lanes, a.n, kMode);
 }
 #undef HALFMAP_SVE_MSE_STEP
 #undef HALFMAP_SVE_MSE_STORE
+#undef HALFMAP_SVE_EACH
 
 template <class T, Mode kMode>
 float mse(const LossArgs& a) {
@@ -366,9 +337,7 @@ float mse(const LossArgs& a) {
 }
 
 /// The sve path's traits (kernels/common/rows.hpp).
-struct Traits {
-  static constexpr Isa kIsa = Isa::sve;
-};
+struct Traits : PathTypes<Isa::sve, Tag> {};
 
 /// One mode's rows: the reductions and dense kernels on K, mse on Mse. The f16 mode's every row with fmla .h's
 /// fused FMA and max|x| with the model's lanes; f16_f32acc's reductions and dense kernels in neonfhm's fixed order.
