@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "halfmap/cpu.hpp"
@@ -324,6 +326,100 @@ TEST(Registry, RefCoversEveryOpAndStorage) {
   }
 }
 
+// ---- which ops and modes each path lists --------------------------------------------------------------------
+
+// Written from docs/kernels.md's table of ISA paths, independently of src/kernels/ (rows.hpp builds the lists from
+// each path's traits and modes): a row dropped, added twice or filed under another mode fails here. What
+// `halfmap info` lists is kernels(), this registry (plus, in the CLI, the peers').
+constexpr Op kEveryOp[] = {Op::sum,        Op::sumsq,     Op::maxabs,        Op::dot,
+                           Op::dense_fwd,  Op::dense_bwd, Op::mse,           Op::softmax,
+                           Op::softmax_naive, Op::xent,   Op::layernorm,     Op::rmsnorm,
+                           Op::gelu,       Op::gelu_tanh, Op::attention_prescale, Op::attention_postscale};
+// The scaled fp8 modes: the reductions, dense, mse and softmax.
+constexpr Op kScaledOps[] = {Op::sum,       Op::sumsq,     Op::maxabs, Op::dot,
+                             Op::dense_fwd, Op::dense_bwd, Op::mse,    Op::softmax};
+// neonfhm's FMLAL and neonbf16's BFDOT/BFMMLA: the sums of products and dense.
+constexpr Op kPairOps[] = {Op::sum, Op::sumsq, Op::dot, Op::dense_fwd, Op::dense_bwd};
+// sve: the reductions, dense and mse.
+constexpr Op kSveOps[] = {Op::sum, Op::sumsq, Op::maxabs, Op::dot, Op::dense_fwd, Op::dense_bwd, Op::mse};
+
+struct Claim {
+  Isa isa;
+  Mode mode;
+  std::span<const Op> ops;
+};
+const Claim kClaims[] = {
+    {Isa::ref, Mode::f32, kEveryOp},
+    {Isa::ref, Mode::f16_f32acc, kEveryOp},
+    {Isa::ref, Mode::f16_model, kEveryOp},
+    {Isa::ref, Mode::bf16_f32acc, kEveryOp},
+    {Isa::ref, Mode::fp8_f32acc, kScaledOps},
+    {Isa::ref, Mode::mxfp8_f32acc, kScaledOps},
+    {Isa::avx2, Mode::f32, kEveryOp},
+    {Isa::avx2, Mode::f16_f32acc, kEveryOp},
+    {Isa::avx2, Mode::f16, kEveryOp},
+    {Isa::avx2, Mode::fp8_f32acc, kScaledOps},
+    {Isa::avx2, Mode::mxfp8_f32acc, kScaledOps},
+    {Isa::avx512, Mode::f32, kEveryOp},
+    {Isa::avx512, Mode::f16_f32acc, kEveryOp},
+    {Isa::avx512, Mode::f16, kEveryOp},
+    {Isa::avx512, Mode::fp8_f32acc, kScaledOps},
+    {Isa::avx512, Mode::mxfp8_f32acc, kScaledOps},
+    {Isa::avx512bf16, Mode::bf16_f32acc, kEveryOp},
+    {Isa::avx512fp16, Mode::f16, kEveryOp},
+    {Isa::neon, Mode::f32, kEveryOp},
+    {Isa::neon, Mode::f16_f32acc, kEveryOp},
+    {Isa::neon, Mode::fp8_f32acc, kScaledOps},
+    {Isa::neon, Mode::mxfp8_f32acc, kScaledOps},
+    {Isa::neonfp16, Mode::f16, kEveryOp},
+    {Isa::neonfhm, Mode::f16_f32acc, kPairOps},
+    {Isa::neonbf16, Mode::bf16_f32acc, kPairOps},
+    {Isa::sve, Mode::f32, kSveOps},
+    {Isa::sve, Mode::f16_f32acc, kSveOps},
+    {Isa::sve, Mode::f16, kSveOps},
+};
+
+TEST(Registry, EachPathListsTheOpsAndModesItClaims) {
+  using Row = std::pair<Op, Mode>;
+  auto text = [](const std::multiset<Row>& rows) {
+    std::string t;
+    for (const auto& [op, mode] : rows) t += std::string(op_name(op)) + "/" + std::string(mode_name(mode)) + " ";
+    return t;
+  };
+  int compiled = 0;
+  for (Isa isa : kAllIsas) {
+    std::multiset<Row> listed, claimed;
+    for (const Kernel& k : kernels()) {
+      if (k.isa == isa) listed.insert({k.op, k.mode});
+    }
+    for (const Claim& c : kClaims) {
+      if (c.isa != isa) continue;
+      for (Op op : c.ops) claimed.insert({op, c.mode});
+    }
+    if (!isa_compiled(isa)) {
+      EXPECT_TRUE(listed.empty()) << isa_name(isa) << " is not compiled but lists " << text(listed);
+      continue;
+    }
+    ++compiled;
+    EXPECT_EQ(listed, claimed) << isa_name(isa) << " lists\n  " << text(listed) << "\nand claims\n  " << text(claimed);
+  }
+  EXPECT_GE(compiled, 2);  // ref and at least one SIMD path on either architecture
+}
+
+// Every path's dense blocking (which dense_test cuts its shapes around) is one of its dense modes', once.
+TEST(Registry, DenseBlockingsNameListedDenseKernels) {
+  std::set<std::pair<Isa, Mode>> seen;
+  for (const paths::DenseBlocking& b : paths::dense_blockings()) {
+    EXPECT_TRUE(seen.insert({b.isa, b.mode}).second) << isa_name(b.isa) << " " << mode_name(b.mode) << " twice";
+    const bool listed = std::any_of(kernels().begin(), kernels().end(), [&](const Kernel& k) {
+      return k.isa == b.isa && k.mode == b.mode && k.op == Op::dense_fwd;
+    });
+    EXPECT_TRUE(listed) << isa_name(b.isa) << " " << mode_name(b.mode) << " has a blocking but no dense kernel";
+    EXPECT_GT(b.mr * b.nr * b.kpack * b.mc * b.kc * b.nc, 0u);
+    EXPECT_EQ(b.kc % b.kpack, 0u) << isa_name(b.isa) << ": a k block of whole k groups (only K's last is padded)";
+  }
+}
+
 // ---- names composed from the fields (src/kernels/common/list.hpp) ------------------------------------------------
 
 // "Adding a kernel" (docs/contributing.md), followed once without adding it to the registry: one entry of a list, and the name
@@ -332,7 +428,7 @@ float test_only_dot(const void*, const void*, std::size_t) { return 0.0f; }
 void test_only_softmax(const SoftmaxArgs&) {}
 
 TEST(RegistryNames, ComposedAtCompileTime) {
-  constexpr Kernel dot = paths::entry<Op::dot, Mode::f16, Isa::avx512fp16>(test_only_dot, 256, FmaKind::fused);
+  constexpr Kernel dot = paths::entry<Op::dot, Mode::f16, Isa::avx512fp16>(test_only_dot, {256, FmaKind::fused});
   static_assert(dot.name == "f16_dot__avx512fp16");
   EXPECT_EQ(dot.op, Op::dot);
   EXPECT_EQ(dot.mode, Mode::f16);

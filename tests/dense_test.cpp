@@ -55,6 +55,7 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
 #include "halfmap/registry.hpp"
+#include "kernels/common/list.hpp"  // paths::dense_blockings
 #include "test_util.hpp"
 
 namespace halfmap {
@@ -147,28 +148,20 @@ void fill_random(Matrix& m, test::Rng& rng) {
 
 // ---- tiles and shapes ------------------------------------------------------------------------------------------
 
-/// The blocking of each kernel, as in src/kernels/<isa>/kernels.cpp (kMr, kNr, kKc, kMc, kNc; avx512bf16
-/// packs k in pairs, which the odd and even K of shapes_for() cover). The ref kernels are plain loops without a
-/// tile: small numbers give them a spread of shapes.
+/// The blocking of each kernel: its path's, as its traits declare it (paths::dense_blockings(), from the gemm.hpp
+/// traits in src/kernels/<isa>/kernels.cpp: kMr, kNr, kKc, kMc, kNc; avx512bf16 packs k in pairs, neonbf16 in
+/// fours, which the odd and even K of shapes_for() cover). The kernels without one are plain loops without blocks
+/// (ref; neonfhm, row by row, 8 columns at a time; sve, four rows at a time, one vector of columns): small numbers,
+/// chosen here, give them a spread of shapes across those steps.
 struct Tiling {
   std::size_t mr, nr, kc, mc, nc = 4096;
 };
 
 Tiling tiling_of(const Kernel& k) {
-  switch (k.isa) {
-    case Isa::ref: return {4, 8, 32, 64};
-    case Isa::avx2: return k.mode == Mode::f16 ? Tiling{8, 64, 256, 120} : Tiling{6, 16, 1024, 120};
-    case Isa::avx512: return k.mode == Mode::f16 ? Tiling{8, 32, 256, 128} : Tiling{6, 64, 1024, 72, 2048};
-    case Isa::avx512bf16: return {8, 32, 1024, 128, 2048};
-    case Isa::avx512fp16: return {8, 64, 256, 128};
-    case Isa::neon: return {8, 8, 256, 128};
-    case Isa::neonfp16: return {8, 16, 256, 128};
-    case Isa::neonfhm: return {1, 8, 64, 4};  // no blocking: row by row, 8 columns at a time, k in order
-    case Isa::neonbf16: return {8, 8, 512, 64, 1024};  // BFMMLA 2×4·4×2 blocks, k packed in fours
-    case Isa::sve: return {1, 16, 64, 4};  // row by row, one vector of columns (4 to 64 f32 lanes), k in order
-    case Isa::peer: break;  // peer kernels are linked into the CLI only, never into this test
+  for (const paths::DenseBlocking& b : paths::dense_blockings()) {
+    if (b.isa == k.isa && b.mode == k.mode) return {b.mr, b.nr, b.kc, b.mc, b.nc};
   }
-  return {4, 8, 32, 64};
+  return {4, 16, 32, 64};
 }
 
 struct Shape {

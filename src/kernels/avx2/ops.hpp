@@ -3,8 +3,9 @@
 // vector of reduce.hpp; F16 is nn.hpp's H, the fp16 tile and reduce.hpp's fp16 vector).
 //
 // Why no code compiled with higher-ISA flags can be merged into this folder's object, nor this folder's into a
-// lower one: everything here is inside namespace halfmap::paths::avx2, only this folder's files (compiled with
-// exactly the avx2 flags) include this header, and the common templates are instantiated only with these types.
+// lower one: everything here is inside namespace halfmap::paths::avx2 (the bases from kernels/common/vec_ops.hpp
+// instantiated with its Tag or its types), only this folder's files (compiled with exactly the avx2 flags) include
+// this header, and the common templates are instantiated only with these types.
 // So every inline function and instantiation compiled with these flags has a mangled name that names avx2, and
 // the linker can only fold it with copies made under the same flags.
 #pragma once
@@ -16,14 +17,15 @@
 #include <cstring>
 
 #include "halfmap/f16_model.hpp"
+#include "kernels/common/vec_ops.hpp"
 
 namespace halfmap::paths::avx2 {
 
-/// Keeps this ISA's instantiations of tag-only templates (maxabs_reduce, row_max_bits) apart.
+/// Keeps this ISA's instantiations of tag-only templates (maxabs_reduce, row_max_bits, vec_ops.hpp's bases) apart.
 struct Tag {};
 
 /// f32 on one ymm register (8 lanes).
-struct F32 {
+struct F32 : detail::F32Operators<Tag> {
   using V = __m256;
   using Packed = float;  // GEMM panels
   using Acc = float;     // GEMM accumulator
@@ -34,10 +36,6 @@ struct F32 {
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V load_packed(const float* p) { return _mm256_loadu_ps(p); }
   static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V min(V a, V b) { return _mm256_min_ps(a, b); }
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
@@ -94,26 +92,11 @@ struct F32 {
   }
 };
 
-/// fp16 arithmetic per operation through F16C: a register holds 8 f32 values that are always exactly fp16
-/// values; every add, sub and f32 FMA is rounded back to fp16 with vcvtps2ph (FmaKind::f32_round), as XNNPACK's
-/// f16 kernels do on AVX2.
-struct F16 {
-  using V = __m256;
-  using HV = V;
-  using Packed = float;        // GEMM panels: fp16 values widened exactly
-  using Acc = std::uint16_t;   // GEMM accumulator: fp16 bits
-  static constexpr std::size_t kW = 8;
-  static constexpr FmaKind kFma = FmaKind::f32_round;
+/// fp16 arithmetic per operation through F16C (detail::F16ViaF32 on F32): every add, sub and f32 FMA is rounded
+/// back to fp16 with vcvtps2ph, as XNNPACK's f16 kernels do on AVX2.
+struct F16 : detail::F16ViaF32<F32, F16> {
   static V round(V v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
-  static V zero() { return _mm256_setzero_ps(); }
-  static V load(const std::uint16_t* p) { return F32::load_f16(p); }
-  static void store(std::uint16_t* p, V v) { F32::store_f16(p, v); }
-  static V load_packed(const float* p) { return _mm256_loadu_ps(p); }
-  static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static V set1(std::uint16_t bits) { return _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(bits))); }
-  static V add(V a, V b) { return round(_mm256_add_ps(a, b)); }
-  static V sub(V a, V b) { return round(_mm256_sub_ps(a, b)); }
-  static V fma(V a, V b, V c) { return round(_mm256_fmadd_ps(a, b, c)); }
   /// The FMA unrounded and its rounding on the way to memory (microkernel_l1: fma + store_round is fma + store).
   static V fma_f32(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static void store_round(std::uint16_t* p, V v) {
@@ -134,8 +117,6 @@ struct F16 {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), e);
     return _mm256_cvtph_ps(e);
   }
-  static void store_div(std::uint16_t* p, V e, V s) { store(p, canon(_mm256_div_ps(e, s))); }
-  static void store_scale(std::uint16_t* p, V v, float c) { store(p, canon(_mm256_mul_ps(v, _mm256_set1_ps(c)))); }
   static V rot(V v, unsigned w) {
     const __m256i iota = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
     const __m256i idx = _mm256_and_si256(_mm256_add_epi32(iota, _mm256_set1_epi32(int(w))), _mm256_set1_epi32(7));
@@ -147,7 +128,8 @@ struct F16 {
 };
 
 /// 32-bit integer lanes on one ymm register (8 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
-struct I32 {
+struct I32 : detail::IntOperators<Tag, detail::VecOf<std::uint32_t, 32>, detail::VecOf<std::int32_t, 32>,
+                                  detail::VecOf<std::uint64_t, 32>> {
   using I = __m256i;
   using M = __m256i;
   static constexpr std::size_t kW = 8;
@@ -165,23 +147,11 @@ struct I32 {
                      _mm_unpacklo_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
   }
   static I set1(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
-  static I and_(I a, I b) { return _mm256_and_si256(a, b); }
-  static I or_(I a, I b) { return _mm256_or_si256(a, b); }
-  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
-  static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   template <int s>
   static I srl(I v) { return _mm256_srli_epi32(v, s); }
   template <int s>
   static I sll(I v) { return _mm256_slli_epi32(v, s); }
-  static M gt(I a, I b) { return _mm256_cmpgt_epi32(a, b); }
-  static M eq(I a, I b) { return _mm256_cmpeq_epi32(a, b); }
   static I select(M m, I a, I b) { return _mm256_blendv_epi8(b, a, m); }
-  static I fadd(I a, I b) {
-    return _mm256_castps_si256(_mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
-  }
-  static I fmul(I a, I b) {
-    return _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b)));
-  }
   static I i2f_scaled(I v, float c) {
     return _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(c)));
   }

@@ -5,9 +5,10 @@
 // Why no code compiled with higher-ISA flags can be merged into this folder's object, nor this folder's into a
 // lower one: everything here is a template over a tag type, and each folder that includes this header
 // (avx512, avx512bf16, avx512fp16) instantiates it with a tag of its own namespace (halfmap::paths::<isa>::Tag)
-// and the common templates only with those instantiations. So every inline function compiled with a folder's
-// flags has a mangled name that names that folder's ISA, and the linker can only fold it with copies made under
-// the same flags. Nothing in this header may be a plain (non-template) inline function.
+// and the common templates (vec_ops.hpp's bases too) only with its tag or those instantiations. So every inline
+// function compiled with a folder's flags has a mangled name that names that folder's ISA, and the linker can only
+// fold it with copies made under the same flags. Nothing in this header may be a plain (non-template) inline
+// function.
 #pragma once
 
 #include <immintrin.h>
@@ -16,12 +17,13 @@
 #include <cstdint>
 
 #include "halfmap/f16_model.hpp"
+#include "kernels/common/vec_ops.hpp"
 
 namespace halfmap::paths::avx512 {
 
 /// f32 on one zmm register (16 lanes).
 template <class Tag>
-struct F32T {
+struct F32T : detail::F32Operators<Tag> {
   using V = __m512;
   using Packed = float;  // GEMM panels
   using Acc = float;     // GEMM accumulator
@@ -32,10 +34,6 @@ struct F32T {
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V load_packed(const float* p) { return _mm512_loadu_ps(p); }
   static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
@@ -76,26 +74,13 @@ struct F32T {
   }
 };
 
-/// fp16 arithmetic per operation through conversions: a register holds 16 f32 values that are always exactly
-/// fp16 values; every add, sub and f32 FMA is rounded back to fp16 with vcvtps2ph (FmaKind::f32_round).
+/// fp16 arithmetic per operation through conversions (detail::F16ViaF32 on F32T): every add, sub and f32 FMA is
+/// rounded back to fp16 with vcvtps2ph.
 template <class Tag>
-struct F16T {
+struct F16T : detail::F16ViaF32<F32T<Tag>, F16T<Tag>> {
   using V = __m512;
-  using HV = V;
-  using Packed = float;       // GEMM panels: fp16 values widened exactly
-  using Acc = std::uint16_t;  // GEMM accumulator: fp16 bits
-  static constexpr std::size_t kW = 16;
-  static constexpr FmaKind kFma = FmaKind::f32_round;
   static V round(V v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const std::uint16_t* p) { return F32T<Tag>::load_f16(p); }
-  static void store(std::uint16_t* p, V v) { F32T<Tag>::store_f16(p, v); }
-  static V load_packed(const float* p) { return _mm512_loadu_ps(p); }
-  static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static V set1(std::uint16_t bits) { return _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(bits))); }
-  static V add(V a, V b) { return round(_mm512_add_ps(a, b)); }
-  static V sub(V a, V b) { return round(_mm512_sub_ps(a, b)); }
-  static V fma(V a, V b, V c) { return round(_mm512_fmadd_ps(a, b, c)); }
   /// NaN lanes become the f32 quiet NaN 0x7FC00000, which narrows to fp16's canonical 0x7E00.
   static V canon(V v) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v,
@@ -108,8 +93,6 @@ struct F16T {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), e);
     return _mm512_cvtph_ps(e);
   }
-  static void store_div(std::uint16_t* p, V e, V s) { store(p, canon(_mm512_div_ps(e, s))); }
-  static void store_scale(std::uint16_t* p, V v, float c) { store(p, canon(_mm512_mul_ps(v, _mm512_set1_ps(c)))); }
   static V rot(V v, unsigned w) {
     const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i idx = _mm512_and_si512(_mm512_add_epi32(iota, _mm512_set1_epi32(int(w))), _mm512_set1_epi32(15));
@@ -123,7 +106,7 @@ struct F16T {
 
 /// 32-bit integer lanes on one zmm register (16 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
 template <class Tag>
-struct I32T {
+struct I32T : detail::IntOperators<Tag, detail::VecOf<std::uint32_t, 64>, detail::VecOf<std::int32_t, 64>> {
   using I = __m512i;
   using M = __mmask16;
   static constexpr std::size_t kW = 16;
@@ -136,10 +119,6 @@ struct I32T {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v));
   }
   static I set1(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
-  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
-  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
-  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
-  static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   template <int s>
   static I srl(I v) { return _mm512_srli_epi32(v, s); }
   template <int s>
@@ -147,12 +126,6 @@ struct I32T {
   static M gt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }
   static M eq(I a, I b) { return _mm512_cmpeq_epi32_mask(a, b); }
   static I select(M m, I a, I b) { return _mm512_mask_blend_epi32(m, b, a); }
-  static I fadd(I a, I b) {
-    return _mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
-  }
-  static I fmul(I a, I b) {
-    return _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(a), _mm512_castsi512_ps(b)));
-  }
   static I i2f_scaled(I v, float c) {
     return _mm512_castps_si512(_mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(c)));
   }
@@ -169,7 +142,8 @@ using I32 = I32T<Tag>;
 /// never changes MXCSR's rounding), vcvtph2ps widens exactly, both keep subnormals (FTZ and DAZ off). The lane
 /// masks of the comparisons become U vectors through vpmovm2w (AVX512BW/VL). The avx512 path decodes with it.
 template <class Tag>
-struct H16T {
+struct H16T : detail::IntOperators<Tag, detail::VecOf<std::uint16_t, 32>, detail::VecOf<std::uint16_t, 32>,
+                                   detail::VecOf<std::uint64_t, 32>> {
   using U = __m256i;
   using F = __m512;
   static constexpr std::size_t kW = 16;
@@ -187,16 +161,11 @@ struct H16T {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtepi16_epi8(v));
   }
   static U set1(std::uint16_t v) { return _mm256_set1_epi16(static_cast<short>(v)); }
-  static U and_(U a, U b) { return _mm256_and_si256(a, b); }
-  static U or_(U a, U b) { return _mm256_or_si256(a, b); }
-  static U add(U a, U b) { return _mm256_add_epi16(a, b); }
-  static U sub(U a, U b) { return _mm256_sub_epi16(a, b); }
   template <int s>
   static U srl(U v) { return _mm256_srli_epi16(v, s); }
   template <int s>
   static U sll(U v) { return _mm256_slli_epi16(v, s); }
   static U gt(U a, U b) { return _mm256_movm_epi16(_mm256_cmpgt_epu16_mask(a, b)); }
-  static U eq(U a, U b) { return _mm256_cmpeq_epi16(a, b); }
   static U select(U m, U a, U b) { return _mm256_blendv_epi8(b, a, m); }
 };
 

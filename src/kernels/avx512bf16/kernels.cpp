@@ -12,22 +12,13 @@
 
 #include "kernels/avx512bf16/ops.hpp"
 #include "kernels/avx512bf16/pack.hpp"
-#include "kernels/common/gemm.hpp"
-#include "kernels/common/list.hpp"
-#include "kernels/common/attention.hpp"
-#include "kernels/common/gelu.hpp"
 #include "kernels/common/lanes.hpp"  // HALFMAP_VEC_INLINE
-#include "kernels/common/nn.hpp"
-#include "kernels/common/norm.hpp"
-#include "kernels/common/reduce.hpp"
-#include "kernels/common/storage_traits.hpp"
+#include "kernels/common/rows.hpp"
 
 namespace halfmap::paths::avx512bf16 {
 namespace {
 
 using namespace detail;
-constexpr Isa kIsa = Isa::avx512bf16;
-using Bf16 = Bf16Storage<F32>;
 
 template <Op kOp>
 float bf16_dp_reduce(const void* xv, const void* yv, std::size_t n) {
@@ -60,18 +51,11 @@ float bf16_dp_reduce(const void* xv, const void* yv, std::size_t n) {
 /// The dense GEMM on vdpbf16ps: k is taken in pairs (kKPack = 2), so A is packed as (a[i][2q], a[i][2q+1])
 /// pairs broadcast as one 32-bit value, and B's columns as interleaved pairs; each instruction does two products
 /// per f32 lane. Outputs are rounded once to bf16 by to_bf16_exact (round to nearest even, subnormals kept).
-struct Bf16Gemm {
-  using Storage = std::uint16_t;
-  using Packed = std::uint16_t;
-  using Acc = float;
+struct Bf16Gemm : Bf16PanelTraits<Bf16Gemm> {
   // k blocks of 1024 (512 pairs): up to k = 1024 the partial sums never leave the micro-tile (see gemm.hpp);
   // the 64 KiB B micro-panel and the 128-row A block (256 KiB) share L2. Measured on Zen 4: at 1024³ k blocks
   // of 512 ran at 0.95 of this, 768 at 0.95, 2048 at 0.99; 12- and 14-row tiles were slower than 8.
   static constexpr std::size_t kMr = 8, kNr = 32, kKPack = 2, kMc = 128, kKc = 1024, kNc = 2048;
-  static constexpr Mode kMode = Mode::bf16_f32acc;
-  static void convert(const std::uint16_t* s, std::uint16_t* d, std::size_t n) {
-    std::memcpy(d, s, n * sizeof(std::uint16_t));
-  }
   static void store_out(const float* s, std::uint16_t* d, std::size_t n) { f32_to_bf16(s, d, n); }
   template <std::size_t MR>
   static void pack(View<std::uint16_t> src, std::size_t r0, std::size_t rows, std::size_t p0, std::size_t kc,
@@ -138,40 +122,25 @@ struct Bf16Gemm {
   }
 };
 
-template <Op o, class Fn>
-constexpr Kernel k(Fn fn) {
-  return entry<o, Mode::bf16_f32acc, kIsa>(fn);
-}
+/// The avx512bf16 path's traits (kernels/common/rows.hpp).
+struct Traits : detail::PathTypes<Isa::avx512bf16, Tag, F32> {};
 
-// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels below.
-constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc,          dense_fwd<Bf16Gemm>, dense_bwd<Bf16Gemm>,
-                                    softmax_f32acc<Bf16, true>, 1,                   FmaKind::none,
-                                    bf16_to_f32,                f32_to_bf16,
-                                    nullptr,                    softmax_bwd_row<F32>};
-
-const Kernel kList[] = {
-    k<Op::sum>(bf16_dp_reduce<Op::sum>),
-    k<Op::sumsq>(bf16_dp_reduce<Op::sumsq>),
-    k<Op::maxabs>(maxabs_reduce<Tag, std::uint16_t, DType::bf16>),
-    k<Op::dot>(bf16_dp_reduce<Op::dot>),
-
-    k<Op::dense_fwd>(dense_fwd<Bf16Gemm>),
-    k<Op::dense_bwd>(dense_bwd<Bf16Gemm>),
-
-    k<Op::mse>(mse_f32acc<Bf16>),
-    k<Op::softmax>(softmax_f32acc<Bf16, true>),
-    k<Op::softmax_naive>(softmax_f32acc<Bf16, false>),
-    k<Op::xent>(xent_f32acc<Bf16>),
-    k<Op::layernorm>(norm_f32acc<Bf16, false>),
-    k<Op::rmsnorm>(norm_f32acc<Bf16, true>),
-    k<Op::gelu>(gelu_f32acc<Bf16, false>),
-    k<Op::gelu_tanh>(gelu_f32acc<Bf16, true>),
-    k<Op::attention_prescale>(attention<kAttBf16, true>),
-    k<Op::attention_postscale>(attention<kAttBf16, false>),
+/// bf16_f32acc: the common rows on bf16 storage (see the top), with the reductions and the GEMM above, and for
+/// attention this path's conversions of many values (to_bf16_exact: vcvtneps2bf16 would flush).
+struct Bf16Rows : F32AccRows<Traits, DType::bf16, Bf16Gemm> {
+  static constexpr ModeKernels kKernels = [] {
+    ModeKernels k = F32AccRows::kKernels;
+    k.sum = bf16_dp_reduce<Op::sum>;
+    k.sumsq = bf16_dp_reduce<Op::sumsq>;
+    k.dot = bf16_dp_reduce<Op::dot>;
+    k.widen16 = bf16_to_f32;
+    k.narrow16 = f32_to_bf16;
+    return k;
+  }();
 };
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return detail::kPathLists<Traits, Bf16Rows>; }
 
 }  // namespace halfmap::paths::avx512bf16

@@ -21,23 +21,19 @@ namespace halfmap::paths::avx512fp16 {
 struct Tag {};
 using F32 = avx512::F32T<Tag>;
 
-/// Native fp16 on one zmm register (32 lanes).
-struct F16 {
+/// Native fp16 on one zmm register (32 lanes; detail::NativeF16Ops for the steps through f32 and the stores).
+struct F16 : detail::NativeF16Ops<F32, F16> {
   using V = __m512h;
   using HV = V;
-  using Packed = std::uint16_t;  // GEMM panels: fp16 bits
-  using Acc = std::uint16_t;     // GEMM accumulator: fp16 bits
   static constexpr std::size_t kW = 32;
-  static constexpr FmaKind kFma = FmaKind::fused;
   static V zero() { return _mm512_setzero_ph(); }
   static V load(const std::uint16_t* p) { return _mm512_loadu_ph(p); }
   static void store(std::uint16_t* p, V v) { _mm512_storeu_ph(p, v); }
-  static V load_packed(const std::uint16_t* p) { return _mm512_loadu_ph(p); }
-  static V broadcast(const std::uint16_t* p) { return set1(*p); }
   static V set1(std::uint16_t bits) { return _mm512_castsi512_ph(_mm512_set1_epi16(static_cast<short>(bits))); }
   static V add(V a, V b) { return _mm512_add_ph(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ph(a, b); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ph(a, b, c); }
+  static V div(V a, V b) { return _mm512_div_ph(a, b); }
   /// fma(broadcast(a), b, c) as one vfmadd231ph with an embedded broadcast (microkernel.hpp's tile): written in
   /// asm because GCC merges the equal broadcasts of a row's FMAs into one vpbroadcastw, the port-5 shuffle this
   /// avoids. The same single rounding as fma.
@@ -56,17 +52,6 @@ struct F16 {
     return _mm512_castsi512_ph(out);
   }
   static V canon(V v) { return _mm512_mask_blend_ph(_mm512_cmp_ph_mask(v, v, _CMP_UNORD_Q), v, set1(0x7E00)); }
-  template <class ExpF32>
-  static V exp_store_with(std::uint16_t* p, V t, ExpF32 exp) {
-    const V e = through_f32(t, exp);
-    store(p, e);
-    return e;
-  }
-  static void store_div(std::uint16_t* p, V e, V s) { store(p, canon(_mm512_div_ph(e, s))); }
-  static void store_scale(std::uint16_t* p, V v, float c) {
-    const __m512 cv = _mm512_set1_ps(c);
-    store(p, canon(through_f32(v, [cv](__m512 x) { return _mm512_mul_ps(x, cv); })));
-  }
   static V rot(V v, unsigned w) {
     const __m512i iota = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
                                           13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);

@@ -18,14 +18,10 @@
 #include "halfmap/half.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/list.hpp"
+#include "kernels/common/scalar_storage.hpp"
 #include "kernels/common/scratch.hpp"  // grown
-#include "kernels/ref/ops.hpp"
 
 namespace halfmap::detail {
-
-// storage <-> f32 with halfmap's scalar conversions, as the ref kernels (this file is compiled without ISA flags)
-using paths::ref::narrow;
-using paths::ref::widen;
 
 template <class T>
 inline T neg_inf() {

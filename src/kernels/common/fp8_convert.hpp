@@ -494,5 +494,20 @@ constexpr std::array<MxConversion, 5> mx_half_conversions_of() {
           mx_half_conversion<H, MxElem::e2m1, kIsa>()};
 }
 
+/// A path's fp8 and MX lists (rows.hpp's Conversions): the integer algorithm on its 32-bit lanes O ...
+template <class O, Isa kIsa>
+struct IntegerConversions {
+  static constexpr std::array<Fp8Conversion, 2> kFp8{fp8_conversion<O, Fp8::e4m3, kIsa>(),
+                                                     fp8_conversion<O, Fp8::e5m2, kIsa>()};
+  static constexpr std::array<MxConversion, 5> kMx = mx_conversions_of<O, kIsa>();
+};
+/// ... or through fp16 on its H.
+template <class H, Isa kIsa>
+struct HalfConversions {
+  static constexpr std::array<Fp8Conversion, 2> kFp8{fp8_half_conversion<H, Fp8::e4m3, kIsa>(),
+                                                     fp8_half_conversion<H, Fp8::e5m2, kIsa>()};
+  static constexpr std::array<MxConversion, 5> kMx = mx_half_conversions_of<H, kIsa>();
+};
+
 }  // namespace halfmap::detail
 

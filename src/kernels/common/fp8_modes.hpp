@@ -26,7 +26,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -34,11 +33,10 @@
 #include <limits>
 #include <vector>
 
+#include "halfmap/conversions.hpp"
 #include "halfmap/fp8_scaling.hpp"
 #include "halfmap/mx.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/fp8_convert.hpp"
-#include "kernels/common/list.hpp"
 #include "kernels/common/scratch.hpp"
 
 namespace halfmap::detail {
@@ -54,26 +52,10 @@ struct ScaledParts {
   SoftmaxFn softmax;
 };
 
-/// A path's parts from its 32-bit integer primitives O (the casts) and its f32 kernels.
-template <class O>
-constexpr ScaledParts scaled_parts(ReduceFn sum, ReduceFn sumsq, ReduceFn maxabs, ReduceFn dot, DenseFn dense,
-                                   DenseBwdFn dense_bwd, LossFn mse, SoftmaxFn softmax) {
-  return {mini_round<O, fp8_spec(Fp8::e4m3, Fp8Overflow::saturate)>,
-          mini_round<O, fp8_spec(Fp8::e5m2, Fp8Overflow::saturate)>,
-          mini_round_blocks<O, mx_spec(MxElem::e4m3), MxElem::e4m3>,
-          sum,
-          sumsq,
-          maxabs,
-          dot,
-          dense,
-          dense_bwd,
-          mse,
-          softmax};
-}
-
 /// The scaled kernels of one path, P being its parts. Everything is a member of this template over P, whose
-/// argument has internal linkage in each path's kernels.cpp: code compiled with one folder's ISA flags then has a
-/// name of its own and cannot be merged with another folder's (src/kernels/avx512/ops.hpp says why that matters).
+/// argument (rows.hpp's kScaledPartsOf, over the path's own types) has internal linkage in each path's kernels.cpp:
+/// code compiled with one folder's ISA flags then has a name of its own and cannot be merged with another folder's
+/// (src/kernels/avx512/ops.hpp says why that matters).
 template <const ScaledParts& P>
 struct Scaled {
   /// max |x_i|, NaN when x holds a NaN.
@@ -119,6 +101,15 @@ struct Scaled {
     float* const q = scratch<kSlot, float>(n);
     round_of(f)(x, n, s, 1.0f, q);
     return {q, 1.0f / s};
+  }
+
+  /// A dense kernel's operand t (n values) cast with cast_tensor: with delayed scaling (d8), the scale given and the
+  /// amax seen are d8's members `scale` and `amax`.
+  template <int kSlot>
+  static Cast cast_operand(Fp8 f, const void* t, std::size_t n, Fp8Scales* d8, float Fp8Scales::*scale,
+                           float Fp8Scales::*amax) {
+    return cast_tensor<kSlot>(f, static_cast<const float*>(t), n, d8 ? &(d8->*scale) : nullptr,
+                              d8 ? &(d8->*amax) : nullptr);
   }
 
   /// The cast read back in float32: q_i · unscale, in scratch slot kSlot (current scaling).
@@ -180,10 +171,8 @@ struct Scaled {
 
   static void fp8_dense_fwd(const DenseArgs& a) {
     Fp8Scales* const d8 = a.fp8;
-    const Cast x = cast_tensor<kOut0>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
-                                       d8 ? &d8->amax_x : nullptr);
-    const Cast w = cast_tensor<kOut1>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
-                                       d8 ? &d8->amax_w : nullptr);
+    const Cast x = cast_operand<kOut0>(Fp8::e4m3, a.x, a.m * a.k, d8, &Fp8Scales::x, &Fp8Scales::amax_x);
+    const Cast w = cast_operand<kOut1>(Fp8::e4m3, a.w, a.k * a.n, d8, &Fp8Scales::w, &Fp8Scales::amax_w);
     DenseArgs q = a;
     q.x = x.q;
     q.w = w.q;
@@ -205,11 +194,9 @@ struct Scaled {
   static void fp8_dense_bwd(const DenseBwdArgs& a) {
     const auto* dy = static_cast<const float*>(a.dy);
     Fp8Scales* const d8 = a.fp8;
-    const Cast g = cast_tensor<kOut0>(Fp8::e5m2, dy, a.m * a.n, d8 ? &d8->dy : nullptr, d8 ? &d8->amax_dy : nullptr);
-    const Cast x = cast_tensor<kOut1>(Fp8::e4m3, static_cast<const float*>(a.x), a.m * a.k, d8 ? &d8->x : nullptr,
-                                       d8 ? &d8->amax_x : nullptr);
-    const Cast w = cast_tensor<kOut2>(Fp8::e4m3, static_cast<const float*>(a.w), a.k * a.n, d8 ? &d8->w : nullptr,
-                                       d8 ? &d8->amax_w : nullptr);
+    const Cast g = cast_operand<kOut0>(Fp8::e5m2, dy, a.m * a.n, d8, &Fp8Scales::dy, &Fp8Scales::amax_dy);
+    const Cast x = cast_operand<kOut1>(Fp8::e4m3, a.x, a.m * a.k, d8, &Fp8Scales::x, &Fp8Scales::amax_x);
+    const Cast w = cast_operand<kOut2>(Fp8::e4m3, a.w, a.k * a.n, d8, &Fp8Scales::w, &Fp8Scales::amax_w);
     DenseBwdArgs q = a;
     q.x = x.q;
     q.w = w.q;
@@ -221,17 +208,26 @@ struct Scaled {
     if (a.db != nullptr) bias_grad(dy, a.m, a.n, static_cast<float*>(a.db));
   }
 
+  /// P's f32 reduction kOp of the cast values x (and y: dot).
+  template <Op kOp>
+  static float f32_reduce(const float* x, const float* y, std::size_t n) {
+    switch (kOp) {
+      case Op::sum: return P.sum(x, nullptr, n);
+      case Op::sumsq: return P.sumsq(x, nullptr, n);
+      case Op::maxabs: return P.maxabs(x, nullptr, n);
+      default: return P.dot(x, y, n);
+    }
+  }
+
   template <Op kOp>
   static float fp8_reduce(const void* x, const void* y, std::size_t n) {
     const Cast cx = cast_tensor<kOut0>(Fp8::e4m3, static_cast<const float*>(x), n);
-    switch (kOp) {
-      case Op::sum: return P.sum(cx.q, nullptr, n) * cx.unscale;
-      case Op::sumsq: return P.sumsq(cx.q, nullptr, n) * cx.unscale * cx.unscale;
-      case Op::maxabs: return P.maxabs(cx.q, nullptr, n) * cx.unscale;
-      default: {
-        const Cast cy = cast_tensor<kOut1>(Fp8::e4m3, static_cast<const float*>(y), n);
-        return P.dot(cx.q, cy.q, n) * (cx.unscale * cy.unscale);
-      }
+    if constexpr (kOp == Op::dot) {
+      const Cast cy = cast_tensor<kOut1>(Fp8::e4m3, static_cast<const float*>(y), n);
+      return P.dot(cx.q, cy.q, n) * (cx.unscale * cy.unscale);
+    } else {
+      const float r = f32_reduce<kOp>(cx.q, nullptr, n) * cx.unscale;
+      return kOp == Op::sumsq ? r * cx.unscale : r;  // (Σ q²) · u · u
     }
   }
 
@@ -258,23 +254,25 @@ struct Scaled {
     P.dense(q);
   }
 
+  /// P's dense backward for dX alone (the quantised dY and W) or for dW alone (dY and X).
+  static void one_gradient(const DenseBwdArgs& a, bool dw, const float* dy, const float* operand) {
+    DenseBwdArgs q = a;
+    q.dy = dy;
+    (dw ? q.x : q.w) = operand;
+    (dw ? q.dx : q.dw) = nullptr;
+    q.db = nullptr;
+    P.dense_bwd(q);
+  }
+
   static void mx_dense_bwd(const DenseBwdArgs& a) {
     const auto* dy = static_cast<const float*>(a.dy);
     if (a.dx != nullptr) {
-      DenseBwdArgs q = a;
-      q.dy = mx_rows<kOut0>(dy, a.m, a.n);
-      q.w = mx_rows<kOut1>(static_cast<const float*>(a.w), a.k, a.n);
-      q.dw = nullptr;
-      q.db = nullptr;
-      P.dense_bwd(q);
+      const float* const qdy = mx_rows<kOut0>(dy, a.m, a.n);
+      one_gradient(a, false, qdy, mx_rows<kOut1>(static_cast<const float*>(a.w), a.k, a.n));
     }
     if (a.dw != nullptr) {
-      DenseBwdArgs q = a;
-      q.dy = mx_cols<kOut0>(dy, a.m, a.n);
-      q.x = mx_cols<kOut1>(static_cast<const float*>(a.x), a.m, a.k);
-      q.dx = nullptr;
-      q.db = nullptr;
-      P.dense_bwd(q);
+      const float* const qdy = mx_cols<kOut0>(dy, a.m, a.n);
+      one_gradient(a, true, qdy, mx_cols<kOut1>(static_cast<const float*>(a.x), a.m, a.k));
     }
     if (a.db != nullptr) bias_grad(dy, a.m, a.n, static_cast<float*>(a.db));
   }
@@ -282,12 +280,7 @@ struct Scaled {
   template <Op kOp>
   static float mx_reduce(const void* x, const void* y, std::size_t n) {
     const float* const qx = mx_rows<kOut0>(static_cast<const float*>(x), 1, n);
-    switch (kOp) {
-      case Op::sum: return P.sum(qx, nullptr, n);
-      case Op::sumsq: return P.sumsq(qx, nullptr, n);
-      case Op::maxabs: return P.maxabs(qx, nullptr, n);
-      default: return P.dot(qx, mx_rows<kOut1>(static_cast<const float*>(y), 1, n), n);
-    }
+    return f32_reduce<kOp>(qx, kOp == Op::dot ? mx_rows<kOut1>(static_cast<const float*>(y), 1, n) : nullptr, n);
   }
 
   static float mx_mse(const LossArgs& a) {
@@ -305,31 +298,3 @@ struct Scaled {
 };
 
 }  // namespace halfmap::detail
-
-namespace halfmap::paths {
-
-/// The scaled modes' entries of one path: the reductions, dense forward and backward, mse and softmax, in both
-/// modes.
-template <const detail::ScaledParts& P, Isa kIsa>
-constexpr std::array<Kernel, 16> scaled_kernels() {
-  using S = detail::Scaled<P>;
-  constexpr Mode c = Mode::fp8_f32acc, x = Mode::mxfp8_f32acc;
-  return {entry<Op::sum, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::sum>}),
-          entry<Op::sumsq, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::sumsq>}),
-          entry<Op::maxabs, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::maxabs>}),
-          entry<Op::dot, c, kIsa>(ReduceFn{S::template fp8_reduce<Op::dot>}),
-          entry<Op::dense_fwd, c, kIsa>(DenseFn{S::fp8_dense_fwd}),
-          entry<Op::dense_bwd, c, kIsa>(DenseBwdFn{S::fp8_dense_bwd}),
-          entry<Op::mse, c, kIsa>(LossFn{S::fp8_mse}),
-          entry<Op::softmax, c, kIsa>(SoftmaxFn{S::fp8_softmax}),
-          entry<Op::sum, x, kIsa>(ReduceFn{S::template mx_reduce<Op::sum>}),
-          entry<Op::sumsq, x, kIsa>(ReduceFn{S::template mx_reduce<Op::sumsq>}),
-          entry<Op::maxabs, x, kIsa>(ReduceFn{S::template mx_reduce<Op::maxabs>}),
-          entry<Op::dot, x, kIsa>(ReduceFn{S::template mx_reduce<Op::dot>}),
-          entry<Op::dense_fwd, x, kIsa>(DenseFn{S::mx_dense_fwd}),
-          entry<Op::dense_bwd, x, kIsa>(DenseBwdFn{S::mx_dense_bwd}),
-          entry<Op::mse, x, kIsa>(LossFn{S::mx_mse}),
-          entry<Op::softmax, x, kIsa>(SoftmaxFn{S::mx_softmax})};
-}
-
-}  // namespace halfmap::paths

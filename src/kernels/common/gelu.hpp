@@ -30,15 +30,25 @@ inline constexpr float kC = 0.044715f, kC3 = 0.134145f;
 /// fp16 bits of a constant rounded to nearest even (src/kernels/common/nn.cpp, without ISA flags).
 std::uint16_t f16_const_bits(float v);
 
+/// GeluArgs' arrays as Elem (dy, y and dx null where GeluArgs has them null).
+template <class Elem>
+struct GeluArrays {
+  const Elem *x, *dy;
+  Elem *y, *dx;
+};
+/// Owner, a type of the calling path's, only keeps this instantiation apart per path (see the ops.hpp headers).
+template <class Owner, class Elem>
+GeluArrays<Elem> gelu_arrays(const GeluArgs& a) {
+  return {static_cast<const Elem*>(a.x), static_cast<const Elem*>(a.dy), static_cast<Elem*>(a.y),
+          static_cast<Elem*>(a.dx)};
+}
+
 /// Calls block(x, dy, y, dx, n) for the registers of W elements of x (Elem) in order, n = W but at the end; the
 /// tail runs on zero-padded copies of x and dy, with y and dx still the caller's (the block stores n lanes). dy,
 /// y and dx are null where GeluArgs has them null.
 template <std::size_t W, class Elem, class Block>
 void for_each_register(const GeluArgs& a, Block block) {
-  const auto* x = static_cast<const Elem*>(a.x);
-  const auto* dy = static_cast<const Elem*>(a.dy);
-  auto* y = static_cast<Elem*>(a.y);
-  auto* dx = static_cast<Elem*>(a.dx);
+  const auto [x, dy, y, dx] = gelu_arrays<Block, Elem>(a);
   auto at = [](auto* p, std::size_t i) { return p != nullptr ? p + i : nullptr; };
   std::size_t i = 0;
   for (; i + W <= a.n; i += W) block(x + i, at(dy, i), at(y, i), at(dx, i), W);
@@ -85,15 +95,11 @@ HALFMAP_VEC_INLINE void gelu_f32_math(typename X::V xv, bool grad, typename X::V
 template <class S, bool kTanh>
 void gelu_f32acc(const GeluArgs& a) {
   using M = typename S::M;
-  using V = typename M::V;
   using Elem = typename S::Elem;
   constexpr std::size_t W = M::kW, kRegs = 4;
   using L = Lanes<M, kRegs>;
   const bool grad = a.dy != nullptr;
-  const auto* x = static_cast<const Elem*>(a.x);
-  const auto* dy = static_cast<const Elem*>(a.dy);
-  auto* y = static_cast<Elem*>(a.y);
-  auto* dx = static_cast<Elem*>(a.dx);
+  const auto [x, dy, y, dx] = gelu_arrays<S, Elem>(a);
   std::size_t i = 0;
   for (; i + kRegs * W <= a.n; i += kRegs * W) {
     typename L::V xv, yv, d;
@@ -108,7 +114,7 @@ void gelu_f32acc(const GeluArgs& a) {
   auto at = [i](auto* p) { return p != nullptr ? p + i : nullptr; };
   const GeluArgs rest{a.n - i, x + i, at(y), at(dy), at(dx)};
   for_each_register<W, Elem>(rest, [&](const Elem* xp, const Elem* dyp, Elem* yp, Elem* dxp, std::size_t n) {
-    V yv, d;
+    typename M::V yv, d;
     gelu_f32_math<M, kTanh>(S::load(xp), dyp != nullptr, yv, d);
     if (yp != nullptr) store_lanes<S>(yp, yv, n);
     if (dyp != nullptr) store_lanes<S>(dxp, M::mul(S::load(dyp), d), n);
@@ -147,10 +153,7 @@ std::size_t gelu_f16_blocks(const GeluArgs& a) {
   auto store = [&](U* p, const V& v) {
     for (std::size_t i = 0; i < kRegs; ++i) store_canon_lanes<H>(p + i * W, v.r[i], W);
   };
-  const auto* x = static_cast<const U*>(a.x);
-  const auto* dy = static_cast<const U*>(a.dy);
-  auto* y = static_cast<U*>(a.y);
-  auto* dx = static_cast<U*>(a.dx);
+  const auto [x, dy, y, dx] = gelu_arrays<H, U>(a);
   std::size_t i = 0;
   for (; i + kRegs * W <= a.n; i += kRegs * W) {
     const V xv = load(x + i);

@@ -58,6 +58,20 @@ struct GemmBlocks {
   std::size_t mc, kc, nc;
 };
 
+/// The traits' common part of a bf16_f32acc tile that reads bf16 panels as they are stored (avx512bf16's
+/// vdpbf16ps pairs, neonbf16's BFMMLA): the panels are copies, the accumulators f32. Tile, the path's own traits
+/// (derived from this), keeps the instantiation apart per path.
+template <class Tile>
+struct Bf16PanelTraits {
+  using Storage = std::uint16_t;
+  using Packed = std::uint16_t;
+  using Acc = float;
+  static constexpr Mode kMode = Mode::bf16_f32acc;
+  static void convert(const std::uint16_t* s, std::uint16_t* d, std::size_t n) {
+    std::memcpy(d, s, n * sizeof(std::uint16_t));
+  }
+};
+
 // Out-of-line steps compiled without ISA flags (src/kernels/common/dense.cpp).
 /// The blocks for a tile of mr × nr with kpack-value groups and `elem`-byte packed values, from the data caches
 /// of this core (cache_sizes()): kc so that an mr × kc micro-panel of A takes 3/4 of L1 (the tile rereads it for
@@ -347,6 +361,30 @@ void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::s
   }
 }
 
+/// The storage type of traits T's mode (f32, fp16 or bf16).
+template <class T>
+constexpr DType kStorageOf =
+    T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
+
+/// The finish of each tile of an f32-accumulating dense forward (gemm's `finish`): act(tile + b) rounded into d.y
+/// (f32acc_store_tile), the bias widened to f32 once per call into this thread's buffer.
+template <class T>
+auto f32acc_forward_finish(const DenseArgs& d) {
+  thread_local std::vector<float> bias;
+  const float* b = nullptr;
+  if (d.b != nullptr) {
+    grown(bias, d.n);
+    widen_to_f32(kStorageOf<T>, d.b, bias.data(), d.n);
+    b = bias.data();
+  }
+  const std::size_t n = d.n;
+  const Act act = d.act;
+  auto* y = static_cast<typename T::Storage*>(d.y);
+  return [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows, std::size_t cols) {
+    f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, b, act, y);
+  };
+}
+
 // The same on a team of threads (DenseArgs::threads > 1), defined in gemm_team.hpp (included at the end).
 template <class T>
 unsigned gemm_threads(std::size_t m, std::size_t n, std::size_t k, unsigned threads);
@@ -368,19 +406,7 @@ void dense_fwd(const DenseArgs& d) {
     T::f16_epilogue(acc.data(), d.m, d.n, static_cast<const std::uint16_t*>(d.b), d.act,
                     static_cast<std::uint16_t*>(d.y));
   } else {
-    thread_local std::vector<float> bias;
-    if (d.b != nullptr) {
-      grown(bias, d.n);
-      widen_to_f32(T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16,
-                   d.b, bias.data(), d.n);
-    }
-    const float* b = d.b != nullptr ? bias.data() : nullptr;
-    const std::size_t n = d.n;
-    const Act act = d.act;
-    S* y = static_cast<S*>(d.y);
-    gemm<T>(d.m, d.n, d.k, x, w, acc.data(),
-            [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows,
-                std::size_t cols) { f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, b, act, y); });
+    gemm<T>(d.m, d.n, d.k, x, w, acc.data(), f32acc_forward_finish<T>(d));
   }
 }
 
@@ -426,8 +452,7 @@ void dense_bwd(const DenseBwdArgs& d) {
     if constexpr (T::kMode == Mode::f16) {
       T::f16_bias_grad(static_cast<const std::uint16_t*>(d.dy), d.m, d.n, 0, d.n, static_cast<std::uint16_t*>(d.db));
     } else {
-      const DType t = T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
-      dense_bias_grad(T::kMode, t, d.dy, d.m, d.n, d.db);
+      dense_bias_grad(T::kMode, kStorageOf<T>, d.dy, d.m, d.n, d.db);
     }
   }
 }

@@ -154,17 +154,7 @@ void dense_fwd_team(const DenseArgs& d, unsigned threads) {
       T::f16_epilogue(accp + r0 * d.n, r1 - r0, d.n, b, d.act, y + r0 * d.n);
     });
   } else {
-    thread_local std::vector<float> bias;
-    if (d.b != nullptr) {
-      grown(bias, d.n);
-      widen_to_f32(T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16,
-                   d.b, bias.data(), d.n);
-    }
-    const float* b = d.b != nullptr ? bias.data() : nullptr;
-    const std::size_t n = d.n;
-    const Act act = d.act;
-    const auto finish = [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows,
-                            std::size_t cols) { f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, b, act, y); };
+    const auto finish = f32acc_forward_finish<T>(d);
     run_team(threads, [&](Team& team) { gemm_team<T>(team, d.m, d.n, d.k, x, w, accp, finish, bpack); });
   }
 }
@@ -205,7 +195,6 @@ void dense_bwd_team(const DenseBwdArgs& d, unsigned threads) {
   typename T::Acc* const dw_acc = acc_dw.data();
   typename T::Packed* const bpack = aligned_scratch(
       bpack_buf, std::max(gemm_team_bpack_size<T>(d.k, d.n), gemm_team_bpack_size<T>(d.n, d.m)));
-  const DType t = T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
   run_team(threads, [&](Team& team) {
     if (d.dx != nullptr) {  // dX (m×k) = dY (m×n) · Wᵀ (n×k)
       gemm_store_team<T>(team, d.m, d.k, d.n, View<S>{dy, n, 1}, View<S>{w, 1, n}, dx_acc, static_cast<S*>(d.dx),
@@ -223,7 +212,7 @@ void dense_bwd_team(const DenseBwdArgs& d, unsigned threads) {
                            static_cast<std::uint16_t*>(d.db));
         }
       } else if (j1 > j0) {
-        dense_bias_grad_cols(T::kMode, t, d.dy, d.m, d.n, j0, j1, d.db);
+        dense_bias_grad_cols(T::kMode, kStorageOf<T>, d.dy, d.m, d.n, j0, j1, d.db);
       }
     }
   });

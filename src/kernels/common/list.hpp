@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap::paths {
@@ -56,11 +57,24 @@ struct KernelName {
   static constexpr std::string_view value{kChars.data(), kSize};
 };
 
-/// One kernel: the (op, mode, isa) it is, its function, and for fp16-accumulating kernels their order of
-/// operations (lanes) and FMA; kernels with no fp16 FMA say FmaKind::none.
+/// What an entry says about its order of operations besides its op and mode (Kernel's fields of the same names):
+/// for fp16-accumulating kernels the lanes of their order and their fp16 FMA; for f32-accumulating ones whose order
+/// is fixed, which order (f32_order_fixed: neonfhm's FMLAL and sve; bfdot_order: neonbf16's BFDotAdd). The
+/// defaults, one lane and no fp16 FMA, are an f32-accumulating kernel in its path's own order.
+struct Order {
+  unsigned lanes = 1;
+  FmaKind fma = FmaKind::none;
+  bool f32_order_fixed = false;
+  bool bfdot_order = false;
+};
+
+/// One kernel: the (op, mode, isa) it is, its function and its order of operations. The one way a list makes an
+/// entry: kernels/common/rows.hpp's regular rows and each path's own kernels.
 template <Op kOp, Mode kMode, Isa kIsa, class Fn>
-constexpr Kernel entry(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {
-  Kernel k{KernelName<kOp, kMode, kIsa>::value, kOp, kMode, kIsa, storage_of(kMode), lanes, fma};
+constexpr Kernel entry(Fn fn, Order order = {}) {
+  Kernel k{KernelName<kOp, kMode, kIsa>::value, kOp, kMode, kIsa, storage_of(kMode), order.lanes, order.fma};
+  k.f32_order_fixed = order.f32_order_fixed;
+  k.bfdot_order = order.bfdot_order;
   if constexpr (std::is_same_v<Fn, ReduceFn>) {
     static_assert(is_reduction(kOp));
     k.reduce = fn;
@@ -92,19 +106,33 @@ constexpr Kernel entry(Fn fn, unsigned lanes = 1, FmaKind fma = FmaKind::none) {
   return k;
 }
 
-/// An f16_f32acc kernel whose f32 order of operations is fixed (Kernel::f32_order_fixed) with `lanes` lanes.
-template <Op kOp, Isa kIsa, class Fn>
-constexpr Kernel entry_f32_fixed(Fn fn, unsigned lanes) {
-  Kernel k = entry<kOp, Mode::f16_f32acc, kIsa>(fn, lanes, FmaKind::none);
-  k.f32_order_fixed = true;
-  return k;
-}
+/// The blocking of one path's dense kernels of one mode that run on gemm.hpp (its traits' kMr × kNr micro-tile, k
+/// in groups of kKPack, and cache blocks kMc × kKc × kNc: see microkernel.hpp's Blocking). The dense tests cut
+/// their shapes around it (dense_test.cpp).
+struct DenseBlocking {
+  Isa isa;
+  Mode mode;
+  std::size_t mr, nr, kpack, mc, kc, nc;
+};
+
+/// What one path gives the registry: its kernels; the scaled fp8 modes' kernels and its fp8 and MX conversions,
+/// empty where it has none; and the blocking of its dense kernels that run on gemm.hpp.
+struct PathLists {
+  std::span<const Kernel> kernels = {};
+  std::span<const Kernel> scaled = {};
+  std::span<const Fp8Conversion> fp8 = {};
+  std::span<const MxConversion> mx = {};
+  std::span<const DenseBlocking> blocking = {};
+};
+
+/// The blocking of every path compiled into this build (src/kernels/registry.cpp), ref first.
+std::span<const DenseBlocking> dense_blockings();
 
 }  // namespace halfmap::paths
 
-/// Declares the list function of one ISA folder, defined by its kernels.cpp and joined by src/kernels/registry.cpp
-/// for every folder CMake compiles (HALFMAP_ISAS).
+/// Declares the lists of one ISA folder, defined by its kernels.cpp and joined by src/kernels/registry.cpp for
+/// every folder CMake compiles (HALFMAP_ISAS).
 #define HALFMAP_DECLARE_KERNEL_LIST(isa) \
   namespace halfmap::paths::isa {      \
-  std::span<const Kernel> list();        \
+  PathLists lists();                     \
   }

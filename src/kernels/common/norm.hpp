@@ -39,6 +39,19 @@ std::uint16_t f16_rstd(std::uint16_t v, float eps);
 /// An fp16 statistic widened for NormArgs::mean and var (a NaN as the f32 quiet NaN).
 float f16_stat(std::uint16_t bits);
 
+/// NormArgs' arrays as the storage's elements E (beta null for rmsnorm).
+template <class E>
+struct NormArrays {
+  const E *x, *gamma, *beta, *dy;
+  E *y, *dx;
+};
+/// Owner, a type of the calling path's, only keeps this instantiation apart per path (see the ops.hpp headers).
+template <class Owner, class E, bool kRms>
+NormArrays<E> norm_arrays(const NormArgs& a) {
+  return {static_cast<const E*>(a.x), static_cast<const E*>(a.gamma), kRms ? nullptr : static_cast<const E*>(a.beta),
+          static_cast<const E*>(a.dy), static_cast<E*>(a.y),           static_cast<E*>(a.dx)};
+}
+
 // ---- f32-accumulating modes ----------------------------------------------------------------------------------
 
 template <class S, bool kRms>
@@ -48,12 +61,7 @@ void norm_f32acc(const NormArgs& a) {
   using Elem = typename S::Elem;
   constexpr std::size_t W = M::kW, R = 4;
   const std::size_t cols = a.cols;
-  const auto* x = static_cast<const Elem*>(a.x);
-  const auto* gm = static_cast<const Elem*>(a.gamma);
-  const auto* bt = kRms ? nullptr : static_cast<const Elem*>(a.beta);
-  const auto* dy = static_cast<const Elem*>(a.dy);
-  auto* y = static_cast<Elem*>(a.y);
-  auto* dx = static_cast<Elem*>(a.dx);
+  const auto [x, gm, bt, dy, y, dx] = norm_arrays<S, Elem, kRms>(a);
   // n ≤ W elements from p, the lanes past n +0 (bits 0 in every storage type).
   auto load_n = [](const Elem* p, std::size_t n) {
     if (n == W) return S::load(p);
@@ -194,12 +202,7 @@ void norm_f16(const NormArgs& a) {
   constexpr std::size_t W = H::kW, R = H::kRegs, L = W * R;
   using U = std::uint16_t;
   const std::size_t cols = a.cols;
-  const auto* x = static_cast<const U*>(a.x);
-  const auto* gm = static_cast<const U*>(a.gamma);
-  const auto* bt = kRms ? nullptr : static_cast<const U*>(a.beta);
-  const auto* dy = static_cast<const U*>(a.dy);
-  auto* y = static_cast<U*>(a.y);
-  auto* dx = static_cast<U*>(a.dx);
+  const auto [x, gm, bt, dy, y, dx] = norm_arrays<H, U, kRms>(a);
   auto* dg = dy != nullptr ? static_cast<U*>(a.dgamma) : nullptr;
   auto* db = !kRms && dy != nullptr ? static_cast<U*>(a.dbeta) : nullptr;
   const HV negz = H::set1(0x8000);

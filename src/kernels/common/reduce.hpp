@@ -102,6 +102,30 @@ float hsum(const typename M::V (&acc)[4]) {
   return s;
 }
 
+/// Calls step(x', y') once on zero-padded copies of x[i, n) and, for dot, y[i, n), kW elements each (nothing if
+/// i == n): a tail that reads nothing past n, and whose padding the caller's step adds as +0.
+template <std::size_t kW, Op kOp, class Elem, class Step>
+void padded_tail(const Elem* x, const Elem* y, std::size_t i, std::size_t n, Step step) {
+  if (i >= n) return;
+  Elem xt[kW] = {}, yt[kW] = {};
+  for (std::size_t k = 0; i + k < n; ++k) {
+    xt[k] = x[i + k];
+    if constexpr (kOp == Op::dot) yt[k] = y[i + k];
+  }
+  step(xt, yt);
+}
+
+/// Calls step(x', y') on each whole step of kStep 16-bit elements of x (and of y for dot; null otherwise), then on
+/// the padded tail: the fixed-order reductions of neonfhm and neonbf16.
+template <std::size_t kStep, Op kOp, class Step>
+void padded_steps(const void* xv, const void* yv, std::size_t n, Step step) {
+  const auto* x = static_cast<const std::uint16_t*>(xv);
+  const auto* y = static_cast<const std::uint16_t*>(yv);
+  std::size_t i = 0;
+  for (; i + kStep <= n; i += kStep) step(x + i, kOp == Op::dot ? y + i : nullptr);
+  padded_tail<kStep, kOp>(x, y, i, n, step);
+}
+
 /// f32-accumulating reduction. S (storage_traits.hpp over an ISA's f32 ops M) supplies Elem, kMode and
 /// load(const Elem*) -> M::V (widening to f32); M supplies V, kW, set1, add, fma (fused), store. Four independent
 /// accumulators hide the FMA latency; the tail is widened from a zero-padded copy, so no load reads past n.
@@ -130,14 +154,7 @@ float f32acc_reduce(const void* xv, const void* yv, std::size_t n) {
     for (std::size_t r = 0; r < R; ++r) step(acc[r], x + i + r * W, kOp == Op::dot ? y + i + r * W : nullptr);
   }
   for (; i + W <= n; i += W) step(acc[0], x + i, kOp == Op::dot ? y + i : nullptr);
-  if (i < n) {
-    Elem xt[W] = {}, yt[W] = {};
-    for (std::size_t k = 0; i + k < n; ++k) {
-      xt[k] = x[i + k];
-      if constexpr (kOp == Op::dot) yt[k] = y[i + k];
-    }
-    step(acc[1], xt, yt);
-  }
+  padded_tail<W, kOp>(x, y, i, n, [&](const Elem* xt, const Elem* yt) { step(acc[1], xt, yt); });
   return f32acc_finish(S::kMode, hsum<M>(acc));
 }
 

@@ -6,8 +6,9 @@
 // Why no code compiled with higher-ISA flags can be merged into this folder's object, nor this folder's into a
 // lower one: everything here is a template over a tag type, and each folder that includes this header (neon,
 // neonfp16) instantiates it with a tag of its own namespace (halfmap::paths::<isa>::Tag) and the common templates
-// only with those instantiations. So every inline function compiled with a folder's flags has a mangled name that
-// names that folder's ISA. Nothing in this header may be a plain (non-template) inline function.
+// (vec_ops.hpp's bases too) only with its tag or those instantiations. So every inline function compiled with a
+// folder's flags has a mangled name that names that folder's ISA. Nothing in this header may be a plain
+// (non-template) inline function.
 #pragma once
 
 #include <arm_neon.h>
@@ -16,10 +17,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/vec_ops.hpp"
+
 namespace halfmap::paths::neon {
 
 template <class Tag>
-struct F32T {
+struct F32T : detail::F32Operators<Tag> {
   using V = float32x4_t;
   using Packed = float;  // GEMM panels
   using Acc = float;     // GEMM accumulator
@@ -30,10 +33,6 @@ struct F32T {
   static void store(float* p, V v) { vst1q_f32(p, v); }
   static V load_packed(const float* p) { return vld1q_f32(p); }
   static V broadcast(const float* p) { return vdupq_n_f32(*p); }
-  static V add(V a, V b) { return vaddq_f32(a, b); }
-  static V sub(V a, V b) { return vsubq_f32(a, b); }
-  static V mul(V a, V b) { return vmulq_f32(a, b); }
-  static V div(V a, V b) { return vdivq_f32(a, b); }
   static V fma(V a, V b, V c) { return vfmaq_f32(c, a, b); }
   static V min(V a, V b) { return vminq_f32(a, b); }
   static V max(V a, V b) { return vmaxq_f32(a, b); }
@@ -70,7 +69,7 @@ struct F32T {
 
 /// 32-bit integer lanes on one q register (4 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
 template <class Tag>
-struct I32T {
+struct I32T : detail::IntOperators<Tag, uint32x4_t, int32x4_t, uint32x4_t, float32x4_t> {
   using I = uint32x4_t;
   using M = uint32x4_t;
   static constexpr std::size_t kW = 4;
@@ -87,23 +86,11 @@ struct I32T {
     std::memcpy(p, &w, 4);
   }
   static I set1(std::uint32_t v) { return vdupq_n_u32(v); }
-  static I and_(I a, I b) { return vandq_u32(a, b); }
-  static I or_(I a, I b) { return vorrq_u32(a, b); }
-  static I add(I a, I b) { return vaddq_u32(a, b); }
-  static I sub(I a, I b) { return vsubq_u32(a, b); }
   template <int s>
   static I srl(I v) { return vshrq_n_u32(v, s); }
   template <int s>
   static I sll(I v) { return vshlq_n_u32(v, s); }
-  static M gt(I a, I b) { return vcgtq_s32(vreinterpretq_s32_u32(a), vreinterpretq_s32_u32(b)); }
-  static M eq(I a, I b) { return vceqq_u32(a, b); }
   static I select(M m, I a, I b) { return vbslq_u32(m, a, b); }
-  static I fadd(I a, I b) {
-    return vreinterpretq_u32_f32(vaddq_f32(vreinterpretq_f32_u32(a), vreinterpretq_f32_u32(b)));
-  }
-  static I fmul(I a, I b) {
-    return vreinterpretq_u32_f32(vmulq_f32(vreinterpretq_f32_u32(a), vreinterpretq_f32_u32(b)));
-  }
   static I i2f_scaled(I v, float c) {
     return vreinterpretq_u32_f32(vmulq_n_f32(vcvtq_f32_s32(vreinterpretq_s32_u32(v)), c));
   }

@@ -13,68 +13,39 @@
 // max|x| is exact in any order (the ref kernel covers it). mse, softmax and xent are not here: their terms
 // (p - y, exp) are f32 values, not bf16 pairs, so BFDOT and BFMMLA do not apply. No std:: algorithm is called
 // directly (see ops.hpp).
-#include <cstring>
-
 #include "kernels/common/gemm.hpp"
-#include "kernels/common/list.hpp"
 #include "kernels/common/reduce.hpp"
+#include "kernels/common/rows.hpp"
 #include "kernels/neonbf16/ops.hpp"
 
 namespace halfmap::paths::neonbf16 {
 namespace {
 
 using namespace detail;
-constexpr Isa kIsa = Isa::neonbf16;
-constexpr std::size_t kRegs = 4, kStep = 8 * kRegs, kLanes = 4 * kRegs;  // 32 bf16 per step, 16 f32 lanes
+constexpr unsigned kRegs = 4, kStep = 8 * kRegs, kLanes = 4 * kRegs;  // 32 bf16 per step, 16 f32 lanes
 constexpr std::uint16_t kOne = 0x3F80;                                    // bf16 1.0
 
+/// Each step: 4 registers of bf16 x, each pair of register r BFDOT'd with 1.0 (sum), x itself (sumsq) or y's (dot).
 template <Op kOp>
-void step(float32x4_t (&acc)[kRegs], const std::uint16_t* x, const std::uint16_t* y) {
-  for (std::size_t r = 0; r < kRegs; ++r) {
-    const bfloat16x8_t a = load_bf16(x + r * 8);
-    if constexpr (kOp == Op::sum) {
-      acc[r] = bfdot(acc[r], a, set1_bf16(kOne));
-    } else if constexpr (kOp == Op::sumsq) {
-      acc[r] = bfdot(acc[r], a, a);
-    } else {
-      acc[r] = bfdot(acc[r], a, load_bf16(y + r * 8));
-    }
-  }
-}
-
-template <Op kOp>
-float reduce(const void* xv, const void* yv, std::size_t n) {
-  const auto* x = static_cast<const std::uint16_t*>(xv);
-  const auto* y = static_cast<const std::uint16_t*>(yv);
+float reduce(const void* x, const void* y, std::size_t n) {
   float32x4_t acc[kRegs];
   for (auto& a : acc) a = vdupq_n_f32(0.0f);
-  std::size_t i = 0;
-  for (; i + kStep <= n; i += kStep) step<kOp>(acc, x + i, kOp == Op::dot ? y + i : nullptr);
-  if (i < n) {
-    std::uint16_t xt[kStep] = {}, yt[kStep] = {};
-    for (std::size_t t = 0; i + t < n; ++t) {
-      xt[t] = x[i + t];
-      if constexpr (kOp == Op::dot) yt[t] = y[i + t];
+  padded_steps<kStep, kOp>(x, y, n, [&acc](const std::uint16_t* xs, const std::uint16_t* ys) {
+    for (std::size_t r = 0; r < kRegs; ++r) {
+      const bfloat16x8_t a = load_bf16(xs + r * 8);
+      acc[r] = bfdot(acc[r], a, kOp == Op::sum ? set1_bf16(kOne) : kOp == Op::sumsq ? a : load_bf16(ys + r * 8));
     }
-    step<kOp>(acc, xt, yt);
-  }
+  });
   float lanes[kLanes];
   for (std::size_t r = 0; r < kRegs; ++r) vst1q_f32(lanes + 4 * r, acc[r]);
   return f32lanes_finish(Mode::bf16_f32acc, lanes, kLanes);
 }
 
 /// gemm.hpp traits: an 8 × 8 tile of BFMMLA 2 × 2 blocks over packed groups of 4 k.
-struct MmlaGemm {
-  using Storage = std::uint16_t;
-  using Packed = std::uint16_t;
-  using Acc = float;
+struct MmlaGemm : Bf16PanelTraits<MmlaGemm> {
   // k blocks of 512 (a multiple of 4): the 8 KiB B micro-panel and the 64-row A block (64 KiB) stay in L1/L2.
   // Not tuned on hardware (qemu only).
   static constexpr std::size_t kMr = 8, kNr = 8, kKPack = 4, kMc = 64, kKc = 512, kNc = 1024;
-  static constexpr Mode kMode = Mode::bf16_f32acc;
-  static void convert(const std::uint16_t* s, std::uint16_t* d, std::size_t n) {
-    std::memcpy(d, s, n * sizeof(std::uint16_t));
-  }
   /// Rounded to nearest even bf16 (the portable to_bf16's bits), 4 at a time.
   static void store_out(const float* s, std::uint16_t* d, std::size_t n) {
     std::size_t j = 0;
@@ -124,23 +95,17 @@ struct MmlaGemm {
   }
 };
 
-template <Op o, class Fn>
-constexpr Kernel k(Fn fn, unsigned lanes) {
-  Kernel e = entry<o, Mode::bf16_f32acc, kIsa>(fn, lanes);
-  e.bfdot_order = true;
-  return e;
-}
+/// The neonbf16 path's traits (kernels/common/rows.hpp).
+struct Traits : PathTypes<Isa::neonbf16, Tag> {};
 
-const Kernel kList[] = {
-    k<Op::sum>(reduce<Op::sum>, kLanes),
-    k<Op::sumsq>(reduce<Op::sumsq>, kLanes),
-    k<Op::dot>(reduce<Op::dot>, kLanes),
-    k<Op::dense_fwd>(dense_fwd<MmlaGemm>, 1),
-    k<Op::dense_bwd>(dense_bwd<MmlaGemm>, 1),
+/// bf16_f32acc in BFDotAdd's fixed order: the reductions above and the dense kernels on MmlaGemm.
+struct BfdotRows : FixedOrderRows<Mode::bf16_f32acc, Order{.lanes = kLanes, .bfdot_order = true}, reduce<Op::sum>,
+                                  reduce<Op::sumsq>, reduce<Op::dot>, dense_fwd<MmlaGemm>, dense_bwd<MmlaGemm>> {
+  using Gemm = MmlaGemm;
 };
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return detail::kPathLists<Traits, BfdotRows>; }
 
 }  // namespace halfmap::paths::neonbf16

@@ -14,48 +14,28 @@
 #include <vector>
 
 #include "kernels/common/gemm.hpp"
-#include "kernels/common/list.hpp"
 #include "kernels/common/reduce.hpp"
+#include "kernels/common/rows.hpp"
 #include "kernels/neonfhm/ops.hpp"
 
 namespace halfmap::paths::neonfhm {
 namespace {
 
 using namespace detail;
-constexpr Isa kIsa = Isa::neonfhm;
-constexpr std::size_t kRegs = 4, kLanes = Fhm::kW * kRegs;
+constexpr unsigned kRegs = 4, kLanes = Fhm::kW * kRegs;
 constexpr std::uint16_t kOne = 0x3C00;  // fp16 1.0
 
+/// Each step: 4 registers of fp16 x, each lane of register r FMLAL'd with 1.0 (sum), x itself (sumsq) or y's (dot).
 template <Op kOp>
-void step(Fhm (&acc)[kRegs], const std::uint16_t* x, const std::uint16_t* y) {
-  for (std::size_t r = 0; r < kRegs; ++r) {
-    const float16x8_t a = Fhm::load(x + r * Fhm::kW);
-    if constexpr (kOp == Op::sum) {
-      acc[r].fmlal(a, Fhm::set1(kOne));
-    } else if constexpr (kOp == Op::sumsq) {
-      acc[r].fmlal(a, a);
-    } else {
-      acc[r].fmlal(a, Fhm::load(y + r * Fhm::kW));
-    }
-  }
-}
-
-template <Op kOp>
-float reduce(const void* xv, const void* yv, std::size_t n) {
-  const auto* x = static_cast<const std::uint16_t*>(xv);
-  const auto* y = static_cast<const std::uint16_t*>(yv);
+float reduce(const void* x, const void* y, std::size_t n) {
   Fhm acc[kRegs];
   for (Fhm& a : acc) a = Fhm::zero();
-  std::size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) step<kOp>(acc, x + i, kOp == Op::dot ? y + i : nullptr);
-  if (i < n) {
-    std::uint16_t xt[kLanes] = {}, yt[kLanes] = {};
-    for (std::size_t t = 0; i + t < n; ++t) {
-      xt[t] = x[i + t];
-      if constexpr (kOp == Op::dot) yt[t] = y[i + t];
+  padded_steps<kLanes, kOp>(x, y, n, [&acc](const std::uint16_t* xs, const std::uint16_t* ys) {
+    for (std::size_t r = 0; r < kRegs; ++r) {
+      const float16x8_t a = Fhm::load(xs + r * Fhm::kW);
+      acc[r].fmlal(a, kOp == Op::sum ? Fhm::set1(kOne) : kOp == Op::sumsq ? a : Fhm::load(ys + r * Fhm::kW));
     }
-    step<kOp>(acc, xt, yt);
-  }
+  });
   float lanes[kLanes];
   for (std::size_t r = 0; r < kRegs; ++r) acc[r].store(lanes + r * Fhm::kW);
   return f32lanes_finish(Mode::f16_f32acc, lanes, kLanes);
@@ -109,21 +89,15 @@ void dense_bwd(const DenseBwdArgs& d) {
   }
 }
 
-template <Op o, class Fn>
-constexpr Kernel k(Fn fn, unsigned lanes) {
-  return entry_f32_fixed<o, kIsa>(fn, lanes);
-}
+/// The neonfhm path's traits (kernels/common/rows.hpp).
+struct Traits : PathTypes<Isa::neonfhm, Tag> {};
 
-const Kernel kList[] = {
-    k<Op::sum>(reduce<Op::sum>, kLanes),
-    k<Op::sumsq>(reduce<Op::sumsq>, kLanes),
-    k<Op::dot>(reduce<Op::dot>, kLanes),
-    k<Op::dense_fwd>(dense_fwd, 1),
-    k<Op::dense_bwd>(dense_bwd, 1),
-};
+/// f16_f32acc in FMLAL's fixed order: the reductions and the dense kernels above.
+using FhmRows = FixedOrderRows<Mode::f16_f32acc, Order{.lanes = kLanes, .f32_order_fixed = true}, reduce<Op::sum>,
+                               reduce<Op::sumsq>, reduce<Op::dot>, dense_fwd, dense_bwd>;
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() { return detail::kPathLists<Traits, FhmRows>; }
 
 }  // namespace halfmap::paths::neonfhm

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "halfmap/f16_model.hpp"
+#include "kernels/common/vec_ops.hpp"
 #include "kernels/neon/ops.hpp"
 
 namespace halfmap::paths::neonfp16 {
@@ -20,23 +21,19 @@ namespace halfmap::paths::neonfp16 {
 struct Tag {};
 using F32 = neon::F32T<Tag>;
 
-/// Native fp16 on one q register (8 lanes).
-struct F16 {
+/// Native fp16 on one q register (8 lanes; detail::NativeF16Ops for the steps through f32 and the stores).
+struct F16 : detail::NativeF16Ops<F32, F16> {
   using V = float16x8_t;
   using HV = V;
-  using Packed = std::uint16_t;  // GEMM panels: fp16 bits
-  using Acc = std::uint16_t;     // GEMM accumulator: fp16 bits
   static constexpr std::size_t kW = 8;
-  static constexpr FmaKind kFma = FmaKind::fused;
   static V set1(std::uint16_t bits) { return vreinterpretq_f16_u16(vdupq_n_u16(bits)); }
   static V zero() { return set1(0); }
   static V load(const std::uint16_t* p) { return vreinterpretq_f16_u16(vld1q_u16(p)); }
   static void store(std::uint16_t* p, V v) { vst1q_u16(p, vreinterpretq_u16_f16(v)); }
-  static V load_packed(const std::uint16_t* p) { return load(p); }
-  static V broadcast(const std::uint16_t* p) { return set1(*p); }
   static V add(V a, V b) { return vaddq_f16(a, b); }
   static V sub(V a, V b) { return vsubq_f16(a, b); }
   static V fma(V a, V b, V c) { return vfmaq_f16(c, a, b); }
+  static V div(V a, V b) { return vdivq_f16(a, b); }
   /// f(to_f32(v)) rounded once to fp16, on the two halves of v.
   template <class F>
   static V through_f32(V v, F f) {
@@ -45,17 +42,6 @@ struct F16 {
     return vcvt_high_f16_f32(vcvt_f16_f32(lo), hi);
   }
   static V canon(V v) { return vbslq_f16(vceqq_f16(v, v), v, set1(0x7E00)); }
-  template <class ExpF32>
-  static V exp_store_with(std::uint16_t* p, V t, ExpF32 exp) {
-    const V e = through_f32(t, exp);
-    store(p, e);
-    return e;
-  }
-  static void store_div(std::uint16_t* p, V e, V s) { store(p, canon(vdivq_f16(e, s))); }
-  static void store_scale(std::uint16_t* p, V v, float c) {
-    const float32x4_t cv = vdupq_n_f32(c);
-    store(p, canon(through_f32(v, [cv](float32x4_t x) { return vmulq_f32(x, cv); })));
-  }
   static V rot(V v, unsigned w) {
     switch (w) {
       case 4: return vextq_f16(v, v, 4);
@@ -69,7 +55,7 @@ struct F16 {
 /// The fp8 conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode): 8 values at once,
 /// as 16-bit lanes on one q register (U) and as float32 on two (F). fcvtn rounds to fp16 to nearest even (FPCR's
 /// default mode, which halfmap never changes), fcvtl widens exactly.
-struct H16 {
+struct H16 : detail::IntOperators<Tag, uint16x8_t, uint16x8_t> {
   using U = uint16x8_t;
   using F = float32x4x2_t;
   static constexpr std::size_t kW = 8;
@@ -91,16 +77,10 @@ struct H16 {
   static U load_bytes(const std::uint8_t* p) { return vmovl_u8(vld1_u8(p)); }
   static void store_bytes(std::uint8_t* p, U v) { vst1_u8(p, vmovn_u16(v)); }
   static U set1(std::uint16_t v) { return vdupq_n_u16(v); }
-  static U and_(U a, U b) { return vandq_u16(a, b); }
-  static U or_(U a, U b) { return vorrq_u16(a, b); }
-  static U add(U a, U b) { return vaddq_u16(a, b); }
-  static U sub(U a, U b) { return vsubq_u16(a, b); }
   template <int s>
   static U srl(U v) { return vshrq_n_u16(v, s); }
   template <int s>
   static U sll(U v) { return vshlq_n_u16(v, s); }
-  static U gt(U a, U b) { return vcgtq_u16(a, b); }
-  static U eq(U a, U b) { return vceqq_u16(a, b); }
   static U select(U m, U a, U b) { return vbslq_u16(m, a, b); }
 };
 

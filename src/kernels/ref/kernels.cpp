@@ -5,27 +5,28 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
-#include "kernels/common/fp8_convert.hpp"
-#include "kernels/common/fp8_modes.hpp"
-#include "kernels/common/list.hpp"
-#include "kernels/common/attention.hpp"
-#include "kernels/common/gelu.hpp"
-#include "kernels/common/nn.hpp"
-#include "kernels/common/reduce.hpp"
+#include "kernels/common/rows.hpp"
+#include "kernels/common/scalar_storage.hpp"
 #include "kernels/ref/ops.hpp"
 
 namespace halfmap::paths::ref {
 namespace {
 
+using detail::dtype_of;
+using detail::mode_of;
+using detail::narrow;
+using detail::widen;
+
 // ---- reductions
 
-/// Sequential f32 accumulation over inputs widened by `widen`; the result is rounded to the mode's output.
-template <class Elem, Op kOp, Mode kMode, class Widen>
-float f32acc_scalar(const void* xv, const void* yv, std::size_t n, Widen widen) {
+/// Sequential f32 accumulation over the widened inputs; the result is rounded to the mode's output.
+template <class Elem, Op kOp>
+float f32acc_ref(const void* xv, const void* yv, std::size_t n) {
   const auto* x = static_cast<const Elem*>(xv);
   const auto* y = static_cast<const Elem*>(yv);
   float acc = 0.0f;
@@ -35,21 +36,9 @@ float f32acc_scalar(const void* xv, const void* yv, std::size_t n, Widen widen) 
     if constexpr (kOp == Op::sumsq) acc += xi * xi;  // products of f16/bf16 values are exact in f32
     if constexpr (kOp == Op::dot) acc += xi * widen(y[i]);
   }
-  return detail::f32acc_finish(kMode, acc);
+  return detail::f32acc_finish(mode_of<Elem>(), acc);
 }
 
-template <Op kOp>
-float f32_ref(const void* x, const void* y, std::size_t n) {
-  return f32acc_scalar<float, kOp, Mode::f32>(x, y, n, [](float v) { return v; });
-}
-template <Op kOp>
-float f16_f32acc_ref(const void* x, const void* y, std::size_t n) {
-  return f32acc_scalar<f16, kOp, Mode::f16_f32acc>(x, y, n, [](f16 v) { return to_f32(v); });
-}
-template <Op kOp>
-float bf16_f32acc_ref(const void* x, const void* y, std::size_t n) {
-  return f32acc_scalar<bf16, kOp, Mode::bf16_f32acc>(x, y, n, [](bf16 v) { return to_f32(v); });
-}
 template <Op kOp>
 float f16_model_ref(const void* x, const void* y, std::size_t n) {
   return to_f32(f16_model_reduce(kOp, static_cast<const f16*>(x), static_cast<const f16*>(y), n, 1,
@@ -292,113 +281,44 @@ void f16_model_softmax_ref(const SoftmaxArgs& a) { f16_model_softmax(a, true, 1)
 void f16_model_softmax_naive_ref(const SoftmaxArgs& a) { f16_model_softmax(a, false, 1); }
 float f16_model_xent_ref(const XentArgs& a) { return f16_model_xent(a, 1); }
 
-template <Op o, Mode m, class Fn>
-constexpr Kernel k(Fn fn, FmaKind fma = FmaKind::none) {
-  return entry<o, m, Isa::ref>(fn, 1, fma);
-}
-constexpr FmaKind kModelFma = FmaKind::fused;  // the f16 model (mode f16_model): sequential, fused
-
-// Attention (kernels/common/attention.hpp) composed of the dense and softmax kernels above, mode by mode.
-using detail::attention;
-using detail::AttentionKernels;
-constexpr AttentionKernels kAttF32{Mode::f32, f32acc_dense_fwd<float>, f32acc_dense_bwd<float>,
-                                   f32acc_softmax<float, true>, 1, FmaKind::none};
-constexpr AttentionKernels kAttF16F32Acc{Mode::f16_f32acc, f32acc_dense_fwd<f16>, f32acc_dense_bwd<f16>,
-                                         f32acc_softmax<f16, true>, 1, FmaKind::none};
-constexpr AttentionKernels kAttF16Model{Mode::f16_model, f16_model_fwd, f16_model_bwd, f16_model_softmax_ref, 1,
-                                        kModelFma, nullptr, nullptr, f16_model_ref<Op::dot>};
-constexpr AttentionKernels kAttBf16{Mode::bf16_f32acc, f32acc_dense_fwd<bf16>, f32acc_dense_bwd<bf16>,
-                                    f32acc_softmax<bf16, true>, 1, FmaKind::none};
-
-const Kernel kList[] = {
-    k<Op::sum, Mode::f32>(f32_ref<Op::sum>),
-    k<Op::sumsq, Mode::f32>(f32_ref<Op::sumsq>),
-    k<Op::maxabs, Mode::f32>(detail::maxabs_reduce<Tag, std::uint32_t, DType::f32>),
-    k<Op::dot, Mode::f32>(f32_ref<Op::dot>),
-    k<Op::sum, Mode::f16_f32acc>(f16_f32acc_ref<Op::sum>),
-    k<Op::sumsq, Mode::f16_f32acc>(f16_f32acc_ref<Op::sumsq>),
-    k<Op::maxabs, Mode::f16_f32acc>(detail::maxabs_reduce<Tag, std::uint16_t, DType::f16>),
-    k<Op::dot, Mode::f16_f32acc>(f16_f32acc_ref<Op::dot>),
-    k<Op::sum, Mode::f16_model>(f16_model_ref<Op::sum>, kModelFma),
-    k<Op::sumsq, Mode::f16_model>(f16_model_ref<Op::sumsq>, kModelFma),
-    k<Op::maxabs, Mode::f16_model>(f16_model_ref<Op::maxabs>, kModelFma),
-    k<Op::dot, Mode::f16_model>(f16_model_ref<Op::dot>, kModelFma),
-    k<Op::sum, Mode::bf16_f32acc>(bf16_f32acc_ref<Op::sum>),
-    k<Op::sumsq, Mode::bf16_f32acc>(bf16_f32acc_ref<Op::sumsq>),
-    k<Op::maxabs, Mode::bf16_f32acc>(detail::maxabs_reduce<Tag, std::uint16_t, DType::bf16>),
-    k<Op::dot, Mode::bf16_f32acc>(bf16_f32acc_ref<Op::dot>),
-
-    k<Op::dense_fwd, Mode::f32>(f32acc_dense_fwd<float>),
-    k<Op::dense_bwd, Mode::f32>(f32acc_dense_bwd<float>),
-    k<Op::dense_fwd, Mode::f16_f32acc>(f32acc_dense_fwd<f16>),
-    k<Op::dense_bwd, Mode::f16_f32acc>(f32acc_dense_bwd<f16>),
-    k<Op::dense_fwd, Mode::f16_model>(f16_model_fwd, kModelFma),
-    k<Op::dense_bwd, Mode::f16_model>(f16_model_bwd, kModelFma),
-    k<Op::dense_fwd, Mode::bf16_f32acc>(f32acc_dense_fwd<bf16>),
-    k<Op::dense_bwd, Mode::bf16_f32acc>(f32acc_dense_bwd<bf16>),
-
-    k<Op::mse, Mode::f32>(f32acc_mse<float>),
-    k<Op::softmax, Mode::f32>(f32acc_softmax<float, true>),
-    k<Op::softmax_naive, Mode::f32>(f32acc_softmax<float, false>),
-    k<Op::xent, Mode::f32>(f32acc_xent<float>),
-    k<Op::mse, Mode::f16_f32acc>(f32acc_mse<f16>),
-    k<Op::softmax, Mode::f16_f32acc>(f32acc_softmax<f16, true>),
-    k<Op::softmax_naive, Mode::f16_f32acc>(f32acc_softmax<f16, false>),
-    k<Op::xent, Mode::f16_f32acc>(f32acc_xent<f16>),
-    k<Op::mse, Mode::f16_model>(f16_model_mse_ref, kModelFma),
-    k<Op::softmax, Mode::f16_model>(f16_model_softmax_ref, kModelFma),
-    k<Op::softmax_naive, Mode::f16_model>(f16_model_softmax_naive_ref, kModelFma),
-    k<Op::xent, Mode::f16_model>(f16_model_xent_ref, kModelFma),
-    k<Op::mse, Mode::bf16_f32acc>(f32acc_mse<bf16>),
-    k<Op::softmax, Mode::bf16_f32acc>(f32acc_softmax<bf16, true>),
-    k<Op::softmax_naive, Mode::bf16_f32acc>(f32acc_softmax<bf16, false>),
-    k<Op::xent, Mode::bf16_f32acc>(f32acc_xent<bf16>),
-
-    k<Op::layernorm, Mode::f32>(f32acc_norm<float, false>),
-    k<Op::rmsnorm, Mode::f32>(f32acc_norm<float, true>),
-    k<Op::layernorm, Mode::f16_f32acc>(f32acc_norm<f16, false>),
-    k<Op::rmsnorm, Mode::f16_f32acc>(f32acc_norm<f16, true>),
-    k<Op::layernorm, Mode::f16_model>(f16_model_layernorm_ref, kModelFma),
-    k<Op::rmsnorm, Mode::f16_model>(f16_model_rmsnorm_ref, kModelFma),
-    k<Op::layernorm, Mode::bf16_f32acc>(f32acc_norm<bf16, false>),
-    k<Op::rmsnorm, Mode::bf16_f32acc>(f32acc_norm<bf16, true>),
-
-    k<Op::gelu, Mode::f32>(f32acc_gelu<float, false>),
-    k<Op::gelu_tanh, Mode::f32>(f32acc_gelu<float, true>),
-    k<Op::gelu, Mode::f16_f32acc>(f32acc_gelu<f16, false>),
-    k<Op::gelu_tanh, Mode::f16_f32acc>(f32acc_gelu<f16, true>),
-    k<Op::gelu, Mode::f16_model>(f16_model_gelu_ref, kModelFma),
-    k<Op::gelu_tanh, Mode::f16_model>(f16_model_gelu_tanh_ref, kModelFma),
-    k<Op::gelu, Mode::bf16_f32acc>(f32acc_gelu<bf16, false>),
-    k<Op::gelu_tanh, Mode::bf16_f32acc>(f32acc_gelu<bf16, true>),
-    k<Op::attention_prescale, Mode::f32>(attention<kAttF32, true>),
-    k<Op::attention_postscale, Mode::f32>(attention<kAttF32, false>),
-    k<Op::attention_prescale, Mode::f16_f32acc>(attention<kAttF16F32Acc, true>),
-    k<Op::attention_postscale, Mode::f16_f32acc>(attention<kAttF16F32Acc, false>),
-    k<Op::attention_prescale, Mode::f16_model>(attention<kAttF16Model, true>, kModelFma),
-    k<Op::attention_postscale, Mode::f16_model>(attention<kAttF16Model, false>, kModelFma),
-    k<Op::attention_prescale, Mode::bf16_f32acc>(attention<kAttBf16, true>),
-    k<Op::attention_postscale, Mode::bf16_f32acc>(attention<kAttBf16, false>),
+/// The ref path's traits (kernels/common/rows.hpp): no vectors, its fp8 and MX conversions on one 32-bit lane.
+struct Traits : detail::PathTypes<Isa::ref, Tag> {
+  using Conversions = detail::IntegerConversions<I32, kIsa>;
 };
 
-// fp8 conversions (kernels/common/fp8_convert.hpp) on this path's 32-bit integer lanes.
-const Fp8Conversion kFp8List[] = {
-    detail::fp8_conversion<I32, Fp8::e4m3, Isa::ref>(),
-    detail::fp8_conversion<I32, Fp8::e5m2, Isa::ref>(),
+/// An f32-computing mode on storage Elem (float, f16, bf16): the sequential f32 kernels above.
+template <class Elem>
+struct ScalarF32AccRows {
+  using Bits = std::conditional_t<sizeof(Elem) == 4, std::uint32_t, std::uint16_t>;
+  static constexpr Mode kMode = mode_of<Elem>();
+  static constexpr Order order(Op) { return {}; }
+  static constexpr detail::ModeKernels kKernels{
+      .sum = f32acc_ref<Elem, Op::sum>, .sumsq = f32acc_ref<Elem, Op::sumsq>,
+      .maxabs = detail::maxabs_reduce<Tag, Bits, dtype_of<Elem>()>, .dot = f32acc_ref<Elem, Op::dot>,
+      .dense_fwd = f32acc_dense_fwd<Elem>, .dense_bwd = f32acc_dense_bwd<Elem>,
+      .mse = f32acc_mse<Elem>, .softmax = f32acc_softmax<Elem, true>, .softmax_naive = f32acc_softmax<Elem, false>,
+      .xent = f32acc_xent<Elem>, .layernorm = f32acc_norm<Elem, false>, .rmsnorm = f32acc_norm<Elem, true>,
+      .gelu = f32acc_gelu<Elem, false>, .gelu_tanh = f32acc_gelu<Elem, true>};
 };
-constexpr auto kMxList = detail::mx_conversions_of<I32, Isa::ref>();
 
-// The scaled fp8 modes (kernels/common/fp8_modes.hpp): this path's fp8 conversions feeding its f32 kernels.
-constexpr detail::ScaledParts kScaled = detail::scaled_parts<I32>(
-    f32_ref<Op::sum>, f32_ref<Op::sumsq>, detail::maxabs_reduce<Tag, std::uint32_t, DType::f32>, f32_ref<Op::dot>,
-    f32acc_dense_fwd<float>, f32acc_dense_bwd<float>, f32acc_mse<float>, f32acc_softmax<float, true>);
-constexpr auto kScaledList = scaled_kernels<kScaled, Isa::ref>();
+/// The f16 model (mode f16_model): every operation rounded to fp16, strictly sequential, fused multiply-add.
+struct F16ModelRows {
+  static constexpr Mode kMode = Mode::f16_model;
+  static constexpr Order order(Op) { return {1, FmaKind::fused}; }
+  static constexpr detail::ModeKernels kKernels{
+      .sum = f16_model_ref<Op::sum>, .sumsq = f16_model_ref<Op::sumsq>, .maxabs = f16_model_ref<Op::maxabs>,
+      .dot = f16_model_ref<Op::dot>, .dense_fwd = f16_model_fwd, .dense_bwd = f16_model_bwd,
+      .mse = f16_model_mse_ref, .softmax = f16_model_softmax_ref, .softmax_naive = f16_model_softmax_naive_ref,
+      .xent = f16_model_xent_ref, .layernorm = f16_model_layernorm_ref, .rmsnorm = f16_model_rmsnorm_ref,
+      .gelu = f16_model_gelu_ref, .gelu_tanh = f16_model_gelu_tanh_ref,
+      .f16_dot = f16_model_ref<Op::dot>};  // attention's δ: this mode's own dot (attention.hpp requires one)
+};
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
-std::span<const Kernel> scaled_list() { return kScaledList; }
-std::span<const Fp8Conversion> fp8_list() { return kFp8List; }
-std::span<const MxConversion> mx_list() { return kMxList; }
+PathLists lists() {
+  return detail::kPathLists<Traits, ScalarF32AccRows<float>, ScalarF32AccRows<f16>, F16ModelRows,
+                            ScalarF32AccRows<bf16>>;
+}
 
 }  // namespace halfmap::paths::ref

@@ -1,48 +1,16 @@
-// The portable scalar building blocks of the ref kernels: storage <-> f32 with halfmap's scalar conversions
-// (half.hpp), and each storage type's mode. The ref folder is compiled without ISA flags, so these are plain
-// inline templates (in namespace halfmap::paths::ref, like every ISA's ops.hpp).
+// The portable scalar building blocks of the ref kernels: its tag and its one 32-bit "lane" for the fp8
+// conversions (storage <-> f32 one value at a time is kernels/common/scalar_storage.hpp, which the attention
+// composition shares). The ref folder is compiled without ISA flags, so these are plain inline definitions (in
+// namespace halfmap::paths::ref, like every ISA's ops.hpp).
 #pragma once
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
-
-#include "halfmap/half.hpp"
-#include "halfmap/registry.hpp"
 
 namespace halfmap::paths::ref {
 
 struct Tag {};
-
-template <class Elem>
-float widen(Elem v) {
-  if constexpr (std::is_same_v<Elem, float>) {
-    return v;
-  } else {
-    return to_f32(v);
-  }
-}
-
-template <class Elem>
-Elem narrow(float v) {
-  if constexpr (std::is_same_v<Elem, float>) {
-    return v;
-  } else if constexpr (std::is_same_v<Elem, f16>) {
-    return to_f16(v);
-  } else {
-    return to_bf16(v);
-  }
-}
-
-template <class Elem>
-constexpr Mode mode_of() {
-  return std::is_same_v<Elem, float> ? Mode::f32 : std::is_same_v<Elem, f16> ? Mode::f16_f32acc : Mode::bf16_f32acc;
-}
-template <class Elem>
-constexpr DType dtype_of() {
-  return std::is_same_v<Elem, float> ? DType::f32 : std::is_same_v<Elem, f16> ? DType::f16 : DType::bf16;
-}
 
 /// One 32-bit "lane": the fp8 conversions of kernels/common/fp8_convert.hpp run one value at a time, the same
 /// integer algorithm as the SIMD paths, in portable C++.

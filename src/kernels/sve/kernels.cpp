@@ -24,34 +24,39 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <type_traits>
+
 #include "kernels/common/gemm.hpp"
-#include "kernels/common/list.hpp"
 #include "kernels/common/nn.hpp"
 #include "kernels/common/reduce.hpp"
+#include "kernels/common/rows.hpp"
 #include "kernels/sve/ops.hpp"
 
 namespace halfmap::paths::sve {
 namespace {
 
 using namespace detail;
-constexpr Isa kIsa = Isa::sve;
 constexpr std::uint16_t kOneF16 = 0x3C00;  // fp16 1.0
 
-/// f32 storage, f32 arithmetic.
-struct F32K {
-  using Elem = float;
+/// f32 arithmetic on kF32Lanes logical lanes: what F32K and F16WK share.
+struct F32Lanes {
   using V = svfloat32_t;
   using Lane = float;
   static constexpr unsigned kLanes = kF32Lanes;
-  static constexpr Elem kOne = 1.0f;
   static std::uint64_t vl() { return svcntw(); }
   static svbool_t whilelt(std::uint64_t a, std::uint64_t b) { return svwhilelt_b32_u64(a, b); }
   static V zero() { return svdup_n_f32(0.0f); }
-  static V load(svbool_t p, const Elem* e) { return svld1_f32(p, e); }
-  static V dup(Elem e) { return svdup_n_f32(e); }
   static V add(svbool_t p, V a, V x) { return svadd_f32_m(p, a, x); }
   static V fma(svbool_t p, V a, V x, V y) { return svmla_f32_m(p, a, x, y); }  // a + x·y, one rounding
   static void store_lanes(svbool_t p, Lane* l, V v) { svst1_f32(p, l, v); }
+};
+
+/// f32 storage, f32 arithmetic.
+struct F32K : F32Lanes {
+  using Elem = float;
+  static constexpr Elem kOne = 1.0f;
+  static V load(svbool_t p, const Elem* e) { return svld1_f32(p, e); }
+  static V dup(Elem e) { return svdup_n_f32(e); }
   static float finish(Op, Lane* lanes) { return f32lanes_finish(Mode::f32, lanes, kLanes); }
   /// y = act(acc + b), in f32.
   static void epilogue(svbool_t pg, V acc, std::size_t, const Elem* b, Act act, Elem* y) {
@@ -62,20 +67,11 @@ struct F32K {
 };
 
 /// fp16 storage widened exactly to f32, f32 arithmetic, one rounding to fp16 at each output.
-struct F16WK {
+struct F16WK : F32Lanes {
   using Elem = std::uint16_t;
-  using V = svfloat32_t;
-  using Lane = float;
-  static constexpr unsigned kLanes = kF32Lanes;
   static constexpr Elem kOne = kOneF16;
-  static std::uint64_t vl() { return svcntw(); }
-  static svbool_t whilelt(std::uint64_t a, std::uint64_t b) { return svwhilelt_b32_u64(a, b); }
-  static V zero() { return svdup_n_f32(0.0f); }
   static V load(svbool_t p, const Elem* e) { return load_f16_as_f32(p, e); }
   static V dup(Elem e) { return dup_f16_as_f32(e); }
-  static V add(svbool_t p, V a, V x) { return svadd_f32_m(p, a, x); }
-  static V fma(svbool_t p, V a, V x, V y) { return svmla_f32_m(p, a, x, y); }
-  static void store_lanes(svbool_t p, Lane* l, V v) { svst1_f32(p, l, v); }
   static float finish(Op, Lane* lanes) { return f32lanes_finish(Mode::f16_f32acc, lanes, kLanes); }
   static void epilogue(svbool_t pg, V acc, std::size_t cols, const Elem* b, Act act, Elem* y) {
     float out[64];  // svcntw() <= 64
@@ -107,6 +103,9 @@ struct F16K {
   }
 };
 
+// The eight registers' statements of a block, each under `if constexpr (R > r)`.
+#define HALFMAP_SVE_EACH(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
+
 // One register's step of a block: logical lanes [r·vl, (r + 1)·vl) of the block at i, cnt elements in the block.
 #define HALFMAP_SVE_STEP(r)                                                                       \
   if constexpr (R > r) {                                                                         \
@@ -132,24 +131,10 @@ float reduce_r(const typename K::Elem* x, const typename K::Elem* y, std::size_t
   V a0 = K::zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   for (std::size_t i = 0; i < n; i += L) {
     const std::uint64_t cnt = n - i < L ? n - i : L;
-    HALFMAP_SVE_STEP(0)
-    HALFMAP_SVE_STEP(1)
-    HALFMAP_SVE_STEP(2)
-    HALFMAP_SVE_STEP(3)
-    HALFMAP_SVE_STEP(4)
-    HALFMAP_SVE_STEP(5)
-    HALFMAP_SVE_STEP(6)
-    HALFMAP_SVE_STEP(7)
+    HALFMAP_SVE_EACH(HALFMAP_SVE_STEP)
   }
   typename K::Lane lanes[L];
-  HALFMAP_SVE_STORE(0)
-  HALFMAP_SVE_STORE(1)
-  HALFMAP_SVE_STORE(2)
-  HALFMAP_SVE_STORE(3)
-  HALFMAP_SVE_STORE(4)
-  HALFMAP_SVE_STORE(5)
-  HALFMAP_SVE_STORE(6)
-  HALFMAP_SVE_STORE(7)
+  HALFMAP_SVE_EACH(HALFMAP_SVE_STORE)
   return K::finish(kOp, lanes);
 }
 #undef HALFMAP_SVE_STEP
@@ -331,28 +316,15 @@ float mse_r(const LossArgs& a) {
   typename T::V a0 = T::zero(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   for (std::size_t i = 0; i < a.n; i += L) {
     const std::uint64_t cnt = a.n - i < L ? a.n - i : L;
-    HALFMAP_SVE_MSE_STEP(0)
-    HALFMAP_SVE_MSE_STEP(1)
-    HALFMAP_SVE_MSE_STEP(2)
-    HALFMAP_SVE_MSE_STEP(3)
-    HALFMAP_SVE_MSE_STEP(4)
-    HALFMAP_SVE_MSE_STEP(5)
-    HALFMAP_SVE_MSE_STEP(6)
-    HALFMAP_SVE_MSE_STEP(7)
+    HALFMAP_SVE_EACH(HALFMAP_SVE_MSE_STEP)
   }
   typename T::Lane lanes[L];
-  HALFMAP_SVE_MSE_STORE(0)
-  HALFMAP_SVE_MSE_STORE(1)
-  HALFMAP_SVE_MSE_STORE(2)
-  HALFMAP_SVE_MSE_STORE(3)
-  HALFMAP_SVE_MSE_STORE(4)
-  HALFMAP_SVE_MSE_STORE(5)
-  HALFMAP_SVE_MSE_STORE(6)
-  HALFMAP_SVE_MSE_STORE(7)
+  HALFMAP_SVE_EACH(HALFMAP_SVE_MSE_STORE)
   return T::finish(lanes, a.n, kMode);
 }
 #undef HALFMAP_SVE_MSE_STEP
 #undef HALFMAP_SVE_MSE_STORE
+#undef HALFMAP_SVE_EACH
 
 template <class T, Mode kMode>
 float mse(const LossArgs& a) {
@@ -364,44 +336,35 @@ float mse(const LossArgs& a) {
   }
 }
 
-template <Op o, Mode m, class Fn>
-constexpr Kernel k(Fn fn, unsigned lanes, FmaKind fma = FmaKind::none) {
-  return entry<o, m, kIsa>(fn, lanes, fma);
-}
-template <Op o, class Fn>
-constexpr Kernel fixed(Fn fn, unsigned lanes) {
-  return entry_f32_fixed<o, kIsa>(fn, lanes);
-}
-constexpr FmaKind kF = FmaKind::fused;
+/// The sve path's traits (kernels/common/rows.hpp).
+struct Traits : PathTypes<Isa::sve, Tag> {};
 
-const Kernel kList[] = {
-    k<Op::sum, Mode::f32>(reduce<F32K, Op::sum>, kF32Lanes),
-    k<Op::sumsq, Mode::f32>(reduce<F32K, Op::sumsq>, kF32Lanes),
-    k<Op::maxabs, Mode::f32>(maxabs_reduce<Tag, std::uint32_t, DType::f32>, 1),
-    k<Op::dot, Mode::f32>(reduce<F32K, Op::dot>, kF32Lanes),
-    fixed<Op::sum>(reduce<F16WK, Op::sum>, kF32Lanes),
-    fixed<Op::sumsq>(reduce<F16WK, Op::sumsq>, kF32Lanes),
-    k<Op::maxabs, Mode::f16_f32acc>(maxabs_reduce<Tag, std::uint16_t, DType::f16>, 1),
-    fixed<Op::dot>(reduce<F16WK, Op::dot>, kF32Lanes),
-    k<Op::sum, Mode::f16>(reduce<F16K, Op::sum>, kF16Lanes, kF),
-    k<Op::sumsq, Mode::f16>(reduce<F16K, Op::sumsq>, kF16Lanes, kF),
-    k<Op::maxabs, Mode::f16>(maxabs_reduce<Tag, std::uint16_t, DType::f16>, kF16Lanes, kF),
-    k<Op::dot, Mode::f16>(reduce<F16K, Op::dot>, kF16Lanes, kF),
-
-    k<Op::dense_fwd, Mode::f32>(dense_fwd<F32K>, 1),
-    k<Op::dense_bwd, Mode::f32>(dense_bwd<F32K>, 1),
-    fixed<Op::dense_fwd>(dense_fwd<F16WK>, 1),
-    fixed<Op::dense_bwd>(dense_bwd<F16WK>, 1),
-    k<Op::dense_fwd, Mode::f16>(dense_fwd<F16K>, 1, kF),
-    k<Op::dense_bwd, Mode::f16>(dense_bwd<F16K>, 1, kF),
-
-    k<Op::mse, Mode::f32>(mse<MseF32<F32K>, Mode::f32>, kF32Lanes),
-    k<Op::mse, Mode::f16_f32acc>(mse<MseF32<F16WK>, Mode::f16_f32acc>, kF32Lanes),
-    k<Op::mse, Mode::f16>(mse<MseF16, Mode::f16>, kF32Lanes, kF),
+/// One mode's rows: the reductions and dense kernels on K, mse on Mse. The f16 mode's every row with fmla .h's
+/// fused FMA and max|x| with the model's lanes; f16_f32acc's reductions and dense kernels in neonfhm's fixed order.
+template <class K, class Mse, Mode kM>
+struct SveRows {
+  using Bits = std::conditional_t<sizeof(typename K::Elem) == 4, std::uint32_t, std::uint16_t>;
+  static constexpr Mode kMode = kM;
+  static constexpr Order order(Op op) {
+    const FmaKind fma = kM == Mode::f16 ? FmaKind::fused : FmaKind::none;
+    if (op == Op::maxabs) return {kM == Mode::f16 ? K::kLanes : 1, fma};
+    const unsigned lanes = op == Op::mse ? kF32Lanes : is_reduction(op) ? K::kLanes : 1;
+    return {.lanes = lanes, .fma = fma, .f32_order_fixed = kM == Mode::f16_f32acc && op != Op::mse};
+  }
+  static constexpr ModeKernels kKernels{.sum = reduce<K, Op::sum>,
+                                       .sumsq = reduce<K, Op::sumsq>,
+                                       .maxabs = maxabs_reduce<Tag, Bits, storage_of(kM)>,
+                                       .dot = reduce<K, Op::dot>,
+                                       .dense_fwd = dense_fwd<K>,
+                                       .dense_bwd = dense_bwd<K>,
+                                       .mse = mse<Mse, kM>};
 };
 
 }  // namespace
 
-std::span<const Kernel> list() { return kList; }
+PathLists lists() {
+  return detail::kPathLists<Traits, SveRows<F32K, MseF32<F32K>, Mode::f32>,
+                            SveRows<F16WK, MseF32<F16WK>, Mode::f16_f32acc>, SveRows<F16K, MseF16, Mode::f16>>;
+}
 
 }  // namespace halfmap::paths::sve
