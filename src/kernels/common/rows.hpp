@@ -56,18 +56,32 @@ struct PathTypes {
   using F16 = F16T;
 };
 
+/// One op's kernel in ModeKernels and whether the mode gives one. The lists read `given`, never the pointer: GCC
+/// does not take a template function's address compared with null for a constant where null checks are kept
+/// (-fsanitize=undefined's null, alignment and nonnull checks), and the rows are constants. A kernel is given by
+/// assigning a function; null cannot be assigned.
+template <class Fn>
+struct Slot {
+  Fn fn = nullptr;
+  bool given = false;
+  constexpr Slot() = default;
+  constexpr Slot(Fn f) : fn(f), given(true) {}  // implicit: the rows assign functions to it
+  Slot(std::nullptr_t) = delete;
+  constexpr operator Fn() const { return fn; }
+};
+
 /// The kernels of one mode of one path: one per op of the regular families but attention, which is composed of
 /// them (attention.hpp), and what that composition takes from the path besides them (AttentionKernels' widen16,
 /// narrow16, f16_dot and softmax_bwd_f32; null: the composition's scalar steps).
 struct ModeKernels {
-  ReduceFn sum = nullptr, sumsq = nullptr, maxabs = nullptr, dot = nullptr;
-  DenseFn dense_fwd = nullptr;
-  DenseBwdFn dense_bwd = nullptr;
-  LossFn mse = nullptr;
-  SoftmaxFn softmax = nullptr, softmax_naive = nullptr;
-  XentFn xent = nullptr;
-  NormFn layernorm = nullptr, rmsnorm = nullptr;
-  GeluFn gelu = nullptr, gelu_tanh = nullptr;
+  Slot<ReduceFn> sum, sumsq, maxabs, dot;
+  Slot<DenseFn> dense_fwd;
+  Slot<DenseBwdFn> dense_bwd;
+  Slot<LossFn> mse;
+  Slot<SoftmaxFn> softmax, softmax_naive;
+  Slot<XentFn> xent;
+  Slot<NormFn> layernorm, rmsnorm;
+  Slot<GeluFn> gelu, gelu_tanh;
   decltype(AttentionKernels::widen16) widen16 = nullptr;
   decltype(AttentionKernels::narrow16) narrow16 = nullptr;
   ReduceFn f16_dot = nullptr;
@@ -163,8 +177,8 @@ inline constexpr AttentionKernels kAttentionOf{R::kMode,
                                                R::kKernels.f16_dot,
                                                R::kKernels.softmax_bwd_f32};
 
-/// Mode rows R's kernel of op kOp; null where R has none (attention: where R has no softmax, and in the scaled
-/// modes).
+/// Mode rows R's kernel of op kOp; not given where R has none (attention: where R has no softmax, and in the
+/// scaled modes).
 template <class R, Op kOp>
 constexpr auto kernel_of() {
   constexpr const ModeKernels& k = R::kKernels;
@@ -184,17 +198,24 @@ constexpr auto kernel_of() {
     return kOp == Op::layernorm ? k.layernorm : k.rmsnorm;
   } else if constexpr (is_gelu(kOp)) {
     return kOp == Op::gelu ? k.gelu : k.gelu_tanh;
-  } else if constexpr (k.softmax == nullptr || is_scaled(R::kMode)) {
-    return AttentionFn{};  // attention is composed of a softmax and dense kernels; the scaled modes define none
+  } else if constexpr (!k.softmax.given || is_scaled(R::kMode)) {
+    return Slot<AttentionFn>{};  // attention is composed of a softmax and dense kernels; the scaled modes define none
   } else {
-    return AttentionFn{attention<kAttentionOf<R>, kOp == Op::attention_prescale>};
+    return Slot<AttentionFn>{attention<kAttentionOf<R>, kOp == Op::attention_prescale>};
   }
 }
 
+/// A candidate row: the entry, and whether its mode gives the kernel (Slot::given).
+struct Candidate {
+  Kernel kernel;
+  bool given = false;
+};
+
 /// The candidate rows of one op family of mode rows R.
 template <Isa kIsa, class R, Op... kOps>
-constexpr std::array<Kernel, sizeof...(kOps)> family() {
-  return {paths::entry<kOps, R::kMode, kIsa>(kernel_of<R, kOps>(), R::order(kOps))...};
+constexpr std::array<Candidate, sizeof...(kOps)> family() {
+  return {Candidate{paths::entry<kOps, R::kMode, kIsa>(kernel_of<R, kOps>().fn, R::order(kOps)),
+                    kernel_of<R, kOps>().given}...};
 }
 
 template <class T, std::size_t kN, std::size_t kM>
@@ -219,20 +240,17 @@ inline constexpr auto kCandidates =
            family<kIsa, R, Op::layernorm, Op::rmsnorm>()..., family<kIsa, R, Op::gelu, Op::gelu_tanh>()...,
            family<kIsa, R, Op::attention_prescale, Op::attention_postscale>()...);
 
-constexpr bool has_kernel(const Kernel& k) {
-  return k.reduce || k.dense || k.dense_bwd || k.loss || k.softmax || k.xent || k.norm || k.gelu || k.attention;
-}
 template <const auto& kAll>
 constexpr auto present() {
   constexpr std::size_t n = [] {
     std::size_t c = 0;
-    for (const Kernel& k : kAll) c += has_kernel(k) ? 1 : 0;
+    for (const Candidate& k : kAll) c += k.given ? 1 : 0;
     return c;
   }();
   std::array<Kernel, n> rows{};
   std::size_t at = 0;
-  for (const Kernel& k : kAll)
-    if (has_kernel(k)) rows[at++] = k;
+  for (const Candidate& k : kAll)
+    if (k.given) rows[at++] = k.kernel;
   return rows;
 }
 
