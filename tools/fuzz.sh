@@ -18,7 +18,7 @@ seconds=${1:-300}
 reader=${2:-npy}
 case $reader in
   npy) sources=(src/io/npy.cpp src/io/npy_header.cpp src/io/npy_dtype.cpp); libs=() ;;
-  onnx) sources=(src/io/onnx_read.cpp src/io/onnx_lower.cpp src/io/onnx_attention.cpp src/io/onnx_eval.cpp); libs=(-DONNX_ML=1 -DONNX_NAMESPACE=onnx -lonnx_proto -lprotobuf -lfmt) ;;
+  onnx) sources=(src/io/onnx_read.cpp src/io/onnx_lower.cpp src/io/onnx_pattern.cpp src/io/onnx_attention.cpp src/io/onnx_eval.cpp); libs=(-DONNX_ML=1 -DONNX_NAMESPACE=onnx -lonnx_proto -lprotobuf -lfmt) ;;
   *) echo "fuzz.sh: unknown reader '$reader' (the readers are npy and onnx)" >&2; exit 2 ;;
 esac
 

@@ -155,9 +155,8 @@ int run_diagnose(DiagnoseArgs& a) {
   return kExitOk;
 }
 
-}  // namespace
-
-Command add_diagnose_command(CLI::App& parent) {
+/// The subcommand, with its description and its footer (the seed model, the paths, the report and the verdict).
+CLI::App* add_subcommand(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
       "diagnose",
       "Which boundary (data, compute, optimization) your data crosses first when a small dense network trains on "
@@ -190,55 +189,76 @@ Command add_diagnose_command(CLI::App& parent) {
       "--loss mse|xent --labels its gradients per layer at S = 1, 2^15, 2^16 and each layer's loss-scale window "
       "(--train STEPS: the scalers simulated on the network from its weights); the verdict names the first layer "
       "and boundary.");
-  auto a = std::make_shared<DiagnoseArgs>();
-  sub->add_option("--features", a->features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
-  sub->add_option("--labels", a->labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1); with --model --loss mse: rows x the network's outputs); required without --model");
-  sub->add_option("--model", a->model,
+  return sub;
+}
+
+/// The inputs: the features, the labels or the network, and the report's form and loss.
+void add_input_options(CLI::App* sub, DiagnoseArgs& a) {
+  sub->add_option("--features", a.features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
+  sub->add_option("--labels", a.labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1); with --model --loss mse: rows x the network's outputs); required without --model");
+  sub->add_option("--model", a.model,
                   fmt::format("Diagnose this ONNX network (torch.onnx.export, tf2onnx) instead of the seed model: its "
                               "forward on the features, layer by layer, on every path. It reads {}.",
                               onnx::supported_ops()));
-  sub->add_flag("--json", a->json, "Print the report as JSON (keys: include/halfmap/diagnose.hpp)");
-  a->loss_option = sub->add_option("--loss", a->loss_text,
-                                   "With --model: the loss whose gradients are diagnosed, mse (labels of the network's "
-                                   "output width) or xent (integer classes; a final Softmax is the loss's own); "
-                                   "default: none, the forward only")
-;
-  a->seed_model_options.push_back(sub->add_option("--hidden", a->o.hidden,
+  sub->add_flag("--json", a.json, "Print the report as JSON (keys: include/halfmap/diagnose.hpp)");
+  a.loss_option = sub->add_option("--loss", a.loss_text,
+                                  "With --model: the loss whose gradients are diagnosed, mse (labels of the network's "
+                                  "output width) or xent (integer classes; a final Softmax is the loss's own); "
+                                  "default: none, the forward only");
+}
+
+/// The seed model's and the training simulation's options (--lr and --growth-interval also shape --train).
+void add_training_options(CLI::App* sub, DiagnoseArgs& a) {
+  a.seed_model_options.push_back(sub->add_option("--hidden", a.o.hidden,
                   fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden)));
-  a->seed_model_options.push_back(sub->add_option("--seed", a->o.seed, "Seed of the Glorot-uniform initial weights (default 1)"));
-  sub->add_option("--batch", a->o.batch, "Rows per mini-batch, or sequences for a --model of sequences (default 32, Keras fit's default; 0: all rows)");
-  a->steps_option = sub->add_option(
-      "--steps", a->steps,
+  a.seed_model_options.push_back(sub->add_option("--seed", a.o.seed, "Seed of the Glorot-uniform initial weights (default 1)"));
+  sub->add_option("--batch", a.o.batch, "Rows per mini-batch, or sequences for a --model of sequences (default 32, Keras fit's default; 0: all rows)");
+  a.steps_option = sub->add_option(
+      "--steps", a.steps,
       fmt::format("Training steps of the loss-scaling simulation (default {}, 1 to {})", diagnose::kDefaultSteps,
                   diagnose::kMaxSteps));
-  a->epochs_option =
-      sub->add_option("--epochs", a->epochs,
+  a.epochs_option =
+      sub->add_option("--epochs", a.epochs,
                       fmt::format("Train the simulation for this many epochs instead of --steps (not both; at most "
                                   "{} steps in all)",
                                   diagnose::kMaxSteps));
-  a->shuffle_option = sub->add_option(
-      "--shuffle", a->shuffle, "Shuffle the rows anew each epoch of the simulation, with this seed (default: in order)");
-  a->lr_option =
-      sub->add_option("--lr", a->o.lr, "SGD learning rate of the simulation (default 0.01, above 0 and at most 1e6)");
-  a->seed_model_options.push_back(a->lr_option);
-  a->train_option = sub->add_option(
-      "--train", a->train,
+  a.shuffle_option = sub->add_option(
+      "--shuffle", a.shuffle, "Shuffle the rows anew each epoch of the simulation, with this seed (default: in order)");
+  a.lr_option =
+      sub->add_option("--lr", a.o.lr, "SGD learning rate of the simulation (default 0.01, above 0 and at most 1e6)");
+  a.seed_model_options.push_back(a.lr_option);
+  a.train_option = sub->add_option(
+      "--train", a.train,
       fmt::format("With --model and --loss: train the network from the file's weights for this many steps (1 to {}) "
                   "on every low-precision path with Keras's and PyTorch's dynamic loss scaling (--lr, "
                   "--growth-interval apply)",
                   diagnose::kMaxSteps));
-  a->growth_option = sub->add_option("--growth-interval", a->growth_interval,
+  a.growth_option = sub->add_option("--growth-interval", a.growth_interval,
                   fmt::format("Good steps before the loss scale doubles (default: the frameworks' {}, 1 to {})",
                               loss_scale::kGrowthInterval, diagnose::kMaxSteps));
-  sub->add_option("--underflow-share", a->o.underflow_share,
+}
+
+/// How the diagnosis runs and judges: the underflow share, the paths, the threads and where the report goes.
+void add_run_options(CLI::App* sub, DiagnoseArgs& a) {
+  sub->add_option("--underflow-share", a.o.underflow_share,
                   "Share of the gradients (non-zero in f32) that may be zero before underflow counts (default 0.01, "
                   "in [0, 1))");
-  sub->add_flag("--all-paths", a->o.all_paths,
+  sub->add_flag("--all-paths", a.o.all_paths,
                 "Run every enabled path: the lower ISAs and the scalar ref twins of each mode too");
-  sub->add_option("--path", a->o.path_first,
+  sub->add_option("--path", a.o.path_first,
                   "Put this path (<mode>/<isa>, e.g. f16/avx512fp16) first, adding it if it is not a default one");
-  sub->add_option("--threads", a->o.threads, "Threads (default: HALFMAP_THREADS, else 0: one per hardware thread; at most 1024)");
-  sub->add_option("--out", a->out, "Write the report to this file (through a temporary file) instead of stdout");
+  sub->add_option("--threads", a.o.threads, "Threads (default: HALFMAP_THREADS, else 0: one per hardware thread; at most 1024)");
+  sub->add_option("--out", a.out, "Write the report to this file (through a temporary file) instead of stdout");
+}
+
+}  // namespace
+
+Command add_diagnose_command(CLI::App& parent) {
+  CLI::App* sub = add_subcommand(parent);
+  auto a = std::make_shared<DiagnoseArgs>();
+  add_input_options(sub, *a);
+  add_training_options(sub, *a);
+  add_run_options(sub, *a);
   for (CLI::Option* opt : {a->steps_option, a->epochs_option, a->shuffle_option, a->growth_option})
     a->seed_model_options.push_back(opt);
   return {sub, [a] { return run_diagnose(*a); }};

@@ -58,14 +58,8 @@ struct Lines {
   }
 };
 
-std::string format_text(const FpEnv& env) {
-  const CpuFeatures& cpu = cpu_features();
-  const std::optional<Isa> cap = isa_cap();
-  Lines line;
-
-  line("halfmap {} (git {})", HALFMAP_VERSION, HALFMAP_GIT_COMMIT);
-  line("");
-
+/// The CPU: its model, architecture, the flags it has and lacks (and SVE's vector length).
+void cpu_text(Lines& line, const CpuFeatures& cpu) {
   std::string present, absent;
   for (const CpuFlag& f : kCpuFlags) {
     if (f.x86 != kHostIsX86) continue;
@@ -83,7 +77,10 @@ std::string format_text(const FpEnv& env) {
          cpu.sve_vector_bits, cpu.sve_vector_bits / 32, cpu.sve_vector_bits / 16);
   }
   line("");
+}
 
+/// Every ISA path: compiled, supported, enabled under the HALFMAP_ISA cap, and what it requires.
+void isa_text(Lines& line, const std::optional<Isa>& cap) {
   line("ISA paths (HALFMAP_ISA cap: {})", cap ? isa_name(*cap) : "none, every supported path is enabled");
   std::size_t isa_w = 3;
   for (Isa isa : kAllIsas) isa_w = std::max(isa_w, isa_name(isa).size());
@@ -102,7 +99,11 @@ std::string format_text(const FpEnv& env) {
          yes_no(isa_supported(isa)), enabled(isa), enabled_w, isa_requirements(isa));
   }
   line("");
+}
 
+/// Every registered kernel: op, mode, ISA, storage, lanes, FMA and whether it runs here. Returns the width of its
+/// ISA column, which the conversions' tables share.
+std::size_t kernels_text(Lines& line) {
   const std::span<const Kernel> all = kernels();
   std::size_t runnable = 0, name_w = 4, mode_w = 4, kisa_w = 3;
   for (const Kernel& k : all) {
@@ -121,7 +122,11 @@ std::string format_text(const FpEnv& env) {
          kernel_fma_name(k).value_or("-"), kernel_enabled(k) ? std::string("yes") : fmt::format("no ({})", why));
   }
   line("");
+  return kisa_w;
+}
 
+/// The fp8 and MX conversions and whether each runs here; `kisa_w`: the kernels' ISA column width.
+void conversions_text(Lines& line, std::size_t kisa_w) {
   // The fp8 conversions (conversions.hpp's Fp8Conversion): float32 -> fp8 in both overflow modes, and back.
   std::size_t conv_w = 4;
   for (const Fp8Conversion& c : fp8_conversions()) conv_w = std::max(conv_w, c.name.size());
@@ -145,7 +150,10 @@ std::string format_text(const FpEnv& env) {
          conversion_enabled(c) ? std::string("yes") : fmt::format("no ({})", why_disabled(c.isa)));
   }
   line("");
+}
 
+/// The conditions of a run: the floating-point environment, the threads and the build.
+void conditions_text(Lines& line, const FpEnv& env) {
   line("Floating-point environment");
   line("  {}", env.describe());
   line("");
@@ -161,6 +169,21 @@ std::string format_text(const FpEnv& env) {
   line("  git commit  {}", HALFMAP_GIT_COMMIT);
   line("  compiler    {}", HALFMAP_COMPILER);
   line("  flags       {}", trim(HALFMAP_CXX_FLAGS).empty() ? "(none)" : trim(HALFMAP_CXX_FLAGS));
+}
+
+/// The text report: a header, then one section per step above.
+std::string format_text(const FpEnv& env) {
+  const CpuFeatures& cpu = cpu_features();
+  const std::optional<Isa> cap = isa_cap();
+  Lines line;
+
+  line("halfmap {} (git {})", HALFMAP_VERSION, HALFMAP_GIT_COMMIT);
+  line("");
+  cpu_text(line, cpu);
+  isa_text(line, cap);
+  const std::size_t kisa_w = kernels_text(line);
+  conversions_text(line, kisa_w);
+  conditions_text(line, env);
   return fmt::to_string(line.out);
 }
 

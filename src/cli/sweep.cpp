@@ -141,8 +141,8 @@ struct SweepArgs {
   bool quiet = false;
 };
 
-/// Builds the options from the arguments; returns one sentence on bad input.
-std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) {
+/// --head-dims, --attn-len and --causal: the attention experiments' shape (the plan needs the head dimensions).
+std::string parse_attention(const SweepArgs& a, sweep::Options& o) {
   sweep::Sizes& z = o.sizes;
   if (!a.head_dims.empty()) {
     z.head_dims.clear();
@@ -160,8 +160,13 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
     return fmt::format("--attn-len '{}' is not a positive integer.", a.attn_len);
   }
   o.attn_causal = a.causal;
+  return {};
+}
+
+/// --kernels, --paths and --dists: which experiments run, on which distributions.
+std::string plan(const SweepArgs& a, sweep::Options& o) {
   try {
-    o.experiments = sweep::plan_experiments(split_list(a.kernels), split_list(a.paths), z.head_dims);
+    o.experiments = sweep::plan_experiments(split_list(a.kernels), split_list(a.paths), o.sizes.head_dims);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -173,6 +178,11 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
       o.dists.push_back(*dist);
     }
   }
+  return {};
+}
+
+/// --s-min/-max/-step and --S-min/-max/-step: the grids of input and loss scales.
+std::string parse_grids(const SweepArgs& a, sweep::Options& o) {
   struct GridArg {
     const std::string *lo, *hi, *step;
     sweep::Grid* grid;
@@ -195,6 +205,11 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
   } else if (a.s_step_given && o.wide_s_grid) {
     o.wide_s_grid->step *= o.s_grid.step / sweep::Options{}.s_grid.step;
   }
+  return {};
+}
+
+/// --n, --dense, --rows, --cols, --xent and --norm: the experiments' sizes.
+std::string parse_sizes(const SweepArgs& a, sweep::Sizes& z) {
   if (!a.n.empty() && !parse_uint(a.n, z.n)) return fmt::format("--n '{}' is not a positive integer.", a.n);
   if (!a.dense.empty()) {
     const auto d = parse_dims(a.dense, 3);
@@ -221,6 +236,11 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
     z.norm_rows = (*d)[0];
     z.norm_cols = (*d)[1];
   }
+  return {};
+}
+
+/// --layernorm-eps, --seed and --underflow-share: the numbers the cells are computed and judged with.
+std::string parse_numerics(const SweepArgs& a, sweep::Options& o) {
   if (a.layernorm_eps == "torch") {
     o.layernorm_eps = kLayerNormEpsTorch;
   } else if (a.layernorm_eps == "keras") {
@@ -236,6 +256,11 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
   if (!parse_double(a.share, o.underflow_share)) {
     return fmt::format("--underflow-share '{}' is not a number.", a.share);
   }
+  return {};
+}
+
+/// --threads, --shard, --plant-nan, --out and --quiet: how the run goes, not what it computes.
+std::string parse_run(const SweepArgs& a, sweep::Options& o, bool& sharded) {
   if (a.threads.empty()) {
     o.threads = default_threads();  // HALFMAP_THREADS, else every CPU this process may run on
   } else if (!parse_uint(a.threads, o.threads)) {
@@ -259,6 +284,17 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
   }
   if (a.out.empty()) return "--out needs a folder.";
   o.progress = a.quiet ? Progress::off : ::isatty(2) != 0 ? Progress::redraw : Progress::lines;
+  return {};
+}
+
+/// Builds the options from the arguments, in the order of the steps above; returns one sentence on bad input.
+std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) {
+  if (std::string err = parse_attention(a, o); !err.empty()) return err;
+  if (std::string err = plan(a, o); !err.empty()) return err;
+  if (std::string err = parse_grids(a, o); !err.empty()) return err;
+  if (std::string err = parse_sizes(a, o.sizes); !err.empty()) return err;
+  if (std::string err = parse_numerics(a, o); !err.empty()) return err;
+  if (std::string err = parse_run(a, o, sharded); !err.empty()) return err;
   return sweep::validate(o);
 }
 

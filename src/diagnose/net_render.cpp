@@ -202,6 +202,103 @@ Json jlayers(const PathForward& p) {
   return layers;
 }
 
+/// A window's end (log2), or null where there is none.
+Json jend(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); }
+
+/// The options that shaped the report.
+Json joptions(const ModelReport& r) {
+  return Json{{"loss", loss_name(r.loss)},
+              {"batch", r.options.batch},
+              {"all_paths", r.options.all_paths},
+              {"path_first", r.options.path_first.empty() ? Json(nullptr) : Json(r.options.path_first)},
+              {"underflow_share", r.options.underflow_share},
+              {"train", r.options.steps ? Json(*r.options.steps) : Json(nullptr)},
+              {"lr", r.options.lr},
+              {"growth_interval", r.options.growth_interval ? Json(*r.options.growth_interval) : Json(nullptr)}};
+}
+
+/// The network as read: its file and producer, its input and output, and its layers.
+Json jmodel(const ModelReport& r) {
+  Json layers = Json::array();
+  for (const onnx::Layer& l : r.net.layers)
+    layers.push_back(Json{{"name", l.name},
+                          {"kind", onnx::kind_name(l.kind)},
+                          {"ops", l.ops},
+                          {"in", l.in},
+                          {"out", l.out},
+                          {"weight", jparam(l.weight)},
+                          {"bias", jparam(l.bias)},
+                          {"epsilon", l.epsilon > 0 ? Json(l.epsilon) : Json(nullptr)},
+                          {"attention", l.kind == onnx::LayerKind::attention
+                                            ? Json{{"scale", l.prescale ? "prescale" : "postscale"}, {"causal", l.causal}}
+                                            : Json(nullptr)}});
+  return Json{{"file", r.file},         {"producer", r.net.producer}, {"ir_version", r.net.ir_version},
+              {"opset", r.net.opset},   {"input", r.net.input},       {"output", r.net.output},
+              {"features", r.net.features}, {"seq", r.net.seq},
+              {"layers", layers}};
+}
+
+/// Each weight's check: NaN, inf, the largest |w| and what overflows in fp16 and bf16.
+Json jweights(const ModelReport& r) {
+  Json weights = Json::array();
+  for (const WeightCheck& w : r.weights)
+    weights.push_back(Json{{"name", w.name},       {"stored", onnx::stored_name(w.stored)},
+                           {"count", w.count},     {"nan", w.nan},
+                           {"inf", w.inf},         {"abs_max", jnum(w.abs_max)},
+                           {"f16_overflow", w.f16_overflow}, {"bf16_overflow", w.bf16_overflow}});
+  return weights;
+}
+
+/// A path's loss over the batches, or null without a loss.
+Json jloss(const PathForward& p) {
+  return p.loss ? Json{{"loss", jnum(p.loss->loss)},
+                       {"nonfinite_batches", p.loss->nonfinite_batches},
+                       {"first_nonfinite_batch", p.loss->first_nonfinite_batch
+                                                     ? Json(*p.loss->first_nonfinite_batch)
+                                                     : Json(nullptr)}}
+                : Json(nullptr);
+}
+
+/// Each layer's gradients at S = 1, 2^15 and 2^16 (null where it has none), and its window.
+Json jgrads(const PathForward& p) {
+  Json grads = Json::array();
+  for (const LayerGrads& g : p.grads) {
+    auto three = [](const GradStats* at) { return Json::array({jgrad(at[0]), jgrad(at[1]), jgrad(at[2])}); };
+    grads.push_back(Json{{"name", g.name},
+                         {"params", g.has_params ? three(g.params) : Json(nullptr)},
+                         {"input", g.has_input ? three(g.input) : Json(nullptr)},
+                         {"window", Json{{"S_min_log2", jend(g.window.S_min_log2)},
+                                         {"S_max_log2", jend(g.window.S_max_log2)}}}});
+  }
+  return grads;
+}
+
+/// A low-precision path's network window (with a loss), else null.
+Json jnet_window(const PathForward& p) {
+  if (!p.loss || p.baseline) return nullptr;
+  const NetWindow& w = p.window;
+  auto name = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(v); };
+  return Json{{"batches", w.batches},           {"S_min_log2", jend(w.S_min_log2)},
+              {"S_max_log2", jend(w.S_max_log2)}, {"empty", w.empty},
+              {"keras_inside", w.keras_inside},   {"pytorch_inside", w.pytorch_inside},
+              {"lower_layer", name(w.lower_layer)}, {"upper_layer", name(w.upper_layer)}};
+}
+
+/// One path: what it is, its forward layer by layer, its loss, gradients, window and simulations.
+Json jpath_forward(const PathForward& p) {
+  Json x = jpath(p.path);
+  x["baseline"] = p.baseline;
+  x["finite"] = !p.first_nonfinite_layer();
+  x["layers"] = jlayers(p);
+  x["loss"] = jloss(p);
+  x["gradients"] = jgrads(p);
+  x["window"] = jnet_window(p);
+  Json sims = Json::array();
+  for (const Simulation& m : p.simulations) sims.push_back(jsim(m));
+  x["simulations"] = sims;
+  return x;
+}
+
 /// With --train: each low-precision path's two scalers (diagnose_model.hpp, "Training").
 std::string training_text(const ModelReport& r) {
   const Options& o = r.options;
@@ -245,82 +342,15 @@ std::string render_model_text(const ModelReport& r) {
 std::string render_model_json(const ModelReport& r) {
   Json j;
   j["halfmap_diagnose_model"] = 1;
-  j["options"] = Json{{"loss", loss_name(r.loss)},
-                      {"batch", r.options.batch},
-                      {"all_paths", r.options.all_paths},
-                      {"path_first", r.options.path_first.empty() ? Json(nullptr) : Json(r.options.path_first)},
-                      {"underflow_share", r.options.underflow_share},
-                      {"train", r.options.steps ? Json(*r.options.steps) : Json(nullptr)},
-                      {"lr", r.options.lr},
-                      {"growth_interval", r.options.growth_interval ? Json(*r.options.growth_interval) : Json(nullptr)}};
-  Json layers = Json::array();
-  for (const onnx::Layer& l : r.net.layers)
-    layers.push_back(Json{{"name", l.name},
-                          {"kind", onnx::kind_name(l.kind)},
-                          {"ops", l.ops},
-                          {"in", l.in},
-                          {"out", l.out},
-                          {"weight", jparam(l.weight)},
-                          {"bias", jparam(l.bias)},
-                          {"epsilon", l.epsilon > 0 ? Json(l.epsilon) : Json(nullptr)},
-                          {"attention", l.kind == onnx::LayerKind::attention
-                                            ? Json{{"scale", l.prescale ? "prescale" : "postscale"}, {"causal", l.causal}}
-                                            : Json(nullptr)}});
-  j["model"] = Json{{"file", r.file},         {"producer", r.net.producer}, {"ir_version", r.net.ir_version},
-                    {"opset", r.net.opset},   {"input", r.net.input},       {"output", r.net.output},
-                    {"features", r.net.features}, {"seq", r.net.seq},
-                    {"layers", layers}};
+  j["options"] = joptions(r);
+  j["model"] = jmodel(r);
   Json cols = Json::array();
   for (const ColumnStats& c : r.data.features) cols.push_back(jcolumn(c));
   j["data"] = Json{{"rows", r.data.rows}, {"batches", r.data.batches}, {"features", cols}};
-  Json weights = Json::array();
-  for (const WeightCheck& w : r.weights)
-    weights.push_back(Json{{"name", w.name},       {"stored", onnx::stored_name(w.stored)},
-                           {"count", w.count},     {"nan", w.nan},
-                           {"inf", w.inf},         {"abs_max", jnum(w.abs_max)},
-                           {"f16_overflow", w.f16_overflow}, {"bf16_overflow", w.bf16_overflow}});
-  j["weights"] = weights;
+  j["weights"] = jweights(r);
   Json paths = Json::array();
-  auto add = [&](const PathForward& p) {
-    Json x = jpath(p.path);
-    x["baseline"] = p.baseline;
-    x["finite"] = !p.first_nonfinite_layer();
-    x["layers"] = jlayers(p);
-    x["loss"] = p.loss ? Json{{"loss", jnum(p.loss->loss)},
-                              {"nonfinite_batches", p.loss->nonfinite_batches},
-                              {"first_nonfinite_batch", p.loss->first_nonfinite_batch
-                                                            ? Json(*p.loss->first_nonfinite_batch)
-                                                            : Json(nullptr)}}
-                       : Json(nullptr);
-    Json grads = Json::array();
-    for (const LayerGrads& g : p.grads) {
-      auto three = [](const GradStats* at) { return Json::array({jgrad(at[0]), jgrad(at[1]), jgrad(at[2])}); };
-      auto opt = [](const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); };
-      grads.push_back(Json{{"name", g.name},
-                           {"params", g.has_params ? three(g.params) : Json(nullptr)},
-                           {"input", g.has_input ? three(g.input) : Json(nullptr)},
-                           {"window", Json{{"S_min_log2", opt(g.window.S_min_log2)},
-                                           {"S_max_log2", opt(g.window.S_max_log2)}}}});
-    }
-    x["gradients"] = grads;
-    if (p.loss && !p.baseline) {
-      const NetWindow& w = p.window;
-      auto opt = [](const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); };
-      auto name = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(v); };
-      x["window"] = Json{{"batches", w.batches},           {"S_min_log2", opt(w.S_min_log2)},
-                         {"S_max_log2", opt(w.S_max_log2)}, {"empty", w.empty},
-                         {"keras_inside", w.keras_inside},   {"pytorch_inside", w.pytorch_inside},
-                         {"lower_layer", name(w.lower_layer)}, {"upper_layer", name(w.upper_layer)}};
-    } else {
-      x["window"] = nullptr;
-    }
-    Json sims = Json::array();
-    for (const Simulation& m : p.simulations) sims.push_back(jsim(m));
-    x["simulations"] = sims;
-    paths.push_back(std::move(x));
-  };
-  add(r.baseline);
-  for (const PathForward& p : r.paths) add(p);
+  paths.push_back(jpath_forward(r.baseline));
+  for (const PathForward& p : r.paths) paths.push_back(jpath_forward(p));
   j["paths"] = paths;
   const ModelNoLossScaling& n = r.no_loss_scaling;
   j["no_loss_scaling"] = n.path.empty() ? Json(nullptr)

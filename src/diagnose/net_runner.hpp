@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,25 @@ class NetRunner {
   TypedBuffer q_, k_, v_, dq_, dk_, dv_, scores_;  // one sequence's, for the attention layers
   std::vector<double> product_max_;
 };
+
+/// net_window.cpp: the batches the window is measured on: at most kModelWindowBatches, evenly spaced from the first.
+std::vector<bool> window_sample(std::size_t batches);
+/// One batch's window per layer: the smallest S (log2) at which its gradients stop underflowing and the largest
+/// at which they are finite; null where none.
+struct BatchWindows {
+  std::vector<std::optional<int>> S_min, S_max;
+};
+/// net_window.cpp: one batch's window per layer: scans S = 2^0 .. 2^40 on `run` (forward already done for the
+/// chunk) against the baseline's gradients at S = 1 (`ref_params`, `ref_inputs`, per layer).
+BatchWindows scan_window(NetRunner& run, const PathForward& f, std::size_t r0, std::size_t mb,
+                         const std::vector<std::vector<double>>& ref_params,
+                         const std::vector<std::vector<double>>& ref_inputs, double share);
+/// net_window.cpp: folds one batch's windows into the layers' (the window that holds for every batch so far).
+void fold_window(PathForward& f, const BatchWindows& w, bool first);
+/// net_window.cpp: the network's window: the intersection of its layers', and the layers that set its ends (a
+/// layer without an S_min (never under the share) or without an S_max (not finite even at S = 1) sets that end by
+/// itself).
+NetWindow net_window(const PathForward& f, std::size_t batches);
 
 /// net_train.cpp: with Options::steps (`--train`), Keras's and PyTorch's dynamic loss scaling on each of `low`'s
 /// paths (r.paths in the same order), trained from the file's weights on batches of `batch_rows` rows in order;

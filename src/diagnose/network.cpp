@@ -222,114 +222,9 @@ ModelNoLossScaling no_loss_scaling(const ModelReport& r) {
   return n;
 }
 
-/// The batches the window is measured on: at most kModelWindowBatches, evenly spaced from the first.
-std::vector<bool> window_sample(std::size_t batches) {
-  std::vector<bool> in(batches, false);
-  const std::size_t k = std::min(batches, kModelWindowBatches);
-  for (std::size_t i = 0; i < k; ++i) in[i * batches / k] = true;
-  return in;
-}
-
-/// One batch's window per layer: scans S = 2^0 .. 2^40 on `run` (forward already done for the chunk).
-struct BatchWindows {
-  std::vector<std::optional<int>> S_min, S_max;
-};
-
-BatchWindows scan_window(NetRunner& run, const PathForward& f, std::size_t r0, std::size_t mb,
-                         const std::vector<std::vector<double>>& ref_params,
-                         const std::vector<std::vector<double>>& ref_inputs, double share) {
-  const std::size_t layers = f.grads.size();
-  BatchWindows w{std::vector<std::optional<int>>(layers), std::vector<std::optional<int>>(layers)};
-  std::vector<bool> overflowed(layers, false);
-  for (int e = 0; e <= kWindowMaxLog2; ++e) {
-    const double S = std::ldexp(1.0, e);
-    (void)run.backward(r0, mb, float(S));
-    bool all_over = true;
-    for (std::size_t l = 0; l < layers; ++l) {
-      const LayerGrads& g = f.grads[l];
-      if (!g.has_params && !g.has_input) continue;
-      if (overflowed[l]) continue;
-      std::size_t nf = 0;
-      std::vector<double> p = g.has_params ? run.param_grads(l, nf) : std::vector<double>();
-      std::vector<double> x = g.has_input ? run.input_grads(l, nf) : std::vector<double>();
-      if (nf > 0) {
-        overflowed[l] = true;
-        if (e > 0) w.S_max[l] = e - 1;
-        continue;
-      }
-      all_over = false;
-      const GradStats st = g.has_params ? compare_grads(p, 0, ref_params[l], S, f.path.storage)
-                                        : compare_grads(x, 0, ref_inputs[l], S, f.path.storage);
-      if (!w.S_min[l] && st.underflow_share() <= share) w.S_min[l] = e;
-    }
-    if (all_over) break;
-  }
-  for (std::size_t l = 0; l < layers; ++l)
-    if (!overflowed[l]) w.S_max[l] = kWindowMaxLog2;  // finite over the whole search
-  return w;
-}
-
-/// Folds one batch's windows into the layers' (the window that holds for every batch so far).
-void fold_window(PathForward& f, const BatchWindows& w, bool first) {
-  for (std::size_t l = 0; l < f.grads.size(); ++l) {
-    LayerWindow& lw = f.grads[l].window;
-    if (first) {
-      lw.S_min_log2 = w.S_min[l];
-      lw.S_max_log2 = w.S_max[l];
-      continue;
-    }
-    lw.S_min_log2 = lw.S_min_log2 && w.S_min[l] ? std::optional<int>(std::max(*lw.S_min_log2, *w.S_min[l])) : std::nullopt;
-    lw.S_max_log2 = lw.S_max_log2 && w.S_max[l] ? std::optional<int>(std::min(*lw.S_max_log2, *w.S_max[l])) : std::nullopt;
-  }
-}
-
-/// The network's window: the intersection of its layers', and the layers that set its ends (a layer without an
-/// S_min (never under the share) or without an S_max (not finite even at S = 1) sets that end by itself).
-NetWindow net_window(const PathForward& f, std::size_t batches) {
-  NetWindow n;
-  n.batches = batches;
-  const LayerGrads *lower = nullptr, *upper = nullptr, *no_lower = nullptr, *no_upper = nullptr;
-  for (const LayerGrads& g : f.grads) {
-    if (!g.has_params && !g.has_input) continue;
-    if (!g.window.S_min_log2) {
-      if (no_lower == nullptr) no_lower = &g;
-    } else if (lower == nullptr || *g.window.S_min_log2 > *lower->window.S_min_log2) {
-      lower = &g;
-    }
-    if (!g.window.S_max_log2) {
-      if (no_upper == nullptr) no_upper = &g;
-    } else if (upper == nullptr || *g.window.S_max_log2 < *upper->window.S_max_log2) {
-      upper = &g;
-    }
-  }
-  if (no_lower != nullptr) {
-    n.lower_layer = no_lower->name;
-  } else if (lower != nullptr) {
-    n.lower_layer = lower->name;
-    n.S_min_log2 = lower->window.S_min_log2;
-  }
-  if (no_upper != nullptr) {
-    n.upper_layer = no_upper->name;
-  } else if (upper != nullptr) {
-    n.upper_layer = upper->name;
-    n.S_max_log2 = upper->window.S_max_log2;
-  }
-  // Ends that no layer limits (2^0 below, the search's 2^40 above) are set by none.
-  if (n.S_min_log2 == 0) n.lower_layer.clear();
-  if (n.S_max_log2 == kWindowMaxLog2) n.upper_layer.clear();
-  n.empty = !n.S_min_log2 || !n.S_max_log2 || *n.S_min_log2 > *n.S_max_log2;
-  auto inside = [&](int e) { return !n.empty && *n.S_min_log2 <= e && e <= *n.S_max_log2; };
-  n.keras_inside = inside(loss_scale::kKerasInitialLog2);
-  n.pytorch_inside = inside(loss_scale::kPytorchInitialLog2);
-  return n;
-}
-
-}  // namespace
-
-ModelReport run_model(const onnx::Network& net, const std::string& file, const Table& features, Loss loss,
-                      const Table* labels, const Options& o) {
-  if (std::string e = validate(o); !e.empty()) throw std::invalid_argument(e);
-  if (std::string e = check_model_inputs(net, features, loss, labels); !e.empty()) throw std::invalid_argument(e);
+/// The report's options and data section: the features' columns and the network's weights, checked.
+ModelReport start_model(const onnx::Network& net, const std::string& file, const Table& features, Loss loss,
+                        const Options& o, std::size_t samples) {
   ModelReport r;
   r.options = o;
   begin_progress(o);
@@ -337,8 +232,6 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
   r.file = file;
   r.net = net;
   r.data.rows = features.rows();
-  // A batch is --batch samples: rows, or sequences of net.seq rows for a rank-3 input.
-  const std::size_t seq = std::max<std::size_t>(net.seq, 1), samples = features.rows() / seq;
   r.data.batches = batch_count(samples, o);
   r.data.features.resize(features.cols());
   parallel_for(features.cols(), o.threads, [&](std::size_t c) {
@@ -352,6 +245,152 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
     if (!l.weight.empty()) r.weights.push_back(check_weight(l.weight));
     if (!l.bias.empty()) r.weights.push_back(check_weight(l.bias));
   }
+  return r;
+}
+
+/// The baseline's and each low-precision path's records before any row: their layers' kernels and, with a loss,
+/// their losses and (the paths') gradients from the last layer the backward starts from, `last_bw`, down.
+void start_paths(const onnx::Network& net, const NetPath& base_path, const std::vector<NetPath>& low, Loss loss,
+                 std::size_t last_bw, ModelReport& r) {
+  r.baseline = start_report(net, base_path, true);
+  for (const NetPath& p : low) r.paths.push_back(start_report(net, p, false));
+  if (loss != Loss::none) {
+    r.baseline.loss = PathLoss{};
+    for (PathForward& p : r.paths) {
+      p.loss = PathLoss{};
+      p.grads = start_grads(net, last_bw);
+    }
+  }
+}
+
+/// The passes over the rows, chunk by chunk: every path's forward against the baseline's, then with a loss each
+/// batch's backward at S = 1, 2^15 and 2^16 against the baseline's gradients, and the window on the sampled
+/// batches; then the totals. One object holds what every step shares (the runners, the reference gradients).
+class ModelPasses {
+ public:
+  ModelPasses(const onnx::Network& net, const Table& features, const Table* labels, Loss loss, const Options& o,
+              std::size_t batch, std::size_t chunk, unsigned threads, NetRunner& base, std::vector<NetRunner>& runs,
+              ModelReport& r)
+      : net_(net), features_(features), labels_(labels), loss_(loss), o_(o), batch_(batch), chunk_(chunk),
+        threads_(threads), base_(base), runs_(runs), r_(r), ref_params_(net.layers.size()),
+        ref_inputs_(net.layers.size()), sampled_(window_sample(r.data.batches)) {}
+
+  /// Every chunk forward and (with a loss) backward, with progress; then the totals.
+  void run() {
+    for (std::size_t row0 = 0; row0 < features_.rows(); row0 += chunk_) {
+      const std::size_t m = std::min(chunk_, features_.rows() - row0);
+      forward(row0, m);
+      if (loss_ != Loss::none) backward(row0, m);
+      progress(o_, "rows", row0 + m, features_.rows());
+    }
+    finish();
+  }
+
+ private:
+  /// Rows row0 .. row0 + m - 1 forward on the baseline, then on each path, its layers' outputs against the
+  /// baseline's.
+  void forward(std::size_t row0, std::size_t m) {
+    base_.set_threads(threads_);
+    for (NetRunner& run : runs_) run.set_threads(threads_);
+    base_.load(features_, labels_, row0, m);
+    base_.forward();
+    accumulate(net_, r_.baseline, base_, base_, batch_, row0, threads_);
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      runs_[i].load(features_, labels_, row0, m);
+      runs_[i].forward();
+      accumulate(net_, r_.paths[i], runs_[i], base_, batch_, row0, threads_);
+    }
+  }
+
+  /// Each batch of the chunk (rows row0 .. row0 + m - 1) backward: the baseline's loss and gradients, the
+  /// reference, then every path's.
+  void backward(std::size_t row0, std::size_t m) {
+    base_.set_threads(1);
+    for (NetRunner& run : runs_) run.set_threads(1);
+    for (std::size_t r0 = 0; r0 < m; r0 += batch_) {
+      const std::size_t mb = std::min(batch_, m - r0), b = (row0 + r0) / batch_;
+      add_loss(*r_.baseline.loss, base_.backward(r0, mb, 1.0f), b);
+      for (std::size_t l = 0; l < net_.layers.size(); ++l) {
+        std::size_t nf = 0;
+        ref_params_[l] = base_.param_grads(l, nf);
+        ref_inputs_[l] = base_.input_grads(l, nf);
+      }
+      // The paths' backward passes of a batch are independent: one path per thread, each kernel on one thread
+      // (a batch of 32 rows is too small to split; teams of threads on it mostly wait at their barriers).
+      parallel_for(runs_.size(), threads_, [&](std::size_t i) { backward_path(i, r0, mb, b); });
+      if (sampled_[b]) ++windows_done_;
+    }
+  }
+
+  /// Path i on batch b (rows r0 .. r0 + mb - 1 of the chunk): its loss, its gradients at S = 1, 2^15 and 2^16
+  /// against the baseline's, and its window when the batch is sampled.
+  void backward_path(std::size_t i, std::size_t r0, std::size_t mb, std::size_t b) {
+    PathForward& f = r_.paths[i];
+    for (int k = 0; k < 3; ++k) {
+      const double L = runs_[i].backward(r0, mb, float(kScales[k]));
+      if (k == 0) add_loss(*f.loss, L, b);
+      for (std::size_t l = 0; l < net_.layers.size(); ++l) {
+        std::size_t nf = 0;
+        if (f.grads[l].has_params) {
+          const std::vector<double> g = runs_[i].param_grads(l, nf);
+          f.grads[l].params[k].add(compare_grads(g, nf, ref_params_[l], kScales[k], f.path.storage));
+          nf = 0;
+        }
+        if (f.grads[l].has_input) {
+          const std::vector<double> g = runs_[i].input_grads(l, nf);
+          f.grads[l].input[k].add(compare_grads(g, nf, ref_inputs_[l], kScales[k], f.path.storage));
+        }
+      }
+    }
+    for (std::size_t l = 0; l < net_.layers.size(); ++l)
+      for (int k = 0; k < 3; ++k) {
+        f.grads[l].params[k].scale = kScales[k];
+        f.grads[l].input[k].scale = kScales[k];
+      }
+    if (sampled_[b])
+      fold_window(f, scan_window(runs_[i], f, r0, mb, ref_params_, ref_inputs_, o_.underflow_share),
+                  windows_done_ == 0);
+  }
+
+  /// After the last chunk: the attention layers' largest products, the mean losses and the paths' windows.
+  void finish() {
+    for (std::size_t l = 0; l < net_.layers.size(); ++l) {
+      r_.baseline.layers[l].product_max_abs = base_.product_max(l);
+      for (std::size_t i = 0; i < runs_.size(); ++i) r_.paths[i].layers[l].product_max_abs = runs_[i].product_max(l);
+    }
+    if (loss_ != Loss::none) {
+      r_.baseline.loss->loss /= double(r_.data.batches);
+      for (PathForward& p : r_.paths) {
+        p.loss->loss /= double(r_.data.batches);
+        p.window = net_window(p, windows_done_);
+      }
+    }
+  }
+
+  const onnx::Network& net_;
+  const Table& features_;
+  const Table* labels_;
+  const Loss loss_;
+  const Options& o_;
+  const std::size_t batch_, chunk_;
+  const unsigned threads_;
+  NetRunner& base_;
+  std::vector<NetRunner>& runs_;
+  ModelReport& r_;
+  std::vector<std::vector<double>> ref_params_, ref_inputs_;  // the baseline's gradients of the current batch
+  const std::vector<bool> sampled_;                          // the batches the window is measured on
+  std::size_t windows_done_ = 0;
+};
+
+}  // namespace
+
+ModelReport run_model(const onnx::Network& net, const std::string& file, const Table& features, Loss loss,
+                      const Table* labels, const Options& o) {
+  if (std::string e = validate(o); !e.empty()) throw std::invalid_argument(e);
+  if (std::string e = check_model_inputs(net, features, loss, labels); !e.empty()) throw std::invalid_argument(e);
+  // A batch is --batch samples: rows, or sequences of net.seq rows for a rank-3 input.
+  const std::size_t seq = std::max<std::size_t>(net.seq, 1), samples = features.rows() / seq;
+  ModelReport r = start_model(net, file, features, loss, o, samples);
 
   const NetPath base_path = baseline_net_path(net, loss);
   const std::vector<NetPath> low = low_precision_net_paths(net, loss, o);
@@ -366,87 +405,8 @@ ModelReport run_model(const onnx::Network& net, const std::string& file, const T
   NetRunner base(net, base_path, loss, chunk, batch, threads);
   std::vector<NetRunner> runs;
   for (const NetPath& p : low) runs.emplace_back(net, p, loss, chunk, batch, threads);
-  r.baseline = start_report(net, base_path, true);
-  for (const NetPath& p : low) r.paths.push_back(start_report(net, p, false));
-  if (loss != Loss::none) {
-    r.baseline.loss = PathLoss{};
-    for (PathForward& p : r.paths) {
-      p.loss = PathLoss{};
-      p.grads = start_grads(net, base.last_backward_layer());
-    }
-  }
-
-  std::vector<std::vector<double>> ref_params(net.layers.size()), ref_inputs(net.layers.size());
-  const std::vector<bool> sampled = window_sample(r.data.batches);
-  std::size_t windows_done = 0;
-  for (std::size_t row0 = 0; row0 < features.rows(); row0 += chunk) {
-    const std::size_t m = std::min(chunk, features.rows() - row0);
-    base.set_threads(threads);
-    for (NetRunner& run : runs) run.set_threads(threads);
-    base.load(features, labels, row0, m);
-    base.forward();
-    accumulate(net, r.baseline, base, base, batch, row0, threads);
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      runs[i].load(features, labels, row0, m);
-      runs[i].forward();
-      accumulate(net, r.paths[i], runs[i], base, batch, row0, threads);
-    }
-    if (loss != Loss::none) {
-      base.set_threads(1);
-      for (NetRunner& run : runs) run.set_threads(1);
-      for (std::size_t r0 = 0; r0 < m; r0 += batch) {
-        const std::size_t mb = std::min(batch, m - r0), b = (row0 + r0) / batch;
-        add_loss(*r.baseline.loss, base.backward(r0, mb, 1.0f), b);
-        for (std::size_t l = 0; l < net.layers.size(); ++l) {
-          std::size_t nf = 0;
-          ref_params[l] = base.param_grads(l, nf);
-          ref_inputs[l] = base.input_grads(l, nf);
-        }
-        // The paths' backward passes of a batch are independent: one path per thread, each kernel on one thread
-        // (a batch of 32 rows is too small to split; teams of threads on it mostly wait at their barriers).
-        parallel_for(runs.size(), threads, [&](std::size_t i) {
-          PathForward& f = r.paths[i];
-          for (int k = 0; k < 3; ++k) {
-            const double L = runs[i].backward(r0, mb, float(kScales[k]));
-            if (k == 0) add_loss(*f.loss, L, b);
-            for (std::size_t l = 0; l < net.layers.size(); ++l) {
-              std::size_t nf = 0;
-              if (f.grads[l].has_params) {
-                const std::vector<double> g = runs[i].param_grads(l, nf);
-                f.grads[l].params[k].add(compare_grads(g, nf, ref_params[l], kScales[k], f.path.storage));
-                nf = 0;
-              }
-              if (f.grads[l].has_input) {
-                const std::vector<double> g = runs[i].input_grads(l, nf);
-                f.grads[l].input[k].add(compare_grads(g, nf, ref_inputs[l], kScales[k], f.path.storage));
-              }
-            }
-          }
-          for (std::size_t l = 0; l < net.layers.size(); ++l)
-            for (int k = 0; k < 3; ++k) {
-              f.grads[l].params[k].scale = kScales[k];
-              f.grads[l].input[k].scale = kScales[k];
-            }
-          if (sampled[b])
-            fold_window(f, scan_window(runs[i], f, r0, mb, ref_params, ref_inputs, o.underflow_share),
-                        windows_done == 0);
-        });
-        if (sampled[b]) ++windows_done;
-      }
-    }
-    progress(o, "rows", row0 + m, features.rows());
-  }
-  for (std::size_t l = 0; l < net.layers.size(); ++l) {
-    r.baseline.layers[l].product_max_abs = base.product_max(l);
-    for (std::size_t i = 0; i < runs.size(); ++i) r.paths[i].layers[l].product_max_abs = runs[i].product_max(l);
-  }
-  if (loss != Loss::none) {
-    r.baseline.loss->loss /= double(r.data.batches);
-    for (PathForward& p : r.paths) {
-      p.loss->loss /= double(r.data.batches);
-      p.window = net_window(p, windows_done);
-    }
-  }
+  start_paths(net, base_path, low, loss, base.last_backward_layer(), r);
+  ModelPasses(net, features, labels, loss, o, batch, chunk, threads, base, runs, r).run();
   if (loss != Loss::none && o.steps) simulate_model(net, features, labels, loss, base_path, low, batch, o, r);
   end_progress(o);
   r.no_loss_scaling = no_loss_scaling(r);

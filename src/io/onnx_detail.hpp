@@ -1,6 +1,7 @@
 // Shared by the ONNX reader's two steps: onnx_read.cpp validates the protobuf into a Graph of checked constants and
-// nodes; onnx_lower.cpp turns the Graph into halfmap's layers (include/halfmap/onnx.hpp), with onnx_attention.cpp
-// for attention heads and onnx_eval.cpp's float64 evaluation for checking what it read.
+// nodes; onnx_lower.cpp turns the Graph into halfmap's layers (include/halfmap/onnx.hpp), with onnx_pattern.cpp for
+// the patterns of several nodes, onnx_attention.cpp for attention heads and onnx_eval.cpp's float64 evaluation for
+// checking what they read.
 #pragma once
 
 #include <cstddef>
@@ -73,6 +74,16 @@ inline const Tensor* constant(const Graph& g, const std::string& v) {
 
 inline Param param_of(const Tensor& t) { return Param{t.name, t.stored, t.f}; }
 
+/// A layer of kind k read from node n: named by the node (else by its first output), its op, `width` in and out.
+inline Layer layer_of(LayerKind k, const Node& n, std::size_t width) {
+  Layer l;
+  l.kind = k;
+  l.name = n.name.empty() ? n.outputs[0] : n.name;
+  l.ops = n.op;
+  l.in = l.out = width;
+  return l;
+}
+
 /// A float constant of n elements laid out as (n) or (1, n): a per-feature vector, or null.
 inline const Tensor* feature_vector(const Graph& g, const std::string& v, std::size_t n) {
   const Tensor* t = constant(g, v);
@@ -93,6 +104,14 @@ inline std::string scope_of(const std::vector<const Node*>& nodes) {
   scope.resize(scope.rfind('/') == std::string::npos ? 0 : scope.rfind('/'));
   return scope;
 }
+
+// ---- onnx_pattern.cpp: one layer in several nodes (GELU's Erf and Tanh forms, layer and RMS norms) ------------
+
+/// The layer the nodes from value `in` to value `out` compute, if they are one of the patterns (recognised by their
+/// ops, their constants taken from their nodes) and compute it, checked in float64 on probe rows; else nullopt.
+/// `f`: the width of `in` (not 0).
+std::optional<Layer> read_pattern(const Graph& g, const std::vector<const Node*>& region, const std::string& in,
+                                  const std::string& out, std::size_t f);
 
 // ---- onnx_attention.cpp: one attention head (include/halfmap/onnx.hpp, "attention") ---------------------------
 

@@ -3,14 +3,12 @@
 // The nodes are cut into regions: a region starts at the chain's current value and ends at the first value
 // through which everything computed since flows (when that value is the only one still to be read). One node is
 // one layer (Gemm, MatMul, Relu, ...); several nodes must be one of the patterns the exporters write (GELU's Erf
-// and Tanh forms, layer normalisation before opset 17, RMS normalisation), recognised by their ops, their
-// constants taken from their nodes, and then checked by evaluating the region in float64 on probe rows against the
-// layer it is read as. A region with a Softmax and a product of two computed values is an attention head, read by
-// onnx_attention.cpp. A residual Add is read where its earlier operand is a layer's output; any other node that
-// reads a value from before its region ends the reading with a sentence.
+// and Tanh forms, layer normalisation before opset 17, RMS normalisation), read by onnx_pattern.cpp: recognised by
+// their ops, their constants taken from their nodes, and then checked by evaluating the region in float64 on probe
+// rows against the layer it is read as. A region with a Softmax and a product of two computed values is an
+// attention head, read by onnx_attention.cpp. A residual Add is read where its earlier operand is a layer's
+// output; any other node that reads a value from before its region ends the reading with a sentence.
 #include <algorithm>
-#include <cmath>
-#include <functional>
 #include <optional>
 #include <map>
 #include <set>
@@ -30,14 +28,8 @@ using detail::Node;
 using detail::Tensor;
 using detail::constant;
 using detail::is_onnx_domain;
-using detail::Mat;
-using detail::evaluate;
-using detail::gelu_erf;
-using detail::gelu_tanh;
-using detail::probe;
 using detail::param_of;
 using detail::feature_vector;
-using detail::scope_of;
 
 // ---- regions -> layers -----------------------------------------------------------------------------------------
 
@@ -155,14 +147,7 @@ class Lowering {
     return features_;
   }
 
-  Layer start(LayerKind k, const Node& n) {
-    Layer l;
-    l.kind = k;
-    l.name = n.name.empty() ? n.outputs[0] : n.name;
-    l.ops = n.op;
-    l.in = l.out = features_;
-    return l;
-  }
+  Layer start(LayerKind k, const Node& n) { return detail::layer_of(k, n, features_); }
 
   /// True if the region is one node that is a layer by itself (a MatMul's bias Add included).
   bool standalone(const Region& r, const Network& net) const {
@@ -215,7 +200,8 @@ class Lowering {
       for (std::size_t last = end; last > i && !read; --last) {
         std::vector<const Node*> nodes;
         for (std::size_t k = i; k < last; ++k) nodes.insert(nodes.end(), regions[k].nodes.begin(), regions[k].nodes.end());
-        if (std::optional<Layer> l = read_pattern(nodes, regions[i].in, regions[last - 1].out)) {
+        const std::size_t f = need_features(*nodes.front());
+        if (std::optional<Layer> l = detail::read_pattern(g_, nodes, regions[i].in, regions[last - 1].out, f)) {
           net.layers.push_back(std::move(*l));
           values_[regions[last - 1].out] = {net.layers.size(), features_};
           i = last;
@@ -261,202 +247,140 @@ class Lowering {
     net.layers.push_back(std::move(l));
   }
 
+  /// A node that is a layer by itself, by its op; a residual Add by the value it adds.
   void lower_node(const Node& n, Network& net) {
     const std::string& op = n.op;
     const bool std_domain = is_onnx_domain(n);
-    auto input = [&](std::size_t i) -> const Tensor* {
-      return i < n.inputs.size() && !n.inputs[i].empty() ? constant(g_, n.inputs[i]) : nullptr;
-    };
-    if (std_domain && op == "Gemm") {
-      if (g_.seq != 0)
-        fail(g_.file, fmt::format("{}: Gemm takes rank-2 values, and this network's input is rank 3.", n.label()));
-      if (n.inputs.size() < 2 || input(1) == nullptr)
-        fail(g_.file, fmt::format("{}: its B is not a constant; halfmap reads Gemm(x, W, b).", n.label()));
-      if (detail::attr_int(g_, n, "transA", 0) != 0 || detail::attr_float(g_, n, "alpha", 1) != 1 ||
-          detail::attr_float(g_, n, "beta", 1) != 1)
-        fail(g_.file, fmt::format("{}: transA, alpha or beta is not the default; halfmap reads Gemm with transA = 0, "
-                                  "alpha = beta = 1.",
-                                  n.label()));
-      return lower_dense(n, *input(1), detail::attr_int(g_, n, "transB", 0) != 0,
-                         n.inputs.size() > 2 ? n.inputs[2] : std::string(), net);
-    }
+    if (std_domain && op == "Gemm") return lower_gemm(n, net);
     if (std_domain && op == "MatMul") {
-      if (n.inputs.size() != 2 || input(1) == nullptr)
+      if (n.inputs.size() != 2 || input(n, 1) == nullptr)
         fail(g_.file, fmt::format("{}: its second operand is not a constant; halfmap reads MatMul(x, W).", n.label()));
-      return lower_dense(n, *input(1), false, {}, net);
+      return lower_dense(n, *input(n, 1), false, {}, net);
     }
-    if (const auto skip = skip_of_.find(&n); skip != skip_of_.end()) {
-      const auto from = values_.find(skip->second);
-      if (from == values_.end())
-        fail(g_.file, fmt::format("{} adds '{}', which is not a layer's output: a residual connection must start at "
-                                  "one.",
-                                  n.label(), skip->second));
-      if (from->second.second != features_)
-        fail(g_.file, fmt::format("{} adds '{}' of {} features to a value of {}.", n.label(), skip->second,
-                                  from->second.second, features_));
-      Layer l = start(LayerKind::add, n);
-      l.skip = from->second.first;
-      net.layers.push_back(std::move(l));
-      return;
-    }
-    if (std_domain && op == "Add") {
-      // A bias after a MatMul: b + x or x + b.
-      Layer* prev = net.layers.empty() ? nullptr : &net.layers.back();
-      const std::string& bias = input(0) != nullptr ? n.inputs[0] : n.inputs.size() > 1 ? n.inputs[1] : std::string();
-      if (prev != nullptr && prev->kind == LayerKind::dense && prev->ops == "MatMul" && prev->bias.empty() &&
-          feature_vector(g_, bias, prev->out) != nullptr) {
-        prev->bias = param_of(*feature_vector(g_, bias, prev->out));
-        prev->ops = "MatMul+Add";
-        return;
-      }
-      fail(g_.file, fmt::format("{} adds something other than a bias of {} values to a MatMul's output; halfmap reads "
-                                "Add only as a MatMul's bias.",
-                                n.label(), features_));
-    }
+    if (const auto skip = skip_of_.find(&n); skip != skip_of_.end()) return lower_residual(n, skip->second, net);
+    if (std_domain && op == "Add") return lower_bias(n, net);
     if (std_domain && (op == "Relu" || op == "Sigmoid" || op == "Tanh")) {
       need_features(n);
       net.layers.push_back(start(op == "Relu" ? LayerKind::relu : op == "Sigmoid" ? LayerKind::sigmoid : LayerKind::tanh, n));
       return;
     }
-    if (op == "Gelu" && (std_domain || n.domain == "com.microsoft")) {
-      need_features(n);
-      const std::string approx = detail::attr_string(g_, n, "approximate", "none");
-      if (approx != "none" && approx != "tanh")
-        fail(g_.file, fmt::format("{}: approximate = '{}'; GELU's are 'none' and 'tanh'.", n.label(), approx));
-      net.layers.push_back(start(approx == "tanh" ? LayerKind::gelu_tanh : LayerKind::gelu, n));
+    if (op == "Gelu" && (std_domain || n.domain == "com.microsoft")) return lower_gelu(n, net);
+    if (std_domain && op == "Softmax") return lower_softmax(n, net);
+    if (std_domain && op == "LayerNormalization") return lower_layernorm(n, net);
+    if (std_domain && (op == "Identity" || op == "Flatten" || op == "Reshape")) return check_shape_kept(n);
+    unsupported(n);
+  }
+
+  /// The node's input i when it is a constant, else null (computed, omitted or absent).
+  const Tensor* input(const Node& n, std::size_t i) const {
+    return i < n.inputs.size() && !n.inputs[i].empty() ? constant(g_, n.inputs[i]) : nullptr;
+  }
+
+  /// Gemm(x, W, b) with the defaults but transB: a dense layer.
+  void lower_gemm(const Node& n, Network& net) {
+    if (g_.seq != 0)
+      fail(g_.file, fmt::format("{}: Gemm takes rank-2 values, and this network's input is rank 3.", n.label()));
+    if (n.inputs.size() < 2 || input(n, 1) == nullptr)
+      fail(g_.file, fmt::format("{}: its B is not a constant; halfmap reads Gemm(x, W, b).", n.label()));
+    if (detail::attr_int(g_, n, "transA", 0) != 0 || detail::attr_float(g_, n, "alpha", 1) != 1 ||
+        detail::attr_float(g_, n, "beta", 1) != 1)
+      fail(g_.file, fmt::format("{}: transA, alpha or beta is not the default; halfmap reads Gemm with transA = 0, "
+                                "alpha = beta = 1.",
+                                n.label()));
+    return lower_dense(n, *input(n, 1), detail::attr_int(g_, n, "transB", 0) != 0,
+                       n.inputs.size() > 2 ? n.inputs[2] : std::string(), net);
+  }
+
+  /// A residual Add of `skip`, which must be an earlier layer's output of the current width.
+  void lower_residual(const Node& n, const std::string& skip, Network& net) {
+    const auto from = values_.find(skip);
+    if (from == values_.end())
+      fail(g_.file, fmt::format("{} adds '{}', which is not a layer's output: a residual connection must start at "
+                                "one.",
+                                n.label(), skip));
+    if (from->second.second != features_)
+      fail(g_.file, fmt::format("{} adds '{}' of {} features to a value of {}.", n.label(), skip,
+                                from->second.second, features_));
+    Layer l = start(LayerKind::add, n);
+    l.skip = from->second.first;
+    net.layers.push_back(std::move(l));
+  }
+
+  /// Any other Add: a bias after a MatMul (b + x or x + b), folded into that dense layer.
+  void lower_bias(const Node& n, Network& net) {
+    Layer* prev = net.layers.empty() ? nullptr : &net.layers.back();
+    const std::string& bias = input(n, 0) != nullptr ? n.inputs[0] : n.inputs.size() > 1 ? n.inputs[1] : std::string();
+    if (prev != nullptr && prev->kind == LayerKind::dense && prev->ops == "MatMul" && prev->bias.empty() &&
+        feature_vector(g_, bias, prev->out) != nullptr) {
+      prev->bias = param_of(*feature_vector(g_, bias, prev->out));
+      prev->ops = "MatMul+Add";
       return;
     }
-    if (std_domain && op == "Softmax") {
-      need_features(n);
-      const std::int64_t axis = detail::attr_int(g_, n, "axis", g_.opset >= 13 ? -1 : 1);
-      if (axis != -1 && axis != last_axis())
-        fail(g_.file, fmt::format("{}: axis {}; halfmap reads softmax over the features (axis -1 or {}).", n.label(),
-                                  axis, last_axis()));
-      net.layers.push_back(start(LayerKind::softmax, n));
-      return;
+    fail(g_.file, fmt::format("{} adds something other than a bias of {} values to a MatMul's output; halfmap reads "
+                              "Add only as a MatMul's bias.",
+                              n.label(), features_));
+  }
+
+  /// Gelu (opset 20, or Microsoft's contrib op): exact or tanh, by its `approximate`.
+  void lower_gelu(const Node& n, Network& net) {
+    need_features(n);
+    const std::string approx = detail::attr_string(g_, n, "approximate", "none");
+    if (approx != "none" && approx != "tanh")
+      fail(g_.file, fmt::format("{}: approximate = '{}'; GELU's are 'none' and 'tanh'.", n.label(), approx));
+    net.layers.push_back(start(approx == "tanh" ? LayerKind::gelu_tanh : LayerKind::gelu, n));
+  }
+
+  /// Softmax over the features only.
+  void lower_softmax(const Node& n, Network& net) {
+    need_features(n);
+    const std::int64_t axis = detail::attr_int(g_, n, "axis", g_.opset >= 13 ? -1 : 1);
+    if (axis != -1 && axis != last_axis())
+      fail(g_.file, fmt::format("{}: axis {}; halfmap reads softmax over the features (axis -1 or {}).", n.label(),
+                                axis, last_axis()));
+    net.layers.push_back(start(LayerKind::softmax, n));
+  }
+
+  /// LayerNormalization (opset 17) over the features, with its constant scale, optional bias and ε.
+  void lower_layernorm(const Node& n, Network& net) {
+    const std::size_t f = need_features(n);
+    const std::int64_t axis = detail::attr_int(g_, n, "axis", -1);
+    if (axis != -1 && axis != last_axis())
+      fail(g_.file, fmt::format("{}: axis {}; halfmap normalises over the features (axis -1 or {}).", n.label(), axis,
+                                last_axis()));
+    const Tensor* gamma = n.inputs.size() > 1 ? feature_vector(g_, n.inputs[1], f) : nullptr;
+    if (gamma == nullptr)
+      fail(g_.file, fmt::format("{}: its scale is not a constant vector of {} values.", n.label(), f));
+    Layer l = start(LayerKind::layernorm, n);
+    l.weight = param_of(*gamma);
+    if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+      const Tensor* beta = feature_vector(g_, n.inputs[2], f);
+      if (beta == nullptr)
+        fail(g_.file, fmt::format("{}: its bias is not a constant vector of {} values.", n.label(), f));
+      l.bias = param_of(*beta);
     }
-    if (std_domain && op == "LayerNormalization") {
-      const std::size_t f = need_features(n);
-      const std::int64_t axis = detail::attr_int(g_, n, "axis", -1);
-      if (axis != -1 && axis != last_axis())
-        fail(g_.file, fmt::format("{}: axis {}; halfmap normalises over the features (axis -1 or {}).", n.label(), axis,
-                                  last_axis()));
-      const Tensor* gamma = n.inputs.size() > 1 ? feature_vector(g_, n.inputs[1], f) : nullptr;
-      if (gamma == nullptr)
-        fail(g_.file, fmt::format("{}: its scale is not a constant vector of {} values.", n.label(), f));
-      Layer l = start(LayerKind::layernorm, n);
-      l.weight = param_of(*gamma);
-      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
-        const Tensor* beta = feature_vector(g_, n.inputs[2], f);
-        if (beta == nullptr)
-          fail(g_.file, fmt::format("{}: its bias is not a constant vector of {} values.", n.label(), f));
-        l.bias = param_of(*beta);
-      }
-      l.epsilon = detail::attr_float(g_, n, "epsilon", 1e-5f);
-      if (!(l.epsilon > 0)) fail(g_.file, fmt::format("{}: epsilon {} is not positive.", n.label(), l.epsilon));
-      net.layers.push_back(std::move(l));
-      return;
-    }
-    if (std_domain && (op == "Flatten" || op == "Reshape") && g_.seq != 0)
+    l.epsilon = detail::attr_float(g_, n, "epsilon", 1e-5f);
+    if (!(l.epsilon > 0)) fail(g_.file, fmt::format("{}: epsilon {} is not positive.", n.label(), l.epsilon));
+    net.layers.push_back(std::move(l));
+  }
+
+  /// Identity, Flatten and Reshape add no layer: they are read only where they keep the shape.
+  void check_shape_kept(const Node& n) {
+    const std::string& op = n.op;
+    if ((op == "Flatten" || op == "Reshape") && g_.seq != 0)
       fail(g_.file, fmt::format("{} changes the shape of sequences × tokens × features; halfmap keeps it.", n.label()));
-    if (std_domain && (op == "Identity" || op == "Flatten")) {
+    if (op == "Identity" || op == "Flatten") {
       if (op == "Flatten" && detail::attr_int(g_, n, "axis", 1) != 1)
         fail(g_.file, fmt::format("{}: axis {}; halfmap keeps rows × features (axis 1).", n.label(),
                                   detail::attr_int(g_, n, "axis", 1)));
       return;
     }
-    if (std_domain && op == "Reshape") {
-      const std::size_t f = need_features(n);
-      const Tensor* shape = input(1);
-      const bool keeps = shape != nullptr && shape->integer && shape->i.size() == 2 &&
-                         (shape->i[0] == -1 || (shape->i[0] == 0 && detail::attr_int(g_, n, "allowzero", 0) == 0)) &&
-                         (shape->i[1] == std::int64_t(f) || (shape->i[1] == -1 && shape->i[0] == 0));
-      if (!keeps)
-        fail(g_.file, fmt::format("{} changes the shape; halfmap reads Reshape only to (-1, {}).", n.label(), f));
-      return;
-    }
-    unsupported(n);
-  }
-
-  /// The layer the nodes compute, if they are one of the patterns and compute it (checked in float64).
-  std::optional<Layer> read_pattern(const std::vector<const Node*>& region, const std::string& in,
-                                    const std::string& out) {
-    std::multiset<std::string> ops;
-    std::string joined;
-    for (const Node* n : region) {
-      ops.insert(n->op);
-      joined += (joined.empty() ? "" : "+") + n->op;
-    }
-    const Node& first = *region.front();
-    const std::size_t f = need_features(first);
-    // The pattern's name: its nodes' common scope ("/encoder/mlp/act/Div", "/encoder/mlp/act/Mul" ->
-    // "/encoder/mlp/act"), the module the exporter wrote it for; else its first node's name.
-    const std::string scope = scope_of(region);
-    auto vector_operand = [&](std::string_view op) -> const Tensor* {
-      for (const Node* n : region)
-        if (n->op == op)
-          for (const std::string& v : n->inputs)
-            if (const Tensor* t = feature_vector(g_, v, f); t != nullptr) return t;
-      return nullptr;
-    };
-    // ε: the scalar added to a mean (the Add whose other operand is a ReduceMean's output).
-    auto epsilon = [&]() -> std::optional<double> {
-      std::set<std::string> means;
-      for (const Node* n : region)
-        if (n->op == "ReduceMean") means.insert(n->outputs[0]);
-      for (const Node* n : region)
-        if (n->op == "Add" && n->inputs.size() == 2)
-          for (int k = 0; k < 2; ++k)
-            if (means.contains(n->inputs[std::size_t(k)]))
-              if (const Tensor* t = constant(g_, n->inputs[std::size_t(1 - k)]); t && !t->integer && t->f.size() == 1)
-                return double(t->f[0]);
-      return std::nullopt;
-    };
-    Layer l = start(LayerKind::gelu, first);
-    if (!scope.empty()) l.name = scope;
-    l.ops = joined;
-    std::function<double(const Mat&, std::size_t, std::size_t)> ref;
-    const std::size_t means = ops.count("ReduceMean");
-    if (ops.contains("Erf") && means == 0) {
-      l.kind = LayerKind::gelu;
-      ref = [](const Mat& x, std::size_t r, std::size_t c) { return gelu_erf(x.at(r, c)); };
-    } else if (ops.contains("Tanh") && means == 0) {
-      l.kind = LayerKind::gelu_tanh;
-      ref = [](const Mat& x, std::size_t r, std::size_t c) { return gelu_tanh(x.at(r, c)); };
-    } else if (means == 2 || means == 1) {
-      l.kind = means == 2 ? LayerKind::layernorm : LayerKind::rmsnorm;
-      const std::optional<double> eps = epsilon();
-      if (!eps || !(*eps > 0)) return std::nullopt;
-      l.epsilon = *eps;
-      if (const Tensor* gamma = vector_operand("Mul")) l.weight = param_of(*gamma);
-      if (l.kind == LayerKind::layernorm)
-        if (const Tensor* beta = vector_operand("Add")) l.bias = param_of(*beta);
-      const bool layer = l.kind == LayerKind::layernorm;
-      const std::vector<float> gamma = l.weight.values, beta = l.bias.values;
-      const double e = l.epsilon;
-      ref = [layer, gamma, beta, e](const Mat& x, std::size_t r, std::size_t c) {
-        double mean = 0, ss = 0;
-        for (std::size_t j = 0; j < x.cols; ++j) mean += x.at(r, j);
-        mean = layer ? mean / double(x.cols) : 0.0;
-        for (std::size_t j = 0; j < x.cols; ++j) ss += (x.at(r, j) - mean) * (x.at(r, j) - mean);
-        const double y = (x.at(r, c) - mean) / std::sqrt(ss / double(x.cols) + e);
-        return y * (gamma.empty() ? 1.0 : double(gamma[c])) + (beta.empty() ? 0.0 : double(beta[c]));
-      };
-    } else {
-      return std::nullopt;
-    }
-    // The check: the region, evaluated in f64, is the layer it is read as.
-    const Mat x = probe(f);
-    std::map<std::string, Mat> vals;
-    bool same = evaluate(g_, region, in, x, vals) && vals.contains(out) && vals[out].rows == x.rows &&
-                vals[out].cols == x.cols;
-    for (std::size_t r = 0; same && r < x.rows; ++r)
-      for (std::size_t c = 0; same && c < x.cols; ++c) {
-        const double want = ref(x, r, c), got = vals[out].at(r, c);
-        same = std::abs(got - want) <= 1e-5 * std::max(1.0, std::abs(want));
-      }
-    if (!same) return std::nullopt;
-    return l;
+    const std::size_t f = need_features(n);
+    const Tensor* shape = input(n, 1);
+    const bool keeps = shape != nullptr && shape->integer && shape->i.size() == 2 &&
+                       (shape->i[0] == -1 || (shape->i[0] == 0 && detail::attr_int(g_, n, "allowzero", 0) == 0)) &&
+                       (shape->i[1] == std::int64_t(f) || (shape->i[1] == -1 && shape->i[0] == 0));
+    if (!keeps)
+      fail(g_.file, fmt::format("{} changes the shape; halfmap reads Reshape only to (-1, {}).", n.label(), f));
   }
 
   const Graph& g_;
