@@ -1,34 +1,39 @@
-// The libraries users pick instead of halfmap, timed on halfmap's own shapes and inputs:
+// The libraries users pick instead of halfmap, timed on halfmap's own shapes and inputs: every timed peer of the
+// libraries in this binary's peer list (generated/peer_lists.inc, written by cmake/peers.cmake; the adapters are
+// src/peers/<lib>.cpp, one per library, which the sweep maps too), named as the sweep names them,
+// <lib>_<dtype>_<op>__peer:
 //
-//   dense_fwd/<lib>_<dtype>__peer/<size>  Y = X·W + b at the sizes of dense_fwd (kDenseFwdSizes), on the same
-//                                         operands as halfmap's dense kernels of that storage type (operands());
-//   softmax/<lib>_<dtype>__peer/<level>   rows × kNnCols values of the dtype (f32, bf16, f16) at each level, from
-//   layernorm/<lib>_<dtype>__peer/<level> the same input buffer into output_buffer(), as halfmap's softmax and
-//                                         layernorm benchmarks of that storage type (layernorm: γ and β the
-//                                         buffer's first two rows, ε = 1e-5, forward only).
-//   dense_fwd_threads/<lib>_<dtype>__peer/<threads>  the peers that run on several threads (DensePeer::threaded:
-//                                         oneDNN, OpenBLAS) at kThreadsSize on each of halfmap's thread counts,
-//                                         timed by wall clock like halfmap's dense_fwd_threads/ (bench_dense.cpp).
+//   dense_fwd/<name>/<size>          Y = X·W + b at the sizes of dense_fwd (kDenseFwdSizes), on the same operands as
+//                                    halfmap's dense kernels of that storage type (operands());
+//   softmax/<name>/<level>           rows × kNnCols values of the dtype (f32, bf16, f16) at each level, from the
+//   layernorm/<name>/<level>         same input buffer into output_buffer(), as halfmap's softmax and layernorm
+//                                    benchmarks of that storage type (layernorm: γ and β the buffer's first two
+//                                    rows, ε = 1e-5, forward only).
+//   dense_fwd_threads/<name>/<threads>  the peers that run on several threads (Timing::threaded: oneDNN,
+//                                    OpenBLAS) at kThreadsSize on each of halfmap's thread counts, timed by wall
+//                                    clock like halfmap's dense_fwd_threads/ (bench_dense.cpp).
 //
-// with the counters of the halfmap benchmarks they compare with (flops_per_second and size; bytes_per_second,
+// The call is prepared once per benchmark, untimed (Timing: library objects created, operands converted, weights
+// transposed and packed); what is timed is Prepared::run(). Where the environment capped a library's ISA
+// (ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE: tools/main.sh's extra runs), its peers are named
+// <lib>_<isa>_<dtype>_<op>__peer (peers::capped_name), so that a capped and an uncapped run never share a name.
+//
+// Counters: those of the halfmap benchmarks they compare with (flops_per_second and size; bytes_per_second,
 // elements_per_second and n). A dense peer's label uses the words of halfmap's (label_kernel): op=dense_fwd, mode=
 // (f32, bf16_f32acc; none for fp16, whose arithmetic differs by library), isa= when the library says which ISA's
-// code it runs (DensePeer::isa), storage=, and roof=fma/<isa> where halfmap measures that roof for the dtype's
-// arithmetic, else roof=none. What each library's call does, what is timed, and how it is held to one thread is
-// at the top of bench/peers/<lib>.cpp and in the context (peer_<lib>). Each library is optional: CMake compiles
-// its file only when it finds it (HALFMAP_PEER_<LIB>=1), and the context lists peers_built and peers_missing.
+// code it runs (Timing::isa), storage=, and roof=fma/<isa> where halfmap measures that roof for the dtype's
+// arithmetic, else roof=none. What each library's call does, what is timed, and how it is held to one thread is at
+// the top of src/peers/<lib>.cpp and in the context (peer_<lib>). Each library is optional: the context lists
+// peers_built and peers_missing (with the reason).
 //
-// Before any benchmark, every peer is checked once (add_peer_context):
-//   * its result: a dense peer's at size 64 against halfmap's f32_dense_fwd__ref on the f32 operands, max|y -
-//     y_ref| / max(1, max|y_ref|) within the peer's tolerance (1e-3 for f32, 1e-1 for fp16 and bf16, whose inputs
-//     are rounded); a softmax or layernorm peer's at l1 against the ref kernel of its op and storage type
-//     (f32_softmax__ref, f16_f32acc_softmax__ref, bf16_f32acc_layernorm__ref, ...), max|y - y_ref| / y_ref
-//     (layernorm: / max(1, |y_ref|)) within 1e-3 for f32 and 1e-2 for fp16 and bf16 (one rounding step of the
-//     output either way). Otherwise every benchmark of that peer skips
-//     with the error, so a misused API never gets a speed published;
-//   * the floating-point modes (MXCSR / FPCR, not MXCSR's sticky exception flags) before and after creating and
-//     running it. A peer that left flushing on would silently change every later benchmark: they would be
-//     restored, and the context would say so (none of Debian 12's four does);
+// Before any benchmark, every timed peer is checked once (add_peer_context):
+//   * its result: peers::check_error (src/peers/check.cpp, the sweep's check too) runs the prepared call on small
+//     deterministic inputs against float64 on the stored values, max|y - y_f64| / max(1, max|y_f64|) within the
+//     peer's tolerance. Otherwise every benchmark of that peer skips with the error ("wrong result: ..."), so a
+//     misused API never gets a speed published;
+//   * the floating-point modes (MXCSR / FPCR, not MXCSR's sticky exception flags) before and after checking it and
+//     creating and running it. A peer that left flushing on would silently change every later benchmark: they
+//     would be restored, and the context would say so (none of Debian 12's four does);
 //   * dense peers: whether they keep subnormals: a 16×16 layer of x = 2^-130 (f32, bf16) or 2^-20 (fp16),
 //     w = 1/2, b = 0, whose exact result 8x is subnormal. A library can flush inside its calls and leave MXCSR
 //     as it found it (xnn_run_operator passes PTHREADPOOL_FLAG_DISABLE_DENORMALS: pthreadpool sets FTZ and DAZ
@@ -36,8 +41,11 @@
 //     whatever MXCSR says; this probe sees both (context peers_subnormals_flushed).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -84,10 +92,33 @@ void guard_fp_env(const FpEnv& before, std::string_view when, std::string& note)
   restore_fp_env(before.raw);
 }
 
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+/// `bytes` bytes, 64-byte aligned and zeroed, as halfmap's dense benchmarks' outputs (bench_dense.cpp).
+std::unique_ptr<void, FreeDeleter> output(std::size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  return std::unique_ptr<void, FreeDeleter>(p);
+}
+
+/// A timed peer of a library set up in this process, with its benchmarks' kernel name.
+struct Timed {
+  const peers::Peer* peer;
+  std::string name;  // the peer's, or peers::capped_name() of it
+  std::size_t lib;   // index of its library in PeerState::libs
+  std::string key() const { return fmt::format("{}/{}", op_name(peer->kernel.op), name); }
+};
+
 struct PeerState {
   std::vector<peers::Library> libs;
-  std::vector<std::string> missing;                    // "onednn (install libdnnl-dev)"
-  std::map<std::string, std::string> skip;             // "<op>/<name>" -> why every benchmark of it skips
+  std::vector<std::string> built;                          // "onednn", "onednn_avx2" (a capped library)
+  std::vector<std::string> missing;                        // "xnnpack: not found at build time (install ...)."
+  std::vector<std::pair<std::string, std::string>> about;  // context: "peer_<lib>" -> version and threading
+  std::vector<Timed> timed;
+  std::map<std::string, std::string> skip;                  // "<op>/<name>" -> why every benchmark of it skips
   std::vector<std::pair<std::string, std::string>> checks;  // context: "peer_check/<op>/<name>" -> result
   std::vector<std::string> fp_env_changed, subnormals_flushed;
 };
@@ -103,79 +134,6 @@ void fill(DType t, void* p, std::size_t n, float v) {
   }
 }
 
-/// The subnormal probe (see the top of this file): "kept", "flushed to zero" or what came out instead.
-std::string subnormal_probe(const peers::DensePeer& p, const FpEnv& env, std::string& fp_note) {
-  constexpr std::size_t s = 16;
-  const float x = p.source == DType::f16 ? 0x1p-20f : 0x1p-130f;
-  const float want = 8 * x;  // 16 products of x/2, exact
-  std::vector<unsigned char> xs(s * s * 4), ws(s * s * 4), bs(s * 4);  // room for any storage type
-  fill(p.source, xs.data(), s * s, x);
-  fill(p.source, ws.data(), s * s, 0.5f);
-  fill(p.source, bs.data(), s, 0.0f);
-  try {
-    auto run = p.make({s, xs.data(), ws.data(), bs.data()});
-    run->run();
-    guard_fp_env(env, "by the subnormal probe", fp_note);
-    std::vector<float> y(s * s);
-    run->output_f32(y.data());
-    if (std::all_of(y.begin(), y.end(), [&](float v) { return v == want; })) return "kept";
-    if (std::all_of(y.begin(), y.end(), [](float v) { return v == 0.0f; })) return "flushed to zero";
-    return fmt::format("y[0] = {:a}, want {:a}", y[0], want);
-  } catch (const peers::Unsupported& e) {
-    return fmt::format("not run ({})", e.what());
-  }
-}
-
-void check_dense(PeerState& st, const peers::DensePeer& p) {
-  constexpr std::size_t s = 64;
-  const std::string key = "dense_fwd/" + p.name;
-  const FpEnv env = read_fp_env();
-  std::string fp_note;
-  std::string result;
-  std::string detail;
-  try {
-    const Operands in = operands(p.source, s);
-    auto run = p.make({s, in.x, in.w, in.b});
-    guard_fp_env(env, "by creating it", fp_note);
-    run->run();
-    guard_fp_env(env, "by a call", fp_note);
-    detail = run->detail();
-
-    const Operands ref_in = operands(DType::f32, s);
-    std::vector<float> ref(s * s), y(s * s);
-    find_kernel("f32_dense_fwd__ref")->dense({s, s, s, ref_in.x, ref_in.w, ref_in.b, ref.data(), Act::identity});
-    run->output_f32(y.data());
-    double err = 0, scale = 1;
-    for (std::size_t i = 0; i < s * s; ++i) {
-      // NaN-safe: a NaN makes err NaN, which fails the check below.
-      err = std::max(err, std::fabs(double{y[i]} - double{ref[i]}));
-      if (std::isnan(y[i])) err = std::nan("");
-      scale = std::max(scale, std::fabs(double{ref[i]}));
-    }
-    const double rel = err / scale;
-    if (!(rel <= p.tolerance)) {
-      st.skip[key] = fmt::format("wrong result: max|y - y_ref| / max(1, max|y_ref|) = {:.3g} > {:.0e} against "
-                                 "f32_dense_fwd__ref at size {}",
-                                 rel, p.tolerance, s);
-      result = st.skip[key];
-    } else {
-      result = fmt::format("ok: max|y - y_ref| / max(1, max|y_ref|) = {:.2g} at size {} (tolerance {:.0e})", rel,
-                           s, p.tolerance);
-    }
-  } catch (const peers::Unsupported& e) {
-    st.skip[key] = e.what();
-    st.checks.emplace_back("peer_check/" + key, fmt::format("skipped: {}", e.what()));
-    return;
-  }
-  const std::string probe = subnormal_probe(p, env, fp_note);
-  if (probe != "kept" && !probe.starts_with("not run")) st.subnormals_flushed.push_back(key);
-  if (!fp_note.empty()) st.fp_env_changed.push_back(key);
-  st.checks.emplace_back(
-      "peer_check/" + key,
-      fmt::format("{}{}; fp env: {}; subnormal result: {}", result, detail.empty() ? "" : "; implementation " + detail,
-                  fp_note.empty() ? "unchanged" : fp_note, probe));
-}
-
 /// The f32 value of element i of a row-major array of storage type t.
 float widen_at(DType t, const void* values, std::size_t i) {
   switch (t) {
@@ -186,102 +144,107 @@ float widen_at(DType t, const void* values, std::size_t i) {
   return static_cast<const float*>(values)[i];
 }
 
-/// The reference a row peer is checked against: halfmap's ref kernel of its op and storage type (f32 arithmetic,
-/// each output rounded once to the storage type).
-std::string row_ref_name(const peers::RowPeer& p) {
-  const std::string_view mode = p.storage == DType::f32 ? "f32" : p.storage == DType::f16 ? "f16_f32acc" : "bf16_f32acc";
-  return fmt::format("{}_{}__ref", mode, op_name(p.op));
+/// The subnormal probe (see the top of this file): "kept", "flushed to zero" or what came out instead.
+std::string subnormal_probe(const peers::Peer& p, const FpEnv& env, std::string& fp_note) {
+  constexpr std::size_t s = 16;
+  const DType t = p.kernel.storage;
+  const float x = t == DType::f16 ? 0x1p-20f : 0x1p-130f;
+  const float want = 8 * x;  // 16 products of x/2, exact
+  std::vector<unsigned char> xs(s * s * 4), ws(s * s * 4), bs(s * 4), ys(s * s * 4);  // room for any storage type
+  fill(t, xs.data(), s * s, x);
+  fill(t, ws.data(), s * s, 0.5f);
+  fill(t, bs.data(), s, 0.0f);
+  try {
+    p.kernel.dense({s, s, s, xs.data(), ws.data(), bs.data(), ys.data(), Act::identity});
+    guard_fp_env(env, "by the subnormal probe", fp_note);
+    std::vector<float> y(s * s);
+    for (std::size_t i = 0; i < s * s; ++i) y[i] = widen_at(t, ys.data(), i);
+    if (std::all_of(y.begin(), y.end(), [&](float v) { return v == want; })) return "kept";
+    if (std::all_of(y.begin(), y.end(), [](float v) { return v == 0.0f; })) return "flushed to zero";
+    return fmt::format("y[0] = {:a}, want {:a}", y[0], want);
+  } catch (const std::exception& e) {
+    guard_fp_env(env, "by the subnormal probe", fp_note);
+    return fmt::format("not run ({})", e.what());
+  }
 }
 
-void check_row(PeerState& st, const peers::RowPeer& p) {
-  const std::string key = fmt::format("{}/{}", op_name(p.op), p.name);
-  const Level& level = kLevels.front();
-  const std::size_t esize = dtype_size(p.storage), rows = level.bytes / (kNnCols * esize);
-  const void* x = input_buffer(p.storage, level);
-  std::vector<unsigned char> y(rows * kNnCols * esize), ref(rows * kNnCols * esize);
+/// The implementation the library chose for a dense peer at the benchmarks' smallest size, where it says, from a
+/// prepared call created and run once as the benchmark's are.
+std::string dense_detail(const peers::Peer& p, const FpEnv& env, std::string& fp_note) {
+  const std::size_t s = kDenseFwdSizes[0];
+  const Operands in = operands(p.kernel.storage, s);
+  const auto y = output(s * s * dtype_size(p.kernel.storage));
+  auto run = p.timing.dense({s, s, s, in.x, in.w, in.b, y.get(), Act::identity}, 1);
+  guard_fp_env(env, "by creating it", fp_note);
+  run->run();
+  guard_fp_env(env, "by a call", fp_note);
+  return run->detail();
+}
+
+void check(PeerState& st, const Timed& t) {
+  const peers::Peer& p = *t.peer;
+  const std::string key = t.key(), inputs = peers::check_inputs(p.kernel.op);
   const FpEnv env = read_fp_env();
-  std::string fp_note;
+  std::string fp_note, result, detail;
   try {
-    auto run = p.make(rows, kNnCols, x, y.data());
-    guard_fp_env(env, "by creating it", fp_note);
-    run->run();
-    guard_fp_env(env, "by a call", fp_note);
-  } catch (const peers::Unsupported& e) {
+    const double err = peers::check_error(p.kernel);
+    guard_fp_env(env, "by its check", fp_note);
+    if (!(err <= p.tolerance)) {
+      st.skip[key] = fmt::format("wrong result: max|y - y_f64| / max(1, max|y_f64|) = {:.3g} > {:.0e} against "
+                                 "float64 on {} (src/peers/check.cpp)",
+                                 err, p.tolerance, inputs);
+      result = st.skip[key];
+    } else {
+      result = fmt::format("ok: max|y - y_f64| / max(1, max|y_f64|) = {:.2g} against float64 on {} (tolerance "
+                           "{:.0e})",
+                           err, inputs, p.tolerance);
+    }
+    if (p.timing.dense != nullptr) detail = dense_detail(p, env, fp_note);
+  } catch (const std::exception& e) {  // peers::Unsupported, or the library's own
+    guard_fp_env(env, "by its check", fp_note);
+    if (!fp_note.empty()) st.fp_env_changed.push_back(key);
     st.skip[key] = e.what();
     st.checks.emplace_back("peer_check/" + key, fmt::format("skipped: {}", e.what()));
     return;
   }
-  const std::string ref_name = row_ref_name(p);
-  const Kernel* ref_kernel = find_kernel(ref_name);
-  const auto* in = static_cast<const unsigned char*>(x);
-  if (p.op == Op::layernorm) {  // γ, β: the buffer's first two rows, as the peer and bench_nn.cpp read them
-    ref_kernel->norm({rows, kNnCols, x, x, in + kNnCols * esize, kLayerNormEpsTorch, ref.data(), nullptr, nullptr,
-                      nullptr, nullptr, nullptr, nullptr});
-  } else {
-    ref_kernel->softmax({rows, kNnCols, x, ref.data()});
-  }
-  // softmax: every ref value is positive (inputs in [-1, 1) give probabilities near 1/kNnCols), the error
-  // relative to each; layernorm: y is of order 1 and crosses 0, the error relative to max(1, |y_ref|).
-  const std::string_view relative_to = p.op == Op::softmax ? "y_ref" : "max(1, |y_ref|)";
-  double rel = 0;
-  for (std::size_t i = 0; i < rows * kNnCols; ++i) {
-    const double r = widen_at(p.storage, ref.data(), i);
-    const double scale = p.op == Op::softmax ? r : std::max(1.0, std::fabs(r));
-    const double e = std::fabs(double{widen_at(p.storage, y.data(), i)} - r) / scale;
-    rel = std::isnan(e) ? e : std::max(rel, e);
-  }
-  // f32: 1e-3; fp16, bf16: 1e-2, above the 2^-7 of one bf16 rounding step either way.
-  const double tolerance = p.storage == DType::f32 ? 1e-3 : 1e-2;
-  std::string result;
-  if (!(rel <= tolerance)) {
-    st.skip[key] = fmt::format("wrong result: max|y - y_ref| / {} = {:.3g} > {:.0e} against {} at {}", relative_to,
-                               rel, tolerance, ref_name, level.name);
-    result = st.skip[key];
-  } else {
-    result = fmt::format("ok: max|y - y_ref| / {} = {:.2g} against {} at {} (tolerance {:.0e})", relative_to, rel,
-                         ref_name, level.name, tolerance);
+  std::string probe;
+  if (p.timing.dense != nullptr) {
+    probe = subnormal_probe(p, env, fp_note);
+    if (probe != "kept" && !probe.starts_with("not run")) st.subnormals_flushed.push_back(key);
   }
   if (!fp_note.empty()) st.fp_env_changed.push_back(key);
   st.checks.emplace_back("peer_check/" + key,
-                         fmt::format("{}; fp env: {}", result, fp_note.empty() ? "unchanged" : fp_note));
+                         fmt::format("{}{}; fp env: {}{}", result, detail.empty() ? "" : "; implementation " + detail,
+                                     fp_note.empty() ? "unchanged" : fp_note,
+                                     probe.empty() ? "" : "; subnormal result: " + probe));
 }
 
 PeerState make_state() {
   PeerState st;
-#if HALFMAP_PEER_OPENBLAS
-  st.libs.push_back(peers::openblas_library());
-#else
-  st.missing.emplace_back("openblas (install libopenblas-dev)");
-#endif
-#if HALFMAP_PEER_ONEDNN
-  st.libs.push_back(peers::onednn_library());
-#else
-  st.missing.emplace_back("onednn (install libdnnl-dev)");
-#endif
-#if HALFMAP_PEER_XNNPACK
-  st.libs.push_back(peers::xnnpack_library());
-#else
-  st.missing.emplace_back("xnnpack (install libxnnpack-dev libpthreadpool-dev)");
-#endif
-#if HALFMAP_PEER_EIGEN
-#if defined(__x86_64__)
-  // peers/eigen.cpp is compiled for AVX-512 (see there): not a single instruction of it may run without it.
-  const bool eigen_runs = isa_supported(Isa::avx512);
-#else
-  const bool eigen_runs = true;
-#endif
-  if (eigen_runs) {
-    st.libs.push_back(peers::eigen_library());
-  } else {
-    st.missing.emplace_back("eigen (built for AVX-512, which this CPU lacks)");
+  const std::vector<peers::Listed> listed = {
+#include "peer_lists.inc"
+  };
+  for (const peers::Listed& l : listed) {
+    peers::Opened o = peers::open_library(l);
+    if (o.library) {
+      st.libs.push_back(std::move(*o.library));
+    } else {
+      st.missing.push_back(fmt::format("{}: {}", o.name, o.reason));
+    }
   }
-#else
-  st.missing.emplace_back("eigen (install libeigen3-dev)");
-#endif
-  for (const peers::Library& lib : st.libs) {
-    for (const peers::DensePeer& p : lib.dense) check_dense(st, p);
-    for (const peers::RowPeer& p : lib.rows) check_row(st, p);
+  for (std::size_t i = 0; i < st.libs.size(); ++i) {  // st.libs is complete: the pointers below stay valid
+    const peers::Library& lib = st.libs[i];
+    const std::string name = lib.cap.empty() ? lib.name : fmt::format("{}_{}", lib.name, lib.cap);
+    st.built.push_back(name);
+    st.about.emplace_back("peer_" + name, lib.timing);
+    for (const peers::Peer& p : lib.peers) {
+      if (!p.timed()) continue;
+      const bool capped = !lib.cap.empty() && !p.timing.isa.empty();
+      st.timed.push_back(
+          {&p, capped ? peers::capped_name(p.kernel.name, lib.name, p.timing.isa) : std::string(p.kernel.name), i});
+    }
   }
+  for (const Timed& t : st.timed) check(st, t);
   return st;
 }
 
@@ -290,27 +253,30 @@ PeerState& peer_state() {
   return st;
 }
 
-std::string dense_label(const peers::DensePeer& p) {
-  const std::string_view dtype = dtype_name(p.source);
-  const bool f32_roof = p.source == DType::f32 && (p.isa == "avx2" || p.isa == "avx512" || p.isa == "neon");
-  const bool bf16_roof = p.source == DType::bf16 && p.isa == "avx512bf16";
+std::string dense_label(const peers::Peer& p) {
+  const DType t = p.kernel.storage;
+  const std::string& isa = p.timing.isa;
+  const bool f32_roof = t == DType::f32 && (isa == "avx2" || isa == "avx512" || isa == "neon");
+  const bool bf16_roof = t == DType::bf16 && isa == "avx512bf16";
   std::string label = "op=dense_fwd";
-  if (p.source != DType::f16) label += p.source == DType::f32 ? " mode=f32" : " mode=bf16_f32acc";
-  if (!p.isa.empty()) label += " isa=" + p.isa;
-  return label + fmt::format(" storage={} roof={}", dtype, f32_roof || bf16_roof ? "fma/" + p.isa : "none");
+  if (t != DType::f16) label += t == DType::f32 ? " mode=f32" : " mode=bf16_f32acc";
+  if (!isa.empty()) label += " isa=" + isa;
+  return label + fmt::format(" storage={} roof={}", dtype_name(t), f32_roof || bf16_roof ? "fma/" + isa : "none");
 }
 
-void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s, unsigned threads = 1) {
+void run_dense(benchmark::State& state, const Timed& t, std::size_t s, unsigned threads = 1) {
+  const peers::Peer& p = *t.peer;
   state.SetLabel(dense_label(p));
-  if (const auto it = peer_state().skip.find("dense_fwd/" + p.name); it != peer_state().skip.end()) {
+  if (const auto it = peer_state().skip.find(t.key()); it != peer_state().skip.end()) {
     state.SkipWithError(it->second.c_str());  // copied by the library
     return;
   }
-  const Operands in = operands(p.source, s);
-  std::unique_ptr<peers::DenseRun> run;
+  const Operands in = operands(p.kernel.storage, s);
+  const auto y = output(s * s * dtype_size(p.kernel.storage));
+  std::unique_ptr<peers::Prepared> run;
   try {
-    run = p.make({s, in.x, in.w, in.b, threads});  // conversions and library objects: untimed
-  } catch (const peers::Unsupported& e) {
+    run = p.timing.dense({s, s, s, in.x, in.w, in.b, y.get(), Act::identity}, threads);  // untimed
+  } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
   }
@@ -325,20 +291,28 @@ void run_dense(benchmark::State& state, const peers::DensePeer& p, std::size_t s
   const auto n = static_cast<double>(s);
   state.counters["flops_per_second"] = benchmark::Counter(2 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["size"] = benchmark::Counter(n);
-  if (p.threaded) state.counters["threads"] = benchmark::Counter(threads);
+  if (p.timing.threaded) state.counters["threads"] = benchmark::Counter(threads);
 }
 
-void run_row(benchmark::State& state, const peers::RowPeer& p, const Level& level) {
-  const std::string key = fmt::format("{}/{}", op_name(p.op), p.name);
-  if (const auto it = peer_state().skip.find(key); it != peer_state().skip.end()) {
+void run_row(benchmark::State& state, const Timed& t, const Level& level) {
+  const peers::Peer& p = *t.peer;
+  if (const auto it = peer_state().skip.find(t.key()); it != peer_state().skip.end()) {
     state.SkipWithError(it->second.c_str());
     return;
   }
-  const std::size_t esize = dtype_size(p.storage), rows = level.bytes / (kNnCols * esize);
-  std::unique_ptr<peers::RowRun> run;
+  const DType storage = p.kernel.storage;
+  const std::size_t esize = dtype_size(storage), rows = level.bytes / (kNnCols * esize);
+  const void* x = input_buffer(storage, level);
+  std::unique_ptr<peers::Prepared> run;
   try {
-    run = p.make(rows, kNnCols, input_buffer(p.storage, level), output_buffer());
-  } catch (const peers::Unsupported& e) {
+    if (p.timing.softmax != nullptr) {
+      run = p.timing.softmax({rows, kNnCols, x, output_buffer()});
+    } else {  // γ, β: the buffer's first two rows, as bench_nn.cpp's layernorm reads them
+      const auto* in = static_cast<const unsigned char*>(x);
+      run = p.timing.norm({rows, kNnCols, x, x, in + kNnCols * esize, kLayerNormEpsTorch, output_buffer(), nullptr,
+                           nullptr, nullptr, nullptr, nullptr, nullptr});
+    }
+  } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
   }
@@ -359,9 +333,9 @@ void run_row(benchmark::State& state, const peers::RowPeer& p, const Level& leve
   state.counters["n"] = benchmark::Counter(static_cast<double>(elements));
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view none) {
+std::string join(const std::vector<std::string>& items, std::string_view none, std::string_view sep = ", ") {
   std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  for (const std::string& s : items) out += (out.empty() ? "" : std::string(sep)) + s;
   return out.empty() ? std::string(none) : out;
 }
 
@@ -370,11 +344,9 @@ std::string join(const std::vector<std::string>& items, std::string_view none) {
 void add_peer_context() {
   using benchmark::AddCustomContext;
   const PeerState& st = peer_state();
-  std::vector<std::string> built;
-  for (const peers::Library& lib : st.libs) built.push_back(lib.name);
-  AddCustomContext("peers_built", join(built, "none"));
-  AddCustomContext("peers_missing", join(st.missing, "none"));
-  for (const peers::Library& lib : st.libs) AddCustomContext("peer_" + lib.name, lib.context);
+  AddCustomContext("peers_built", join(st.built, "none"));
+  AddCustomContext("peers_missing", join(st.missing, "none", " "));  // each one a sentence
+  for (const auto& [key, value] : st.about) AddCustomContext(key, value);
   for (const auto& [key, value] : st.checks) AddCustomContext(key, value);
   AddCustomContext("peers_fp_env_changed",
                    join(st.fp_env_changed, "none (same modes before and after every peer call checked)"));
@@ -382,31 +354,34 @@ void add_peer_context() {
 }
 
 void register_peer_benchmarks() {
-  for (const peers::Library& lib : peer_state().libs) {
-    for (const peers::DensePeer& p : lib.dense) {
+  const std::vector<Timed>& timed = peer_state().timed;
+  // Library by library: its dense peers, then its softmax and layernorm peers.
+  for (std::size_t lib = 0; lib < peer_state().libs.size(); ++lib) {
+    for (const Timed& t : timed) {
+      if (t.lib != lib || t.peer->timing.dense == nullptr) continue;
       for (const std::size_t s : kDenseFwdSizes) {
-        const std::string name = fmt::format("dense_fwd/{}/{}", p.name, s);
-        benchmark::RegisterBenchmark(name.c_str(), [&p, s](benchmark::State& state) { run_dense(state, p, s); });
+        const std::string name = fmt::format("dense_fwd/{}/{}", t.name, s);
+        benchmark::RegisterBenchmark(name.c_str(), [&t, s](benchmark::State& state) { run_dense(state, t, s); });
       }
     }
-    for (const peers::RowPeer& p : lib.rows) {
+    for (const Timed& t : timed) {
+      if (t.lib != lib || t.peer->timing.dense != nullptr) continue;
       for (const Level& level : kLevels) {
-        const std::string name = fmt::format("{}/{}/{}", op_name(p.op), p.name, level.name);
-        benchmark::RegisterBenchmark(name.c_str(), [&p, &level](benchmark::State& state) { run_row(state, p, level); });
+        const std::string name = fmt::format("{}/{}/{}", op_name(t.peer->kernel.op), t.name, level.name);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&t, &level](benchmark::State& state) { run_row(state, t, level); });
       }
     }
   }
   // Last: a library's threads may spin for a while after its calls, which would slow what runs next.
-  for (const peers::Library& lib : peer_state().libs) {
-    for (const peers::DensePeer& p : lib.dense) {
-      if (!p.threaded) continue;
-      for (const unsigned t : thread_counts(bench_max_threads())) {
-        const std::string name = fmt::format("dense_fwd_threads/{}/{}", p.name, t);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [&p, t](benchmark::State& state) { run_dense(state, p, kThreadsSize, t); })
-            ->UseRealTime()
-            ->MeasureProcessCPUTime();
-      }
+  for (const Timed& t : timed) {
+    if (t.peer->timing.dense == nullptr || !t.peer->timing.threaded) continue;
+    for (const unsigned n : thread_counts(bench_max_threads())) {
+      const std::string name = fmt::format("dense_fwd_threads/{}/{}", t.name, n);
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [&t, n](benchmark::State& state) { run_dense(state, t, kThreadsSize, n); })
+          ->UseRealTime()
+          ->MeasureProcessCPUTime();
     }
   }
 }

@@ -174,9 +174,9 @@ void register_convert_benchmarks();
 /// of each peer's correctness and floating-point-environment checks, for the benchmark context
 /// (bench_peers.cpp). The checks run here, once, before any benchmark.
 void add_peer_context();
-/// Registers dense_fwd/<lib>_<dtype>__peer/<size> and softmax/<lib>_<dtype>__peer/<level> for every peer
-/// library built in, and dense_fwd_threads/<lib>_<dtype>__peer/<threads> for the peers that run on several
-/// threads (bench_peers.cpp).
+/// Registers dense_fwd/<name>/<size>, softmax/<name>/<level> and layernorm/<name>/<level> for every timed peer of
+/// the libraries built in (<name>: <lib>_<dtype>_<op>__peer), and dense_fwd_threads/<name>/<threads> for the peers
+/// that run on several threads (bench_peers.cpp).
 void register_peer_benchmarks();
 
 /// Registers roof/read/<level>, roof/copy/<level>, roof/fma/<isa> and roof/f16c/<isa> (bench_roof.cpp).

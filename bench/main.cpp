@@ -6,8 +6,8 @@
 // Benchmarks: reduce/<kernel>/<level> (bench_reduce.cpp), dense_fwd/<kernel>/<size> and
 // dense_bwd/<kernel>/<size> (bench_dense.cpp), mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/, gelu/
 // and gelu_tanh/<kernel>/<level> (bench_nn.cpp), attention_prescale/ and attention_postscale/<kernel>/<len>
-// (bench_attention.cpp), the peer libraries on the same shapes and inputs, dense_fwd/<lib>_<dtype>__peer/<size> and
-// softmax/<lib>_f32__peer/<level> (bench_peers.cpp), and the roofs roof/read/<level>, roof/copy/<level>,
+// (bench_attention.cpp), the peer libraries on the same shapes and inputs, <op>/<lib>_<dtype>_<op>__peer/<arg> of
+// dense_fwd, softmax and layernorm (bench_peers.cpp), and the roofs roof/read/<level>, roof/copy/<level>,
 // roof/fma/<isa> and roof/f16c/<isa> (bench_roof.cpp). Before any of them, the roofs the kernels are compared with
 // (read and copy at each level, the FMA peak of each enabled ISA, the F16C round trip) are measured once,
 // --halfmap_roof_time seconds each (default 0.25; 0: not measured, no roof_fraction counters), and written to the

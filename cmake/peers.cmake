@@ -1,12 +1,38 @@
 # The peer libraries (oneDNN, XNNPACK, Eigen, OpenBLAS; PyTorch for the sweep only), each optional: found here
-# once, for halfmap_bench (bench/peers/) and for the sweep's peer kernels (src/peers/, object library
-# halfmap_peers, linked into the `halfmap` CLI only). A library that is found gets an INTERFACE target
-# halfmap_peer_<lib> (include dirs, link libraries, HALFMAP_PEER_<LIB>=1 and its version definitions; and
-# HALFMAP_PEER_SOURCES_<lib>, sources beside src/peers/<lib>.cpp); a missing one gets HALFMAP_PEER_MISSING_<lib>,
-# the reason in words, which the build and meta.json report. In the arm64 cross
-# build (cmake/aarch64-linux-gnu.cmake) only arm64 copies are found, so the binary libraries are missing there
-# unless their :arm64 packages are installed; Eigen, header-only, is found on both.
+# once, for both binaries that use their adapters (src/peers/<lib>.cpp): the `halfmap` CLI, whose sweep maps them,
+# and halfmap_bench, which times them. A library that is found gets an INTERFACE target halfmap_peer_<lib> (include
+# dirs, link libraries, HALFMAP_PEER_<LIB>=1 and its version definitions; and HALFMAP_PEER_SOURCES_<lib>, sources
+# beside src/peers/<lib>.cpp); a missing one gets HALFMAP_PEER_MISSING_<lib>, the reason in words, which the build,
+# meta.json and halfmap_bench's context report. In the arm64 cross build (cmake/aarch64-linux-gnu.cmake) only arm64
+# copies are found, so the binary libraries are missing there unless their :arm64 packages are installed; Eigen,
+# header-only, is found on both.
 set(HALFMAP_PEER_LIBS openblas onednn xnnpack eigen torch)
+# The libraries halfmap_bench times: PyTorch runs in Python servers, which the sweep maps but no benchmark times.
+set(HALFMAP_PEER_TIMED_LIBS openblas onednn xnnpack eigen)
+
+# Writes FILE, the peer list of one binary (src/peers/peers.hpp, Listed, says how it is read): for each library of
+# LIBS, HALFMAP_PEER(<lib>) where it is built, HALFMAP_PEER_FOR(<lib>, <isa>) where it is built with the flags of
+# halfmap's <isa> folder (FOR: <lib> <isa> pairs), else HALFMAP_PEER_MISSING("<lib>", "<reason>."), the reason
+# OFF if given, else HALFMAP_PEER_MISSING_<lib>.
+function(halfmap_peer_list file)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "OFF" "LIBS;FOR")
+  set(text "")
+  foreach(lib IN LISTS arg_LIBS)
+    list(FIND arg_FOR ${lib} at)
+    if(arg_OFF)
+      string(APPEND text "HALFMAP_PEER_MISSING(\"${lib}\", \"${arg_OFF}\")\n")
+    elseif(TARGET halfmap_peer_${lib} AND at GREATER -1)
+      math(EXPR at "${at} + 1")
+      list(GET arg_FOR ${at} isa)
+      string(APPEND text "HALFMAP_PEER_FOR(${lib}, ${isa})\n")
+    elseif(TARGET halfmap_peer_${lib})
+      string(APPEND text "HALFMAP_PEER(${lib})\n")
+    else()
+      string(APPEND text "HALFMAP_PEER_MISSING(\"${lib}\", \"${HALFMAP_PEER_MISSING_${lib}}.\")\n")
+    endif()
+  endforeach()
+  file(CONFIGURE OUTPUT ${file} CONTENT "${text}")
+endfunction()
 
 function(halfmap_peer_missing name packages)
   set(HALFMAP_PEER_MISSING_${name} "not found at build time (install ${packages})" PARENT_SCOPE)

@@ -3,9 +3,11 @@
 (tests/data/bench_report_fixture.json, labelled as halfmap_bench labels its kernel benchmarks): peers present,
 skipped ("unsupported: ...") and, with them removed, not built; plus the peers of a second run with their ISA
 capped (tests/data/bench_report_peers_capped.json, median and mean aggregates, as tools/main.sh's
-bench_peers_<isa>.json), merged by --peers-json. Checks that bench.md lists every target of the issue
-with a result, that the kernels' facts read from `halfmap info --json` give the same report as the labels, and
-that the command writes the file. Standard library only, no charts: run by CTest."""
+bench_peers_<isa>.json), merged by --peers-json. The fixtures name their peers as halfmap_bench does,
+<lib>[_<isa>]_<dtype>_<op>__peer; OldPeerNames renders them under the names of older JSON too. Checks that bench.md
+lists every target of the issue with a result, that the kernels' facts read from `halfmap info --json` give the
+same report as the labels, and that the command writes the file. Standard library only, no charts: run by
+CTest."""
 
 import copy
 import json
@@ -178,7 +180,7 @@ class SameIsaPeers(unittest.TestCase):
         self.assertIn("| `f32_dense_fwd__avx2` | 1.00 (onednn_avx2_f32) | 0.98 (onednn_avx2_f32) |", self.text)
         # A capped peer's roof is its label's (fma/avx2, 117 GFLOP/s from the main run, not the 90 of the capped
         # run's context, which never overrides the main run's): 84 / 117.
-        self.assertIn("| `onednn_avx2_f32__peer` | fma avx2 | 0.68 | 0.72 |", self.text)
+        self.assertIn("| `onednn_avx2_f32_dense_fwd__peer` | fma avx2 | 0.68 | 0.72 |", self.text)
         self.assertIn("OPENBLAS_CORETYPE=Haswell", self.text)
         self.assertIn("`openblas_avx2_f32`: measured", self.text)
 
@@ -549,7 +551,8 @@ class Repetitions(unittest.TestCase):
                       for i, v in enumerate((90.0, 80.0, 110.0))]
         # The peer as a capped run keeps it: median and min/max aggregates only.
         for agg, v in (("median", 100.0), ("min", 95.0), ("max", 104.0), ("mean", 99.0)):
-            benchmarks.append(run("dense_fwd/onednn_f32__peer/1024", v * 1e9, ONEDNN, reps=5, aggregate=agg))
+            benchmarks.append(run("dense_fwd/onednn_f32_dense_fwd__peer/1024", v * 1e9, ONEDNN, reps=5,
+                                  aggregate=agg))
         return {"context": {}, "benchmarks": benchmarks}
 
     def test_met_only_by_the_median(self):
@@ -572,7 +575,8 @@ class InterleavedOrder(unittest.TestCase):
     how the repetitions ran."""
 
     def data(self, interleaved):
-        names = [f"dense_fwd/{k}/{n}" for k in ("f32_dense_fwd__avx512", "onednn_f32__peer") for n in (512, 1024)]
+        names = [f"dense_fwd/{k}/{n}" for k in ("f32_dense_fwd__avx512", "onednn_f32_dense_fwd__peer")
+                 for n in (512, 1024)]
         benchmarks = []
         for family, name in enumerate(names):
             for i, v in enumerate((90.0, 80.0, 110.0)):
@@ -615,7 +619,7 @@ class Threads(unittest.TestCase):
             benchmarks.append(run(name, speeds[t] * 1e9, F32_AVX512, real=1.0, cpu=1.0 * t))
             bwd = f"dense_bwd_threads/f32_dense_bwd__avx512/{t}/process_time/real_time"
             benchmarks.append(run(bwd, speeds[t] * 0.8e9, F32_AVX512.replace("dense_fwd", "dense_bwd")))
-            peer = f"dense_fwd_threads/onednn_f32__peer/{t}/process_time/real_time"
+            peer = f"dense_fwd_threads/onednn_f32_dense_fwd__peer/{t}/process_time/real_time"
             benchmarks.append(run(peer, 200.0e9 * t / 2, ONEDNN))
         return {"context": {}, "benchmarks": benchmarks}
 
@@ -679,9 +683,93 @@ class SameRunPairs(unittest.TestCase):
         results = bench_results.Results(self.data["benchmarks"], {})
         self.assertEqual(results.value("dense_fwd", "f32_dense_fwd__avx2", "1024", "flops_per_second"), 82e9)
         self.assertEqual(results.kernels["dense_fwd"].count("f32_dense_fwd__avx2"), 1)
-        self.assertEqual(results.same_run("dense_fwd", "f32_dense_fwd__avx2", "onednn_avx2_f32__peer", "1024",
-                                          "flops_per_second"), [("bench_peers_avx2.json", 90e9, 84e9)])
+        self.assertEqual(results.same_run("dense_fwd", "f32_dense_fwd__avx2", "onednn_avx2_f32_dense_fwd__peer",
+                                          "1024", "flops_per_second"), [("bench_peers_avx2.json", 90e9, 84e9)])
         self.assertIn("| `f32_dense_fwd__avx2` | 0.94 (onednn_avx2_f32) | 1.07 (onednn_avx2_f32) |", self.text)
+
+
+def with_old_peer_names(data):
+    """data with its peers named as halfmap_bench named them before they were the sweep's peers,
+    <lib>[_<isa>]_<dtype>__peer (the published bench.json files): the op dropped from every peer's name, in the
+    benchmarks and in the context's peer_check/ keys and lists (in place)."""
+    def old(name):
+        suite, _, rest = name.partition("/")
+        kernel, _, arg = rest.partition("/")
+        if not bench_results.is_peer(kernel):
+            return name
+        return "/".join(p for p in (suite, bench_results.peer_label(kernel) + bench_results.PEER_SUFFIX, arg) if p)
+
+    for b in data["benchmarks"]:
+        for key in ("name", "run_name"):
+            if key in b:
+                b[key] = old(b[key])
+    context = data.setdefault("context", {})
+    for key in [k for k in context if k.startswith("peer_check/")]:
+        context["peer_check/" + old(key[len("peer_check/"):])] = context.pop(key)
+    for key in bench_results.PEER_NAME_LISTS:
+        if key in context:
+            context[key] = ", ".join(old(item) for item in context[key].split(", "))
+    return data
+
+
+class OldPeerNames(unittest.TestCase):
+    """The JSON halfmap_bench wrote before its peers were named like the sweep's, <lib>[_<isa>]_<dtype>__peer,
+    reads as today's <lib>[_<isa>]_<dtype>_<op>__peer: the same report, word for word."""
+
+    CONTEXT = {"peer_check/dense_fwd/onednn_bf16_dense_fwd__peer": "ok",
+               "peer_check/softmax/xnnpack_f32_softmax__peer": "ok",
+               "peers_subnormals_flushed":
+                   "dense_fwd/onednn_bf16_dense_fwd__peer, dense_fwd/xnnpack_f32_dense_fwd__peer",
+               "peers_fp_env_changed": "none (same modes before and after every peer call checked)"}
+
+    def data(self):
+        data = with_capped()
+        data["context"].update(self.CONTEXT)
+        return data
+
+    def test_the_fixture_under_old_names(self):
+        old = with_old_peer_names(self.data())
+        self.assertIn("dense_fwd/onednn_avx2_f32__peer/1024", [b["run_name"] for b in old["benchmarks"]])
+        self.assertIn("peer_check/softmax/xnnpack_f32__peer", old["context"])
+        new = bench_report.render(self.data(), {}, "fixture", "bench.json")
+        self.assertEqual(bench_report.render(old, {}, "fixture", "bench.json"), new)
+        self.assertIn("| peers_subnormals_flushed | dense_fwd/onednn_bf16_dense_fwd__peer, "
+                      "dense_fwd/xnnpack_f32_dense_fwd__peer |", new)
+
+    def test_names(self):
+        canonical = bench_results.canonical_kernel
+        self.assertEqual(canonical("dense_fwd", "onednn_f32__peer"), "onednn_f32_dense_fwd__peer")
+        self.assertEqual(canonical("dense_fwd_threads", "openblas_f32__peer"), "openblas_f32_dense_fwd__peer")
+        self.assertEqual(canonical("dense_fwd", "onednn_avx512bf16_bf16__peer"),
+                         "onednn_avx512bf16_bf16_dense_fwd__peer")
+        self.assertEqual(canonical("layernorm", "onednn_bf16__peer"), "onednn_bf16_layernorm__peer")
+        for today in ("onednn_avx2_f32_dense_fwd__peer", "xnnpack_f32_softmax__peer", "f32_dense_fwd__avx2"):
+            self.assertEqual(canonical("dense_fwd", today), today)
+        self.assertEqual(bench_results.peer_label("onednn_avx512bf16_bf16_dense_fwd__peer"), "onednn_avx512bf16_bf16")
+        self.assertEqual(bench_results.peer_label("onednn_avx2_f32__peer"), "onednn_avx2_f32")
+        self.assertEqual(bench_results.parse_name("softmax/xnnpack_f32__peer/l1"),
+                         ("softmax", "xnnpack_f32_softmax__peer", "l1"))
+
+    def test_bench_compare_reads_both(self):
+        import bench_compare
+        texts = []
+        for rename in (False, True):
+            with tempfile.TemporaryDirectory() as d:
+                os.makedirs(os.path.join(d, "machine"))
+                data = load()
+                capped = load(CAPPED)
+                if rename:
+                    with_old_peer_names(data)
+                    with_old_peer_names(capped)
+                for name, doc in (("bench.json", data), ("bench_peers_avx2.json", capped)):
+                    with open(os.path.join(d, "machine", name), "w", encoding="utf-8") as f:
+                        json.dump(doc, f)
+                out = os.path.join(d, "bench_compare.md")
+                self.assertEqual(bench_compare.main([d, "--out", out]), 0)
+                with open(out, encoding="utf-8") as f:
+                    texts.append(f.read())
+        self.assertIn("onednn_avx2_f32", texts[0])
+        self.assertEqual(texts[0], texts[1])
 
 
 class Command(unittest.TestCase):

@@ -17,18 +17,19 @@ GFLOP/s from 64 to 1024 with the FMA roofs and the peers.
 What each kernel is (op, mode, ISA, storage) comes from --info (`halfmap info --json`) and from the benchmark
 labels halfmap_bench writes, and which roof a kernel is compared with from the labels (tools/benchreport/
 results.py, roofs.py); nothing is parsed out of a kernel's name. Peers (other libraries, benchmarks
-dense_fwd/<lib>_<dtype>__peer/<size> and softmax/<lib>_<dtype>__peer/<level>) may be present, skipped (shown with
-their message) or absent (not built). An unreadable name, a missing counter or an unknown size is reported or
-shown as "-", never an error.
+<op>/<lib>_<dtype>_<op>__peer/<arg> of dense_fwd, softmax and layernorm, named like the sweep's peer paths; the
+names of older JSON, <lib>_<dtype>__peer, are read as these: benchreport/results.py, canonical_kernel) may be
+present, skipped (shown with their message) or absent (not built). An unreadable name, a missing counter or an
+unknown size is reported or shown as "-", never an error.
 
 --peers-json adds the benchmarks of another halfmap_bench run (tools/main.sh's bench_peers_<isa>.json: oneDNN and
 OpenBLAS with their ISA capped, which only a process of their own can do) to BENCH_JSON's, and the context entries
 BENCH_JSON lacks (that run's peer_<lib>_<isa> and peer_check/... lines); its peers' names never collide with the
-main run's (<lib>_<isa>_<dtype>__peer). The halfmap kernels such a run times beside its peers (main.sh's capped runs
-time the dense kernels of their ISA again) do not replace the main run's cells: a ratio of a kernel to a peer takes
-both numbers from one run wherever a run timed both, so that it compares the same moment of a shared machine.
+main run's (<lib>_<isa>_<dtype>_<op>__peer). The halfmap kernels such a run times beside its peers (main.sh's
+capped runs time the dense kernels of their ISA again) do not replace the main run's cells: a ratio of a kernel to
+a peer takes both numbers from one run wherever a run timed both, so that it compares the same moment of a shared
+machine.
 
-Python 3 standard library (and matplotlib for --charts). Every file is written to a temporary name and renamed.
 """
 
 import argparse

@@ -6,7 +6,7 @@
 #                    mse/, softmax/, softmax_naive/, xent/, layernorm/, rmsnorm/, gelu/, gelu_tanh/,
 #                    attention_prescale/, attention_postscale/, fp8_encode/, fp8_encode_nonsat/, fp8_decode/,
 #                    mx_quantize/ and roof/
-#                    benchmarks and the peers' <op>/<lib>_<dtype>__peer/ where built, one run of 5 repetitions of
+#                    benchmarks and the peers' <op>/<lib>_<dtype>_<op>__peer/ where built, one run of 5 repetitions of
 #                    each (Google Benchmark JSON with every repetition and its aggregates, the roofs measured at
 #                    its start in the context)
 #   diagnose_bench.json   `halfmap diagnose` timed on 2^16, 2^18 and 2^20 rows x 100 float32 columns and 2^18 x 16,
@@ -16,8 +16,9 @@
 #   bench_peers_<isa>.json   (x86-64, peers built) oneDNN and OpenBLAS again, each in a process of its own with its
 #                    ISA capped by the environment (ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE), so that each halfmap ISA
 #                    path meets the peers' code for the same ISA: bench_peers_avx2.json (oneDNN at AVX2, OpenBLAS's
-#                    Haswell kernels: onednn_avx2_f32__peer, openblas_avx2_f32__peer) and bench_peers_avx512bf16.json
-#                    (oneDNN at AVX512_CORE_BF16, below AMX: onednn_avx512bf16_bf16__peer); 5 repetitions each,
+#                    Haswell kernels: onednn_avx2_f32_dense_fwd__peer, openblas_avx2_f32_dense_fwd__peer) and
+#                    bench_peers_avx512bf16.json (oneDNN at AVX512_CORE_BF16, below AMX:
+#                    onednn_avx512bf16_bf16_dense_fwd__peer); 5 repetitions each,
 #                    with halfmap's dense forward kernels of that ISA timed again beside them (the ratios' pairs)
 #   bench.md         the benchmark report: the run, the roofs, the performance targets (met or missed by how
 #                    much), per kernel family throughput, fraction of the roof and ratio to the best peer, and the
@@ -126,8 +127,8 @@ step_bench() {
     say "SKIPPED the benchmarks: $BENCH was not built (is bench/ part of this checkout?)"
     return 0
   fi
-  # The kernels' names (reduce/<kernel>/<level>, ...) and the peers' (<op>/<lib>_<dtype>__peer/<size>) share these
-  # prefixes, so the peers need no pattern of their own.
+  # The kernels' names (reduce/<kernel>/<level>, ...) and the peers' (<op>/<lib>_<dtype>_<op>__peer/<size>) share
+  # these prefixes, so the peers need no pattern of their own.
   local json=$OUT/bench.json tmp
   local filter='^(reduce|dense_fwd|dense_bwd|dense_fwd_threads|dense_bwd_threads|mse|softmax|softmax_naive|xent|layernorm|rmsnorm|gelu|gelu_tanh|attention_prescale|attention_postscale|fp8_encode|fp8_encode_nonsat|fp8_decode|mx_quantize|fp8_round|mx_round|roof)/'
   tmp=$(temp_for "$json")
@@ -153,7 +154,7 @@ step_bench() {
 }
 
 # $1: avx2 or avx512bf16. The dense peers of oneDNN and OpenBLAS with their ISA capped, in a process of their own:
-# both read the cap once, when loaded or first used (see bench/peers/onednn.cpp, openblas.cpp), so it cannot
+# both read the cap once, when loaded or first used (see src/peers/onednn.cpp, openblas.cpp), so it cannot
 # change within the main run. halfmap's dense forward kernels of that ISA and the peers' arithmetic (f32 and
 # f16_f32acc on avx2, bf16_f32acc on avx512bf16) run again in the same process, in the same random order, so that
 # bench_report.py divides a kernel's median by a capped peer's from one run. Writes $OUT/bench_peers_$1.json, or
@@ -163,9 +164,9 @@ bench_capped_peers() {
   local json=$OUT/bench_peers_$1.json env filter tmp
   case $1 in
     avx2) env=(ONEDNN_MAX_CPU_ISA=AVX2 OPENBLAS_CORETYPE=Haswell)
-      filter='^dense_fwd/((onednn|openblas)_avx2_f32__peer|(f32|f16_f32acc)_dense_fwd__avx2)/' ;;
+      filter='^dense_fwd/((onednn|openblas)_avx2_f32_dense_fwd__peer|(f32|f16_f32acc)_dense_fwd__avx2)/' ;;
     avx512bf16) env=(ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16)
-      filter='^dense_fwd/(onednn_avx512bf16_bf16__peer|bf16_f32acc_dense_fwd__avx512bf16)/' ;;
+      filter='^dense_fwd/(onednn_avx512bf16_bf16_dense_fwd__peer|bf16_f32acc_dense_fwd__avx512bf16)/' ;;
   esac
   if [ "$(uname -m)" != x86_64 ] ||
     ! env "${env[@]}" "$BENCH" --benchmark_list_tests --benchmark_filter="$filter" 2>/dev/null | grep -q __peer; then

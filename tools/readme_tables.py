@@ -18,6 +18,9 @@ import statistics
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchreport.results import is_peer, peer_label  # noqa: E402  (a peer's library and storage type)
+
 OPS = [  # (op in thresholds.json, label)
     ("dense_fwd", "dense forward"),
     ("sum", "sum"),
@@ -135,12 +138,11 @@ def speed_table(results):
                     continue
                 lab = label_of(reps[0])
                 med, cell = speed_cell(vals)
-                if parts[1].endswith("__peer") and label_of(reps[0]).get("mode") == "f32":
-                    lib = parts[1][: -len("__peer")]
+                if is_peer(parts[1]) and label_of(reps[0]).get("mode") == "f32":
                     if peer is None or med > peer[0]:
-                        peer = (med, f"{cell} {lib}")
+                        peer = (med, f"{cell} {peer_label(parts[1])}")
                     continue
-                if parts[1].endswith("__peer"):
+                if is_peer(parts[1]):
                     continue
                 mode, isa = lab.get("mode"), lab.get("isa")
                 if mode in SPEED_MODES and (mode not in best or med > best[mode][0]):

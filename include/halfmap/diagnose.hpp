@@ -25,7 +25,7 @@
 // names a path ("<mode>/<isa>") to put first (it must exist; it is added if all_paths is off and it is not a best
 // ISA). The f16_f32acc path on the best ISA is marked `keras_like`: fp16 storage with f32 accumulation is what an
 // f32-accumulating GEMM does (a GPU's, under Keras mixed_float16; not measured by halfmap). Which
-// path a framework's CPU kernels match is measured only as far as bench/peers shows (docs/diagnose.md).
+// path a framework's CPU kernels match is measured only as far as the peers (src/peers) show (docs/diagnose.md).
 //
 // The report, in the order the careful procedure checks it:
 //   data          per feature column and for the labels: count, NaN, inf, first row holding NaN/inf, min, max,

@@ -168,7 +168,7 @@ CLI::App* add_subcommand(CLI::App& parent) {
       "--shuffle'd, with dynamic loss scaling simulated with Keras's (2^15) and PyTorch's (2^16) defaults. Run "
       "with halfmap's kernels in f32 (the baseline) and once per precision mode on its best ISA (--all-paths: "
       "every ISA and the scalar ref twins). Which path models which framework on a CPU, as far as halfmap's peer "
-      "benchmarks (bench/peers) show: f16_f32acc (marked *; fp16 storage, f32 accumulation) is what an "
+      "benchmarks and sweep paths (src/peers) show: f16_f32acc (marked *; fp16 storage, f32 accumulation) is what an "
       "f32-accumulating GEMM does (a GPU's under Keras mixed_float16; not measured here); f16 rounds every "
       "operation to fp16, as Eigen's half arithmetic does in the Eigen::half GEMM that TensorFlow's CPU kernels "
       "build on (how closely they agree is not measured yet); bf16_f32acc accumulates in f32 like oneDNN's bf16 "

@@ -14,7 +14,7 @@
 namespace halfmap {
 
 // The peers' lists (src/peers/registry.cpp), linked only into binaries that opt in (the CLI's object library
-// halfmap_peers). Weak: in every other binary (the library's tests, halfmap_bench) they are null, so the core
+// halfmap_cli_peers). Weak: in every other binary (the library's tests, halfmap_bench) they are null, so the core
 // library never depends on a peer library.
 namespace peers {
 [[gnu::weak]] std::span<const Kernel> linked_kernels();

@@ -1,5 +1,6 @@
-// The check every peer kernel passes on this CPU before it joins the registry (registry.cpp): the kernel on small
-// deterministic inputs in [-1, 1], stored in its type, against float64 on the stored values. The error is
+// The check every peer passes on this CPU before the sweep maps it (registry.cpp) or halfmap_bench times it
+// (bench/bench_peers.cpp): the kernel on small deterministic inputs in [-1, 1], stored in its type, against float64
+// on the stored values. The error is
 // max|y - y_f64| / max(1, max|y_f64|) over the outputs (a NaN output: infinite), and for a gradient the same over
 // the gradient with its own scale:
 //   dense_fwd   8×64 · 64×16 with bias;
@@ -16,7 +17,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "halfmap/storage.hpp"
 #include "peers/peers.hpp"
@@ -102,8 +106,10 @@ double dense_bwd_error(const Kernel& k) {
   return std::max({error(dx, rx), error(dw, rw), error(db, rb)});
 }
 
+constexpr std::size_t kElements = 1000;  // of a reduction and of mse
+
 double reduce_error(const Kernel& k) {
-  const std::size_t n = 1000;
+  const std::size_t n = kElements;
   std::vector<double> x, y;
   const TypedBuffer xb = values(k.storage, n, 4, x), yb = values(k.storage, n, 5, y);
   double ref = 0;
@@ -119,7 +125,7 @@ double reduce_error(const Kernel& k) {
 }
 
 double mse_error(const Kernel& k) {
-  const std::size_t n = 1000;
+  const std::size_t n = kElements;
   std::vector<double> p, y;
   const TypedBuffer pb = values(k.storage, n, 6, p), yb = values(k.storage, n, 7, y);
   TypedBuffer dp(k.storage, n);
@@ -212,8 +218,10 @@ double norm_error(const Kernel& k) {
   return rms ? err : std::max(err, grad_error(db, rdb));
 }
 
+constexpr std::size_t kLen = 8, kDim = 16;  // of the attention head
+
 double attention_error(const Kernel& k) {
-  constexpr std::size_t L = 8, D = 16;
+  constexpr std::size_t L = kLen, D = kDim;
   std::vector<double> q, kk, v, dout;
   const TypedBuffer qb = values(k.storage, L * D, 20, q, 2), kb = values(k.storage, L * D, 21, kk, 2);
   const TypedBuffer vb = values(k.storage, L * D, 22, v), db = values(k.storage, L * D, 23, dout);
@@ -259,6 +267,22 @@ double attention_error(const Kernel& k) {
 }
 
 }  // namespace
+
+std::string check_inputs(Op op) {
+  switch (op) {
+    case Op::dense_fwd: return fmt::format("{}×{} · {}×{} with bias", kM, kK, kK, kN);
+    case Op::dense_bwd: return fmt::format("{}×{} · {}×{}: dX, dW, db", kM, kK, kK, kN);
+    case Op::mse: return fmt::format("{} predictions and targets", kElements);
+    case Op::softmax:
+    case Op::softmax_naive:
+    case Op::xent: return fmt::format("{} rows × {} columns of 4·[-1, 1]", kRows, kCols);
+    case Op::layernorm:
+    case Op::rmsnorm: return fmt::format("{} rows × {} columns of 1 + 4·[-1, 1], y and its gradients", kRows, kCols);
+    case Op::attention_prescale:
+    case Op::attention_postscale: return fmt::format("one head of len {} and d {}", kLen, kDim);
+    default: return fmt::format("{} elements", kElements);
+  }
+}
 
 double check_error(const Kernel& k) {
   switch (k.op) {

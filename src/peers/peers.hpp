@@ -1,25 +1,98 @@
-// The peers' side of the registry (internal to src/peers/): each <lib>.cpp, compiled only when CMake found its
-// library, returns its kernels with the registry's function types; registry.cpp checks each one on this CPU
-// against a float64 reference and hands the ones that pass to halfmap::kernels() (see
-// src/kernels/registry.cpp).
+// The one interface of the peer libraries (oneDNN, XNNPACK, Eigen, OpenBLAS, PyTorch). Each library has one adapter,
+// src/peers/<lib>.cpp, compiled only when CMake found the library, whose <lib>_library() lists its peers. Two
+// binaries use them:
+//   * the `halfmap` CLI maps them as paths of the sweep (registry.cpp: each mapped peer checked on this CPU, then
+//     handed to halfmap::kernels() through src/kernels/registry.cpp's weak reference);
+//   * halfmap_bench times them (bench/bench_peers.cpp: each timed peer checked on this CPU, then registered as
+//     <op>/<name>/<arg>).
+// Both checks are check_error() (check.cpp): the peer against float64 on the stored values.
 //
-// Every peer kernel is single-threaded and may be called from several threads at once (the sweep runs items on
-// threads): library objects are created per call (oneDNN's primitive cache and XNNPACK's weight packing make
-// that cheap at the sweep's sizes), and the libraries are pinned to one thread. PyTorch's kernels run in Python
-// server processes, one per concurrent caller (torch.cpp).
+// A peer is named <lib>_<dtype>_<op>__peer (the sweep's cells.csv and thresholds.json carry the name), and is a
+// registry Kernel (isa peer) whose function runs the library call once. Every such function is single-threaded and
+// may be called from several threads at once (the sweep runs items on threads): library objects are created per
+// call (oneDNN's primitive cache and XNNPACK's weight packing make that cheap at the sweep's sizes), and the
+// libraries are pinned to one thread. PyTorch's kernels run in Python server processes, one per concurrent caller
+// (torch.cpp).
+//
+// A timed peer also has its call split into a preparation (library objects created, operands converted, weights
+// transposed and packed: untimed) and a run (what halfmap_bench times): Timing. Its kernel's function is the
+// prepared call run once (dense_call, softmax_call, norm_call), so the check checks the code that is timed.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "halfmap/registry.hpp"
 
 namespace halfmap::peers {
 
-struct PeerKernel {
-  Kernel kernel;     // isa peer, lanes 1, fma none: the library's order and rounding are its own
-  double tolerance;  // bound on max|y - y_f64| / max(1, max|y_f64|) in the check (registry.cpp)
+/// Thrown when the library cannot run a call here (a type or ISA it lacks, a failed status): the message, one
+/// sentence that starts with "unsupported:" or names the library, is the reason halfmap_bench skips with and the
+/// sweep drops the kernel with.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Thrown by a <lib>_library() whose library is built but cannot run here (not enabled, interpreter missing): its
+/// what() is the reason meta.json and halfmap_bench's context give, verbatim.
+struct Unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// A library call prepared once; run() is what halfmap_bench times. The arguments it was prepared with (their
+/// pointers too) stay valid until it is destroyed.
+class Prepared {
+ public:
+  virtual ~Prepared() = default;
+  virtual void run() = 0;
+  /// The implementation the library chose, where it says (oneDNN's impl_info_str), for halfmap_bench's context.
+  virtual std::string detail() const { return {}; }
+};
+
+/// The preparations of the ops halfmap_bench times (throw Unsupported). A dense call may run on `threads` threads
+/// where Timing::threaded; every other call runs on the calling thread.
+using PrepareDense = std::unique_ptr<Prepared> (*)(const DenseArgs&, unsigned threads);
+using PrepareSoftmax = std::unique_ptr<Prepared> (*)(const SoftmaxArgs&);
+using PrepareNorm = std::unique_ptr<Prepared> (*)(const NormArgs&);
+
+/// The prepared call run once on one thread: the kernel function of a timed peer.
+template <PrepareDense prepare>
+void dense_call(const DenseArgs& a) {
+  prepare(a, 1)->run();
+}
+template <PrepareSoftmax prepare>
+void softmax_call(const SoftmaxArgs& a) {
+  prepare(a)->run();
+}
+template <PrepareNorm prepare>
+void norm_call(const NormArgs& a) {
+  prepare(a)->run();
+}
+
+/// How halfmap_bench times a peer: the preparation of its op (the others null), and its label's facts.
+struct Timing {
+  PrepareDense dense = nullptr;      // op dense_fwd: dense_fwd/<name>/<size>, dense_fwd_threads/<name>/<threads>
+  PrepareSoftmax softmax = nullptr;  // op softmax: softmax/<name>/<level>
+  PrepareNorm norm = nullptr;        // op layernorm: layernorm/<name>/<level>
+  /// The halfmap ISA name (avx2, avx512, avx512bf16, neon; or the library's own word, e.g. "amx") of the code the
+  /// library runs for this peer in this process, as the library reports it; empty where it does not say. The
+  /// label's isa=, by which the report compares each halfmap path with the peers of its own ISA; and, where the
+  /// environment capped the library's ISA (Library::cap), part of the peer's name in halfmap_bench.
+  std::string isa = {};
+  /// Whether the library runs the dense call on several threads (dense_fwd_threads/); false: always one.
+  bool threaded = false;
+};
+
+struct Peer {
+  Kernel kernel;          // <lib>_<dtype>_<op>__peer, isa peer, lanes 1, fma none: the library's order is its own
+  double tolerance;       // bound on check_error(kernel)
+  bool mapped = true;     // a path of the sweep; false: timed only (a call the sweep does not map: see <lib>.cpp)
+  Timing timing = {};     // timed by halfmap_bench where its op's preparation is set
+  bool timed() const { return timing.dense != nullptr || timing.softmax != nullptr || timing.norm != nullptr; }
 };
 
 /// A kernel the library refuses on this machine (an op not implemented for the type), or a part of one (a loss's
@@ -29,74 +102,137 @@ struct Refused {
   std::string reason;
 };
 
-/// One library: its name, version and threading in words (meta.json), its kernels and what it refuses.
-struct LibraryList {
-  std::string name;
-  std::string detail;
-  std::vector<PeerKernel> kernels;
+/// One library: its peers, what it refuses, and what each binary says about it.
+struct Library {
+  std::string name;    // openblas, onednn, xnnpack, eigen, torch
+  std::string detail;  // version and threading of the sweep's calls, in words (meta.json)
+  std::vector<Peer> peers;
   std::vector<Refused> refused = {};
+  std::string timing = {};  // version, threading and what is timed, in words (halfmap_bench's context peer_<lib>)
+  /// The ISA the environment capped the library to for this process (ONEDNN_MAX_CPU_ISA, OPENBLAS_CORETYPE: the
+  /// extra halfmap_bench runs of tools/main.sh), in the library's word (avx2, avx512_core_bf16); empty when
+  /// none. halfmap_bench then names the library <name>_<cap> and each timed peer with its Timing::isa:
+  /// capped_name().
+  std::string cap = {};
 };
 
-/// Thrown by a list function when its library is built but cannot run here (not enabled, interpreter missing):
-/// registry.cpp records what() as the reason, verbatim.
-struct Unavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+/// The name halfmap_bench gives a timed peer of a capped library: <lib>_<isa>_<dtype>_<op>__peer (the kernel's
+/// name with the ISA after the library's), so that a capped and an uncapped run never share a name.
+inline std::string capped_name(std::string_view kernel, std::string_view lib, std::string_view isa) {
+  return std::string(lib).append("_").append(isa).append(kernel.substr(lib.size()));
+}
 
-/// The check of registry.cpp: the kernel on small deterministic inputs in [-1, 1] against float64 on the stored
-/// values (check.cpp says what each op computes); the error is compared with PeerKernel::tolerance.
+/// The check of both binaries: the kernel on small deterministic inputs in [-1, 1] against float64 on the stored
+/// values (check.cpp says what each op computes); the error is compared with Peer::tolerance. Throws what the
+/// kernel throws.
 double check_error(const Kernel& k);
+/// What check_error runs a kernel of op `op` on, in words, for halfmap_bench's context ("8×64 · 64×16 with bias").
+std::string check_inputs(Op op);
 
-/// Peer kernel entries: the name is a literal, <lib>_<dtype>_<op>__peer.
-inline PeerKernel dense_peer(std::string_view name, Mode mode, DType storage, DenseFn fn, double tol) {
+/// Peer entries: the name is a literal, <lib>_<dtype>_<op>__peer. Mapped by the sweep, not timed.
+inline Peer dense_peer(std::string_view name, Mode mode, DType storage, DenseFn fn, double tol) {
   Kernel k{name, Op::dense_fwd, mode, Isa::peer, storage, 1, FmaKind::none};
   k.dense = fn;
   return {k, tol};
 }
-inline PeerKernel reduce_peer(std::string_view name, Op op, Mode mode, DType storage, ReduceFn fn, double tol) {
+inline Peer reduce_peer(std::string_view name, Op op, Mode mode, DType storage, ReduceFn fn, double tol) {
   Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
   k.reduce = fn;
   return {k, tol};
 }
 
-inline PeerKernel dense_bwd_peer(std::string_view name, Mode mode, DType storage, DenseBwdFn fn, double tol) {
+inline Peer dense_bwd_peer(std::string_view name, Mode mode, DType storage, DenseBwdFn fn, double tol) {
   Kernel k{name, Op::dense_bwd, mode, Isa::peer, storage, 1, FmaKind::none};
   k.dense_bwd = fn;
   return {k, tol};
 }
-inline PeerKernel loss_peer(std::string_view name, Mode mode, DType storage, LossFn fn, double tol) {
+inline Peer loss_peer(std::string_view name, Mode mode, DType storage, LossFn fn, double tol) {
   Kernel k{name, Op::mse, mode, Isa::peer, storage, 1, FmaKind::none};
   k.loss = fn;
   return {k, tol};
 }
-inline PeerKernel softmax_peer(std::string_view name, Mode mode, DType storage, SoftmaxFn fn, double tol) {
+inline Peer softmax_peer(std::string_view name, Mode mode, DType storage, SoftmaxFn fn, double tol) {
   Kernel k{name, Op::softmax, mode, Isa::peer, storage, 1, FmaKind::none};
   k.softmax = fn;
   return {k, tol};
 }
-inline PeerKernel xent_peer(std::string_view name, Mode mode, DType storage, XentFn fn, double tol) {
+inline Peer xent_peer(std::string_view name, Mode mode, DType storage, XentFn fn, double tol) {
   Kernel k{name, Op::xent, mode, Isa::peer, storage, 1, FmaKind::none};
   k.xent = fn;
   return {k, tol};
 }
 
-inline PeerKernel norm_peer(std::string_view name, Op op, Mode mode, DType storage, NormFn fn, double tol) {
+inline Peer norm_peer(std::string_view name, Op op, Mode mode, DType storage, NormFn fn, double tol) {
   Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
   k.norm = fn;
   return {k, tol};
 }
 
-inline PeerKernel attention_peer(std::string_view name, Op op, Mode mode, DType storage, AttentionFn fn, double tol) {
+inline Peer attention_peer(std::string_view name, Op op, Mode mode, DType storage, AttentionFn fn, double tol) {
   Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
   k.attention = fn;
   return {k, tol};
 }
 
-// Each is defined in src/peers/<lib>.cpp, only when that library was found; called once, from registry.cpp.
-LibraryList onednn_list();
-LibraryList xnnpack_list();
-LibraryList eigen_list();
-LibraryList openblas_list();
-LibraryList torch_list();
+/// Timed peer entries: the kernel runs the prepared call once. `isa` and `threaded`: Timing's; `mapped` false for
+/// a peer only halfmap_bench times.
+template <PrepareDense prepare>
+Peer timed_dense_peer(std::string_view name, Mode mode, DType storage, double tol, std::string isa, bool threaded,
+                      bool mapped = true) {
+  Peer p = dense_peer(name, mode, storage, dense_call<prepare>, tol);
+  p.mapped = mapped;
+  p.timing = {prepare, nullptr, nullptr, std::move(isa), threaded};
+  return p;
+}
+template <PrepareSoftmax prepare>
+Peer timed_softmax_peer(std::string_view name, Mode mode, DType storage, double tol, std::string isa,
+                        bool mapped = true) {
+  Peer p = softmax_peer(name, mode, storage, softmax_call<prepare>, tol);
+  p.mapped = mapped;
+  p.timing = {nullptr, prepare, nullptr, std::move(isa), false};
+  return p;
+}
+template <PrepareNorm prepare>
+Peer timed_norm_peer(std::string_view name, Mode mode, DType storage, double tol, std::string isa,
+                     bool mapped = true) {
+  Peer p = norm_peer(name, Op::layernorm, mode, storage, norm_call<prepare>, tol);
+  p.mapped = mapped;
+  p.timing = {nullptr, nullptr, prepare, std::move(isa), false};
+  return p;
+}
+
+// Each is defined in src/peers/<lib>.cpp, only when that library was found; called once per process, through
+// open_library(), by registry.cpp (the CLI) or bench/bench_peers.cpp (halfmap_bench). Each pins its library to one
+// thread.
+Library openblas_library();
+Library onednn_library();
+Library xnnpack_library();
+Library eigen_library();
+Library torch_library();
+
+/// A library of a binary's peer list. CMake writes each binary's list (cmake/peers.cmake, halfmap_peer_list:
+/// generated/peer_lists.inc), one line per library, which the binary reads as
+///     const std::vector<Listed> listed = {
+///     #include "peer_lists.inc"
+///     };
+struct Listed {
+  std::string_view name;
+  Library (*make)() = nullptr;  // <lib>_library; null where the library is not built into this binary
+  std::string_view missing = {};  // why not, one sentence
+  Isa built_for = Isa::ref;       // compiled with the flags of this ISA's folder: called only on CPUs that have it
+};
+#define HALFMAP_PEER(lib) ::halfmap::peers::Listed{#lib, ::halfmap::peers::lib##_library},
+#define HALFMAP_PEER_FOR(lib, isa) \
+  ::halfmap::peers::Listed{#lib, ::halfmap::peers::lib##_library, {}, ::halfmap::Isa::isa},
+#define HALFMAP_PEER_MISSING(lib, reason) ::halfmap::peers::Listed{lib, nullptr, reason},
+
+/// A listed library set up (its <lib>_library() called), or why it is not here: not built, built for an ISA this
+/// CPU lacks, Unavailable's message, or a set-up that threw.
+struct Opened {
+  std::string_view name;
+  std::optional<Library> library;
+  std::string reason;  // one sentence, where library is empty
+};
+Opened open_library(const Listed& l);
 
 }  // namespace halfmap::peers

@@ -1,4 +1,5 @@
-// PyTorch's CPU kernels as peers: each kernel sends its stored input bytes to tools/torch_peer.py (a server process
+// PyTorch's CPU kernels as peers of the sweep (not timed: halfmap_bench's list of libraries has no torch, and
+// nothing here has a Timing). Each kernel sends its stored input bytes to tools/torch_peer.py (a server process
 // per concurrent caller, torch_server.hpp) and copies the output tensors' bytes back, so torch computes on exactly
 // the values halfmap stored, and the sweep's own code counts, classifies and searches the thresholds.
 //
@@ -45,7 +46,7 @@ namespace {
 
 using torch::Bytes;
 
-torch::Pool* pool = nullptr;  // set by torch_list() before any kernel can be called
+torch::Pool* pool = nullptr;  // set by torch_library() before any kernel can be called
 
 Bytes of(const void* p, std::size_t count, DType t) { return {p, count * dtype_size(t)}; }
 
@@ -170,7 +171,7 @@ void attention(const AttentionArgs& a) {
 
 /// One kernel torch_peer.py is asked about: the probe's key ("<dtype>_<op>") and, for a loss, its gradient's.
 struct Candidate {
-  PeerKernel peer;
+  Peer peer;
   const char* key;
   const char* grad_key;  // null: no separate gradient
 };
@@ -217,7 +218,7 @@ const char* bf16_keys[10] = {"bf16_sum", "bf16_sumsq", "bf16_dot", "bf16_dense_f
 
 }  // namespace
 
-LibraryList torch_list() {
+Library torch_library() {
   const char* on = std::getenv("HALFMAP_TORCH");
   if (on == nullptr || std::strcmp(on, "1") != 0) {
     throw Unavailable(
@@ -231,7 +232,7 @@ LibraryList torch_list() {
   const nlohmann::json hello = nlohmann::json::parse(pool->call("hello", {}));
   const std::string version = hello.at("torch").get<std::string>();
   const nlohmann::json& ops = hello.at("ops");
-  LibraryList l{"torch",
+  Library l{"torch",
                 fmt::format("PyTorch {} (Debian python3-torch {}), ATen CPU capability {}, mkldnn {}; "
                             "torch.set_num_threads(1); tools/torch_peer.py run by {}, one server per concurrent "
                             "caller, the stored inputs sent as bytes",
@@ -267,7 +268,7 @@ LibraryList torch_list() {
                                          g.substr(g.find(' ') + 1))});
       }
     }
-    l.kernels.push_back(c.peer);
+    l.peers.push_back(c.peer);
   }
   return l;
 }

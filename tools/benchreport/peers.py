@@ -1,9 +1,10 @@
-"""The peer libraries of one suite (dense_fwd/<lib>_<dtype>__peer/<size>, softmax/<lib>_<dtype>__peer/<level>):
-each present, skipped (with its message) or not built, and the fastest of a storage type."""
+"""The peer libraries of one suite (dense_fwd/<lib>_<dtype>_dense_fwd__peer/<size>,
+softmax/<lib>_<dtype>_softmax__peer/<level>, ...): each present, skipped (with its message) or not built, and the
+fastest of a storage type. A peer is shown by its peer_label, <lib>[_<isa>]_<dtype>: the table names the op."""
 
 import collections
 
-from .results import PEER_SUFFIX, is_peer, peer_label
+from .results import is_peer, peer_kernel, peer_label
 
 # A halfmap kernel's rate and a peer's, for a ratio: both from `run` (the main run "", or an extra run's name) where
 # one run timed both, else (run None) the kernel's from the main run and the peer's pooled cell. spread and
@@ -11,7 +12,7 @@ from .results import PEER_SUFFIX, is_peer, peer_label
 Pair = collections.namedtuple("Pair", "value spread base base_spread peer run why")
 
 PEERS_HINT = "peer not built: install with tools/setup.sh --peers"
-# The peers the benchmarks may hold (the naming contract: <lib>_<dtype>__peer), per suite.
+# The peers the benchmarks may hold, per suite, by peer_label (<lib>_<dtype>: <lib>_<dtype>_<op>__peer).
 EXPECTED_PEERS = {
     "dense_fwd": ("openblas_f32", "onednn_f32", "xnnpack_f32", "eigen_f32", "openblas_bf16", "onednn_bf16",
                   "xnnpack_f16", "eigen_f16", "onednn_f16"),
@@ -37,7 +38,7 @@ class Peers:
         names += [peer_label(k) for k in self.present if peer_label(k) not in names]
         rows = []
         for name in names:
-            kernel = name + PEER_SUFFIX
+            kernel = peer_kernel(name, self.suite)
             if self.not_built:
                 rows.append((name, PEERS_HINT))
             elif (self.suite, kernel) in self.results.skipped:

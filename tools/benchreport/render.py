@@ -11,7 +11,7 @@ from . import threads as dense_threads
 from .markdown import fmt_bytes, fmt_frac, fmt_rate, level_key, size_key, table
 from .peers import EXPECTED_PEERS, PEERS_HINT, Peers
 from .roof_report import relative_spread, roofs_section
-from .results import FP8_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, number
+from .results import FP8_OPS, NN_OPS, REDUCE_OPS, Results, canonical_context, is_peer, number
 from .roofs import Roofs, roof_fraction, roof_name
 from .targets import target_rows
 
@@ -338,7 +338,7 @@ def render(data, info, machine, source, charts=(), diagnose=None):
     """bench.md as a string, from the benchmark JSON `data`, `halfmap info --json` (or {}), the results/ folder name
     of the machine, the JSON's path as shown, the [(chart file, title)] written next to it and the diagnose
     benchmark's JSON (tools/diagnose_bench.py; None: not run)."""
-    context = data.get("context", {}) or {}
+    context = canonical_context(data.get("context", {}) or {})
     benchmarks = data.get("benchmarks", []) or []
     results = Results(benchmarks, info)
     roofs = Roofs(context, results)

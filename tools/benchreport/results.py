@@ -3,7 +3,9 @@ their messages, and what each kernel is.
 
 Benchmark names are <suite>/<kernel>/<arg>: reduce/<kernel>/<level>, dense_fwd/<kernel>/<size>,
 <op>/<kernel>/<level> for mse, softmax, softmax_naive and xent, roof/<what>/<arg>, and the peer libraries'
-<suite>/<lib>_<dtype>__peer/<arg> (bench/bench_peers.cpp's naming contract). A kernel's facts (op, precision mode,
+<suite>/<lib>[_<isa>]_<dtype>_<op>__peer/<arg>, named like the sweep's peer paths (src/peers/peers.hpp; <isa> where
+the environment capped the library's ISA). The names halfmap_bench gave its peers before, <lib>[_<isa>]_<dtype>__peer
+(the published bench.json files), are read as today's (canonical_kernel). A kernel's facts (op, precision mode,
 ISA, storage type) come from `halfmap info --json` (its "kernels" list, the registry) and from the benchmark's
 label, which halfmap_bench writes as key=value words (bench_util.hpp, label_kernel): op=sum mode=f32 isa=avx512
 storage=f32 roof=read/l1. Only the label says which roof a kernel is compared with (roof=fma/avx512, roof=none):
@@ -25,6 +27,8 @@ FP8_OPS = ("fp8_encode", "fp8_encode_nonsat", "fp8_decode", "mx_quantize", "fp8_
 # dense kernels.
 COMPUTE_OPS = DENSE_OPS + ATTENTION_OPS
 PEER_SUFFIX = "__peer"
+# The storage types in a peer's name, <lib>[_<isa>]_<dtype>_<op>__peer.
+PEER_DTYPES = ("f32", "f16", "bf16")
 # The key bench_report.merge adds to the benchmarks of an extra run (a capped peers' run): the run's name.
 RUN_KEY = "halfmap_run"
 SKIP_NAME_PARTS = re.compile(r"^(min_time|min_warmup_time|repeats|iterations|threads|real_time|manual_time|"
@@ -53,7 +57,7 @@ def parse_name(name):
     if len(parts) < 3:
         return None
     arg = parts[2].split(":", 1)[1] if ":" in parts[2] else parts[2]
-    return parts[0], parts[1], arg
+    return parts[0], canonical_kernel(parts[0], parts[1]), arg
 
 
 def parse_label(label):
@@ -68,7 +72,60 @@ def is_peer(kernel):
 
 
 def peer_label(kernel):
-    return kernel[: -len(PEER_SUFFIX)] if is_peer(kernel) else kernel
+    """A peer as the tables name it, its name without its op: the library (with the ISA a capped run set) and the
+    storage type, 'onednn_avx2_f32_dense_fwd__peer' -> 'onednn_avx2_f32'. Any other kernel unchanged."""
+    if not is_peer(kernel):
+        return kernel
+    words = kernel[: -len(PEER_SUFFIX)].split("_")
+    at = max((i for i, w in enumerate(words) if w in PEER_DTYPES), default=len(words) - 1)
+    return "_".join(words[: at + 1])
+
+
+def suite_peer_op(suite):
+    """The op a suite's peers run: dense_fwd_threads times dense_fwd, every other suite its own op."""
+    return suite[: -len("_threads")] if suite.endswith("_threads") else suite
+
+
+def peer_kernel(label, suite):
+    """The name of a peer of a suite from its peer_label: ('onednn_bf16', 'softmax') -> 'onednn_bf16_softmax__peer'."""
+    return f"{label}_{suite_peer_op(suite)}{PEER_SUFFIX}"
+
+
+def canonical_kernel(suite, kernel):
+    """A benchmark's kernel name as halfmap_bench writes it today. Its peers were named <lib>[_<isa>]_<dtype>__peer
+    before the benchmarks and the sweep shared one peer stack (every bench.json and bench_peers_<isa>.json published
+    until then): such a name (a storage type where today's ends with its op) becomes <lib>[_<isa>]_<dtype>_<op>__peer.
+    The one place the old names are read: every benchmark name passes here (parse_name), and so do the context's
+    peer names (canonical_context)."""
+    if is_peer(kernel) and kernel[: -len(PEER_SUFFIX)].rsplit("_", 1)[-1] in PEER_DTYPES:
+        return peer_kernel(kernel[: -len(PEER_SUFFIX)], suite)
+    return kernel
+
+
+def canonical_benchmark(name):
+    """'<suite>/<kernel>[/...]' with its kernel through canonical_kernel; a text without '/' unchanged."""
+    parts = str(name).split("/")
+    if len(parts) < 2:
+        return name
+    parts[1] = canonical_kernel(parts[0], parts[1])
+    return "/".join(parts)
+
+
+# The context entries halfmap_bench fills with peers' benchmark names: "<suite>/<kernel>, ...".
+PEER_NAME_LISTS = ("peers_fp_env_changed", "peers_subnormals_flushed")
+
+
+def canonical_context(context):
+    """A copy of a benchmark JSON's context with the peers' names in it read by canonical_kernel: the keys
+    peer_check/<suite>/<kernel> and the lists of PEER_NAME_LISTS."""
+    out = {}
+    for key, value in (context or {}).items():
+        if key.startswith("peer_check/"):
+            key = "peer_check/" + canonical_benchmark(key[len("peer_check/"):])
+        elif key in PEER_NAME_LISTS and isinstance(value, str):
+            value = ", ".join(canonical_benchmark(item) for item in value.split(", "))
+        out[key] = value
+    return out
 
 
 def suite_of(op):
@@ -237,7 +294,7 @@ class Results:
 
     def storage(self, kernel):
         """The storage type that decides 'the same work': 'f32', 'f16' or 'bf16', of halfmap kernels (their facts)
-        and peers (<lib>_<dtype>__peer)."""
+        and peers (their names' <dtype>)."""
         if is_peer(kernel):
             return peer_label(kernel).rsplit("_", 1)[-1]
         return self.facts(kernel).storage

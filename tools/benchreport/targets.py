@@ -47,8 +47,8 @@ Every ratio is of the medians of the run's repetitions; met or missed judges tha
 from . import diagnose as diagnose_bench
 from . import threads as dense_threads
 from .markdown import LEVELS, fmt_rate, fmt_spread, ratio_spread
-from .peers import PEER_SUFFIX, Peers
-from .results import ATTENTION_OPS, REDUCE_OPS, is_peer, suite_of
+from .peers import Peers
+from .results import ATTENTION_OPS, REDUCE_OPS, is_peer, peer_kernel, suite_of
 from .roofs import F16C_ISAS, F16C_OPS, bytes_moved, compute_roof, copy_fraction, f16c_fraction, roof_fraction
 
 TARGET_SIZE = "1024"
@@ -133,7 +133,7 @@ def dense_targets(rows, results, peers):
     rows.add(f"f32 dense ≥ 0.85× the best f32 peer, {s}³: " + (f"`{kernel}`" if value else "best f32 kernel"),
              value, base, peer, 0.85, (None if value else kernel) or why,
              spread=results.spread(fwd, kernel, s, flops),
-             base_spread=results.spread(fwd, f"{peer}{PEER_SUFFIX}", s, flops))
+             base_spread=results.spread(fwd, peer_kernel(peer, fwd), s, flops))
     for isa in [results.facts(k).isa for k in of_mode(results, fwd, "f16_f32acc")] or [None]:
         value, kernel = best_halfmap(results, fwd, "f16_f32acc", s, flops, isa)
         base, base_kernel = best_halfmap(results, fwd, "f32", s, flops, isa)
@@ -142,14 +142,14 @@ def dense_targets(rows, results, peers):
                  f"`{base_kernel}`" if base else "", 0.9, missing, spread=results.spread(fwd, kernel, s, flops),
                  base_spread=results.spread(fwd, base_kernel, s, flops))
     value, kernel = best_halfmap(results, fwd, "bf16_f32acc", s, flops)
-    onednn = "onednn_bf16" + PEER_SUFFIX
+    onednn = peer_kernel("onednn_bf16", fwd)
     base = results.value(fwd, onednn, s, flops)
     why = None if base else peers.why_missing(onednn, s)
     rows.add(f"bf16_f32acc dense ≥ 0.9× oneDNN bf16 matmul, {s}³: "
              + (f"`{kernel}`" if value else "bf16_f32acc kernel"),
              value, base, "onednn_bf16", 0.9, (None if value else kernel) or why,
              spread=results.spread(fwd, kernel, s, flops), base_spread=results.spread(fwd, onednn, s, flops))
-    xnn = "xnnpack_f16" + PEER_SUFFIX
+    xnn = peer_kernel("xnnpack_f16", fwd)
     for s in SAME_ISA_SIZES:  # issue 14: at every size from 256³
         base = results.value(fwd, xnn, s, flops)
         why = None if base else peers.why_missing(xnn, s)
@@ -243,7 +243,7 @@ def f16c_targets(rows, results, roofs):
 
 def softmax_targets(rows, results, peers):
     """Target 6: f32 softmax against XNNPACK's f32 softmax, at each level."""
-    xnn = "xnnpack_f32" + PEER_SUFFIX
+    xnn = peer_kernel("xnnpack_f32", "softmax")
     kernels = of_mode(results, "softmax", "f32")
     for level in LEVELS:
         base = results.value("softmax", xnn, level, "elements_per_second")
@@ -260,7 +260,7 @@ def onednn_softmax_targets(rows, results, peers, op="softmax", what="softmax", s
     dram."""
     eps = "elements_per_second"
     for storage in storages:
-        peer = f"onednn_{storage}" + PEER_SUFFIX
+        peer = peer_kernel(f"onednn_{storage}", op)
         base = results.value(op, peer, "dram", eps)
         kernels = [k for k in results.kernels.get(op, []) if not is_peer(k)
                    and results.storage(k) == storage and results.facts(k).isa != "ref"]

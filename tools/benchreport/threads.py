@@ -1,8 +1,8 @@
 """The dense layers on several threads (halfmap_bench's dense_fwd_threads/<kernel>/<threads> and
-dense_bwd_threads/<kernel>/<threads> at 1024³, and the peers' dense_fwd_threads/<lib>_<dtype>__peer/<threads>):
-GFLOP/s at each thread count, the scaling against linear, the cores the process kept busy, the ratio to the best
-peer at the same count; and the target of issue 14: 1 -> 2 threads >= 0.9x linear (GFLOP/s on 2 threads / twice
-GFLOP/s on 1), judged on the medians."""
+dense_bwd_threads/<kernel>/<threads> at 1024³, and the peers' dense_fwd_threads/<lib>_<dtype>_dense_fwd__peer/
+<threads>): GFLOP/s at each thread count, the scaling against linear, the cores the process kept busy, the ratio to
+the best peer at the same count; and the target of issue 14: 1 -> 2 threads >= 0.9x linear (GFLOP/s on 2 threads /
+twice GFLOP/s on 1), judged on the medians."""
 
 from .markdown import fmt_rate, fmt_spread, ratio_spread, size_key, table
 from .peers import Peers
