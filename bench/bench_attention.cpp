@@ -67,7 +67,7 @@ std::string attention_description() {
 
 void register_attention_benchmarks() {
   for (const Kernel& k : kernels()) {
-    if (!is_attention(k.op) || k.attention == nullptr) continue;
+    if (!times_in(BenchFamily::attention, k)) continue;
     const std::span<const std::size_t> lens =
         k.isa == Isa::ref ? std::span<const std::size_t>(kAttnRefLens) : std::span<const std::size_t>(kAttnLens);
     for (const std::size_t len : lens) {

@@ -43,20 +43,6 @@
 namespace halfmap::bench {
 namespace {
 
-constexpr bool times_as_nn(const Kernel& k) {
-  switch (k.op) {
-    case Op::mse: return k.loss != nullptr;
-    case Op::softmax:
-    case Op::softmax_naive: return k.softmax != nullptr;
-    case Op::xent: return k.xent != nullptr;
-    case Op::layernorm:
-    case Op::rmsnorm: return k.norm != nullptr;
-    case Op::gelu:
-    case Op::gelu_tanh: return k.gelu != nullptr;
-    default: return false;
-  }
-}
-
 void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
   label_kernel(state, k, fmt::format("{}/{}", k.op == Op::mse ? "read" : "copy", level.name));
   // Decided per run, not at registration, so that the skip shows up in the output with its reason.
@@ -143,7 +129,7 @@ std::string nn_description() {
 
 void register_nn_benchmarks() {
   for (const Kernel& k : kernels()) {
-    if (!times_as_nn(k)) continue;
+    if (!times_in(BenchFamily::nn, k)) continue;
     for (const Level& level : kLevels) {
       // isa ref: no DRAM level except for mse (see the top of this file).
       if (k.isa == Isa::ref && k.op != Op::mse && &level == &kLevels.back()) continue;

@@ -47,7 +47,7 @@ void run_reduce(benchmark::State& state, const Kernel& k, const Level& level) {
 
 void register_reduce_benchmarks() {
   for (const Kernel& k : kernels()) {
-    if (!times_as_reduction(k)) continue;
+    if (!times_in(BenchFamily::reduce, k)) continue;
     for (const Level& level : kLevels) {
       // The name carries no arguments: reduce/<kernel>/<level>, split on '/'. (MinTime or Iterations set here
       // would append "/min_time:..." to it, which is why main() sets the default min time instead.)

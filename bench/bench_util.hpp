@@ -139,8 +139,9 @@ std::string compute_roof(const Kernel& k);
 /// SkipWithError, so that a skipped benchmark is labelled too.
 void label_kernel(benchmark::State& state, const Kernel& k, std::string_view roof);
 
-/// True for the kernels bench_reduce.cpp times: the reductions (is_reduction), which carry a ReduceFn.
-constexpr bool times_as_reduction(const Kernel& k) { return is_reduction(k.op) && k.reduce != nullptr; }
+/// Whether the suites of `family` (bench_<family>.cpp) time the kernel: its op's row says so (ops.hpp) and its
+/// function is set.
+inline bool times_in(BenchFamily family, const Kernel& k) { return op_info(k.op).bench == family && kernel_has_fn(k); }
 
 /// Registers reduce/<kernel>/<level> for every reduction kernel in the registry (bench_reduce.cpp).
 void register_reduce_benchmarks();

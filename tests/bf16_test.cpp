@@ -29,6 +29,7 @@
 
 #include "halfmap/cpu.hpp"
 #include "halfmap/half.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 #include "hw/hw_convert.hpp"
 #include "test_util.hpp"

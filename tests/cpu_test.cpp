@@ -326,6 +326,34 @@ TEST(Registry, RefCoversEveryOpAndStorage) {
   }
 }
 
+// ---- the op table (ops.hpp) against the registry -------------------------------------------------------------
+
+// Every kernel fills exactly one function pointer, the field of its op's kind in the table: a row that names the
+// wrong kind, or a list that fills another field, fails here.
+TEST(Registry, EachKernelFillsTheFieldOfItsOpsKind) {
+  for (const Kernel& k : kernels()) {
+    const int filled = int(k.reduce != nullptr) + int(k.dense != nullptr) + int(k.dense_bwd != nullptr) +
+                       int(k.loss != nullptr) + int(k.softmax != nullptr) + int(k.xent != nullptr) +
+                       int(k.norm != nullptr) + int(k.gelu != nullptr) + int(k.attention != nullptr);
+    EXPECT_EQ(filled, 1) << k.name;
+    EXPECT_TRUE(kernel_has_fn(k)) << k.name << ": op " << op_name(k.op) << " should fill Kernel::"
+                                  << op_kind_name(op_kind(k.op));
+  }
+}
+
+TEST(Registry, EveryRowOfTheOpTableHasKernels) {
+  std::set<std::string_view> names;
+  for (const OpInfo& row : kOpTable) {
+    EXPECT_TRUE(names.insert(row.name).second) << row.name << " twice";
+    EXPECT_EQ(op_name(row.op), row.name);
+    EXPECT_TRUE(std::any_of(kernels().begin(), kernels().end(), [&](const Kernel& k) { return k.op == row.op; }))
+        << row.name << " has no kernel";
+    // dense_bwd is swept as dense_fwd's gradient (Gradient::dense_bwd), every other op as an experiment of its own.
+    EXPECT_EQ(row.swept, row.kind != OpKind::dense_bwd) << row.name;
+    EXPECT_EQ(row.gradient == Gradient::dense_bwd, row.kind == OpKind::dense) << row.name;
+  }
+}
+
 // ---- which ops and modes each path lists --------------------------------------------------------------------
 
 // Written from docs/kernels.md's table of ISA paths, independently of src/kernels/ (rows.hpp builds the lists from

@@ -54,6 +54,7 @@
 
 #include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/list.hpp"  // paths::dense_blockings
 #include "test_util.hpp"

@@ -20,6 +20,7 @@
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
 #include "halfmap/half.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 #include "hw/hw_convert.hpp"
 

@@ -35,6 +35,7 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 #include "kernel_param.hpp"
 #include "test_util.hpp"

@@ -65,6 +65,7 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/nn.hpp"  // quotient_by_reciprocal
 #include "models/model_math.hpp"

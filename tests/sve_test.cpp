@@ -23,6 +23,7 @@
 
 #include "halfmap/cpu.hpp"
 #include "halfmap/half.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap {

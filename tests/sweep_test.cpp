@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "halfmap/f16_model.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/progress.hpp"
 #include "halfmap/registry.hpp"
 #include "halfmap/sweep.hpp"

@@ -39,6 +39,8 @@ std::string_view isa_name(Isa isa);
 std::optional<Isa> parse_isa(std::string_view name);
 /// What an ISA path needs, in words ("AVX2 + FMA + F16C"), for `halfmap info` and skip messages.
 std::string_view isa_requirements(Isa isa);
+/// The architecture whose CPUs run the path, as kHostArch names it ("x86-64", "arm64"); "any" for ref and peer.
+std::string_view isa_arch(Isa isa);
 
 /// Raw CPU features, read once from CPUID + XGETBV (x86) or getauxval HWCAP (arm64).
 struct CpuFeatures {

@@ -24,7 +24,8 @@ struct KernelSpec {
 KernelSpec kernel_spec(const Kernel& k);
 
 /// The kernel's fp16 FMA where its rounding matters: nullopt for kernels without one (the f32-accumulating ones,
-/// FmaKind::none) and for the fp16 ops that only add, compare and divide (sum, maxabs, softmax, xent).
+/// FmaKind::none) and for the fp16 ops that only add, compare and divide (sum, maxabs, softmax, xent: their rows'
+/// rounds_fma in ops.hpp).
 std::optional<std::string_view> kernel_fma_name(const Kernel& k);
 
 /// Whether the kernel's lane count decides its numbers (the fp16 family, the fixed f32 orders of FMLAL, BFDotAdd

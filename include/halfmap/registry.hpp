@@ -1,5 +1,6 @@
 // The one registry of kernels. Tests, benchmarks, `halfmap info` and the sweep iterate it; nothing else
-// lists kernels. A kernel is named <storage>[_<acc>acc]_<op>__<isa>, e.g. f16_f32acc_sum__avx512.
+// lists kernels. A kernel is named <storage>[_<acc>acc]_<op>__<isa>, e.g. f16_f32acc_sum__avx512. The ops, modes and
+// storage types, and each op's facts, are ops.hpp's; every op's contract (its arguments, rounding, NaNs) is here.
 #pragma once
 
 #include <cstddef>
@@ -11,82 +12,9 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/fp8.hpp"
 #include "halfmap/mx.hpp"
+#include "halfmap/ops.hpp"
 
 namespace halfmap {
-
-enum class Op {
-  sum, sumsq, maxabs, dot,   // reductions (ReduceFn)
-  dense_fwd,                 // Y = act(X·W + b) (DenseFn)
-  dense_bwd,                 // dX = dY·Wᵀ, dW = Xᵀ·dY, db = Σ_rows dY (DenseBwdFn)
-  mse,                       // squared loss and its gradient (LossFn)
-  softmax,                   // row-wise softmax, stable: max subtracted before exp (SoftmaxFn)
-  softmax_naive,             // row-wise softmax without the max subtraction (SoftmaxFn)
-  xent,                      // softmax cross-entropy loss and its gradient (XentFn)
-  layernorm,                 // layer normalisation of rows, forward and backward (NormFn)
-  rmsnorm,                   // RMS normalisation of rows, forward and backward (NormFn)
-  gelu,                      // GELU, exact (erf) form, forward and backward (GeluFn)
-  gelu_tanh,                 // GELU, tanh approximation, forward and backward (GeluFn)
-  attention_prescale,        // one attention head, 1/√d applied to Q before QKᵀ (AttentionFn)
-  attention_postscale,       // one attention head, 1/√d applied to QKᵀ after the product (AttentionFn)
-};
-constexpr bool is_norm(Op op) { return op == Op::layernorm || op == Op::rmsnorm; }
-constexpr bool is_gelu(Op op) { return op == Op::gelu || op == Op::gelu_tanh; }
-constexpr bool is_attention(Op op) { return op == Op::attention_prescale || op == Op::attention_postscale; }
-constexpr bool is_reduction(Op op) { return op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot; }
-/// Precision modes of docs/numerics.md. The last two are the scaled fp8 modes (kernels/common/fp8_modes.hpp): float32
-/// arrays in and out, the operands cast to fp8 inside the kernel with a scale the recipe chooses, f32 accumulation.
-///   fp8_f32acc    Transformer Engine's Float8CurrentScaling with its HYBRID format: each operand cast with its own
-///                 per-tensor scale s = fp8_max / amax (fp8_scaling.hpp's fp8_scale), E4M3 for the forward's
-///                 tensors, E5M2 for the upstream gradient; the scales' inverses folded into the output.
-///   mxfp8_f32acc  OCP MXFP8 with E4M3 elements for every tensor (Transformer Engine's MXFP8BlockScaling): blocks of
-///                 32 along the reduction's dimension, each with its power-of-two E8M0 scale (mx.hpp).
-enum class Mode { f32, f16_f32acc, f16, f16_model, bf16_f32acc, fp8_f32acc, mxfp8_f32acc };
-/// The scaled fp8 modes: their kernels take and give float32 and cast to fp8 inside.
-constexpr bool is_scaled(Mode m) { return m == Mode::fp8_f32acc || m == Mode::mxfp8_f32acc; }
-enum class DType { f32, f16, bf16 };
-
-constexpr std::string_view op_name(Op op) {
-  switch (op) {
-    case Op::sum: return "sum";
-    case Op::sumsq: return "sumsq";
-    case Op::maxabs: return "maxabs";
-    case Op::dot: return "dot";
-    case Op::dense_fwd: return "dense_fwd";
-    case Op::dense_bwd: return "dense_bwd";
-    case Op::mse: return "mse";
-    case Op::softmax: return "softmax";
-    case Op::softmax_naive: return "softmax_naive";
-    case Op::xent: return "xent";
-    case Op::layernorm: return "layernorm";
-    case Op::rmsnorm: return "rmsnorm";
-    case Op::gelu: return "gelu";
-    case Op::gelu_tanh: return "gelu_tanh";
-    case Op::attention_prescale: return "attention_prescale";
-    case Op::attention_postscale: return "attention_postscale";
-  }
-  return "?";
-}
-constexpr std::string_view mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::f32: return "f32";
-    case Mode::f16_f32acc: return "f16_f32acc";
-    case Mode::f16: return "f16";
-    case Mode::f16_model: return "f16_model";
-    case Mode::bf16_f32acc: return "bf16_f32acc";
-    case Mode::fp8_f32acc: return "fp8_f32acc";
-    case Mode::mxfp8_f32acc: return "mxfp8_f32acc";
-  }
-  return "?";
-}
-constexpr std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-  }
-  return "?";
-}
-constexpr std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
 
 /// A reduction over n elements of the kernel's storage type. `y` is read only by dot (pass nullptr otherwise).
 /// The result is returned widened to f32:
@@ -360,6 +288,22 @@ struct Kernel {
   bool forward_only = false;
 };
 
+/// Whether the kernel's function of its op's kind is set: the field named by op_kind(k.op) (ops.hpp).
+inline bool kernel_has_fn(const Kernel& k) {
+  switch (op_kind(k.op)) {
+    case OpKind::reduce: return k.reduce != nullptr;
+    case OpKind::dense: return k.dense != nullptr;
+    case OpKind::dense_bwd: return k.dense_bwd != nullptr;
+    case OpKind::loss: return k.loss != nullptr;
+    case OpKind::softmax: return k.softmax != nullptr;
+    case OpKind::xent: return k.xent != nullptr;
+    case OpKind::norm: return k.norm != nullptr;
+    case OpKind::gelu: return k.gelu != nullptr;
+    case OpKind::attention: return k.attention != nullptr;
+  }
+  return false;
+}
+
 // The fp8 and MX conversions' lists: include/halfmap/conversions.hpp.
 
 /// Every kernel compiled into this build, whether or not this CPU can run it (src/kernels/registry.cpp joins the
@@ -380,68 +324,11 @@ const Kernel* find_kernel(std::string_view name);
 /// True if the kernel may be called on this CPU under the current HALFMAP_ISA cap.
 inline bool kernel_enabled(const Kernel& k) { return isa_enabled(k.isa); }
 
-/// The f16 model run with a kernel's order of operations: the bit-exact reference for modes f16 and f16_model.
-f16 f16_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes, FmaKind fma);
-/// One step of f16_model_reduce: acc + x (sum), fma(x, x, acc) (sumsq), fma(x, y, acc) (dot), or the larger |.|
-/// key (maxabs).
-f16 f16_model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma);
-
 /// Tests only: every dense kernel's GEMM uses cache blocks of mc × kc × nc (rounded down to whole micro-tiles,
 /// kc to at most the tile's longest k block) instead of those chosen from this core's caches, until called with
 /// zeros. Blocking never changes a result (dense_test checks it); not for concurrent use with running kernels.
 void set_gemm_blocks_for_tests(std::size_t mc, std::size_t kc, std::size_t nc);
 
-/// The f16 model of the dense layer (fp16 storage, every operation rounded; see DenseArgs): the bit-exact
-/// reference for dense kernels in modes f16 and f16_model.
-void f16_model_dense_fwd(const DenseArgs& args, FmaKind fma);
-void f16_model_dense_bwd(const DenseBwdArgs& args, FmaKind fma);
-
-/// The fixed-order f32-accumulating model (Kernel::f32_order_fixed; src/models/f32acc.cpp) of an f16_f32acc
-/// reduction: term i added into f32 lane i % lanes (a power of two) by f32acc_model_step, the lanes folded by
-/// f32acc_model_fold, the result rounded to fp16 and returned widened to f32.
-float f32acc_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes);
-/// The same for dense forward (fp16 storage): acc = FMLAL(acc, x_mk, w_kn) over k in order from +0, then
-/// y = to_f16(act(f32acc_model_add(acc, b_n))) (no add without a bias).
-void f32acc_model_dense_fwd(const DenseArgs& args);
-/// And dense backward: dX[i][p] = FMLAL over j of (dY[i][j], W[p][j]), dW[p][j] = FMLAL over i of (X[i][p],
-/// dY[i][j]), db[j] = FMLAL over i of (1, dY[i][j]), each in order from +0, rounded once to fp16.
-void f32acc_model_dense_bwd(const DenseBwdArgs& args);
-/// One FMLAL lane: acc + f32(x)·f32(y) rounded once to f32 (sum: y = 1, sumsq: y = x), NaNs as Arm's FPMulAdd
-/// picks them (first signalling NaN of acc, x, y, else first quiet one; invalid: the default NaN 0x7FC00000).
-float f32acc_model_step(Op op, float acc, f16 x, f16 y);
-/// Arm's BFDotAdd without FEAT_EBF16 (src/models/bfdot.cpp): addend + (a0·b0 + a1·b1) with the products, their
-/// sum and the addition each rounded to odd in f32, bf16 and f32 subnormal inputs read as zero and results whose
-/// exact magnitude is below 2^-126 flushed to a zero of their sign (whatever FPCR says), exact magnitudes of 2^128
-/// and more infinite, every NaN and invalid operation the default NaN 0x7FC00000. One lane of BFDOT, and one of
-/// BFMMLA's two chained steps.
-float bfdot_model_step(float addend, bf16 a0, bf16 a1, bf16 b0, bf16 b1);
-/// The BFDOT reduction (Kernel::bfdot_order): pair q = (x[2q], x[2q+1]) (sum: times (1, 1), sumsq: times itself)
-/// into f32 lane q % lanes (a power of two) by bfdot_model_step from +0, n padded with zeros to a multiple of
-/// 2·lanes, the lanes folded by f32acc_model_fold, rounded once to bf16 and widened back.
-float bfdot_model_reduce(Op op, const bf16* x, const bf16* y, std::size_t n, unsigned lanes);
-/// The BFMMLA dense layer (bf16 storage): acc = bfdot_model_step chained over the k pairs in order from +0 (k
-/// padded with zeros to a multiple of 4), y = to_bf16(act(f32acc_model_add(acc, b_n))) (no add without a bias).
-void bfdot_model_dense_fwd(const DenseArgs& args);
-/// And backward: dX over j, dW over i, both chained as above; db[j] = f32acc_model_add over i in order from +0;
-/// each rounded once to bf16.
-void bfdot_model_dense_bwd(const DenseBwdArgs& args);
-/// a + b as Arm's FADD (first NaN operand quieted; invalid: the default NaN), for the folds and the bias.
-float f32acc_model_add(float a, float b);
-/// acc[j] = f32acc_model_add(acc[j], acc[j + w]) for w = lanes/2, ..., 1 (fold_lanes's order); returns acc[0].
-float f32acc_model_fold(float* acc, unsigned lanes);
-
-/// The f16 models of the losses and softmax (fp16 storage, every operation rounded; see LossArgs, SoftmaxArgs,
-/// XentArgs): the bit-exact references for mse, softmax and xent kernels in modes f16 and f16_model, run with a
-/// kernel's `lanes` (a power of two; anything else is treated as 1) and, for mse, its `fma`.
-float f16_model_mse(const LossArgs& args, unsigned lanes, FmaKind fma);
-void f16_model_softmax(const SoftmaxArgs& args, bool stable, unsigned lanes);
-float f16_model_xent(const XentArgs& args, unsigned lanes);
-/// The f16 model of layernorm (rms = false) and rmsnorm (see NormArgs), run with a kernel's lanes and fma.
-void f16_model_norm(const NormArgs& args, bool rms, unsigned lanes, FmaKind fma);
-/// The f16 model of GELU (tanh = false: the erf form; see GeluArgs), run with a kernel's fma.
-void f16_model_gelu(const GeluArgs& args, bool tanh, FmaKind fma);
-/// The f16 model of attention (prescale: the 1/√d on Q; see AttentionArgs): f16_model_dense_fwd/bwd with the
-/// kernel's fma, f16_model_softmax (stable) with its lanes, and the same elementwise steps.
-void f16_model_attention(const AttentionArgs& args, bool prescale, unsigned lanes, FmaKind fma);
+// The references the kernels are checked against (the f16, FMLAL and BFDotAdd models): include/halfmap/models.hpp.
 
 }  // namespace halfmap

@@ -156,6 +156,10 @@ std::string valid_names() {
 
 std::string_view isa_name(Isa isa) { return info(isa).name; }
 std::string_view isa_requirements(Isa isa) { return info(isa).requirements; }
+std::string_view isa_arch(Isa isa) {
+  if (isa == Isa::ref || isa == Isa::peer) return "any";
+  return info(isa).x86 ? "x86-64" : "arm64";
+}
 
 std::optional<Isa> parse_isa(std::string_view name) {
   for (const IsaInfo& i : kIsaInfo) {

@@ -169,10 +169,7 @@ std::string f32acc_order(const Kernel& k) {
 
 std::optional<std::string_view> kernel_fma_name(const Kernel& k) {
   if (k.fma == FmaKind::none) return std::nullopt;
-  if (k.op == Op::sum || k.op == Op::maxabs || k.op == Op::softmax || k.op == Op::softmax_naive ||
-      k.op == Op::xent) {
-    return std::nullopt;
-  }
+  if (!op_info(k.op).rounds_fma) return std::nullopt;
   return k.fma == FmaKind::fused ? "fused" : "f32_round";
 }
 

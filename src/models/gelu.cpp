@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "halfmap/f16_model.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 #include "model_math.hpp"
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "halfmap/f16_model.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 #include "model_math.hpp"
 

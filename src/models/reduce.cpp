@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "halfmap/f16_model.hpp"
+#include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap {

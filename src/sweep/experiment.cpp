@@ -1,4 +1,4 @@
-// The families' common parts: which family an op belongs to, the base draws, and the factory.
+// The families' common parts: the base draws and the factory (an op's family is its row's in ops.hpp).
 #include "sweep/experiment.hpp"
 
 #include <stdexcept>
@@ -8,38 +8,6 @@
 #include "halfmap/detmath.hpp"
 
 namespace halfmap::sweep {
-
-FamilyKind family_of(Op op) {
-  switch (op) {
-    case Op::dense_fwd:
-    case Op::dense_bwd: return FamilyKind::dense;
-    case Op::mse: return FamilyKind::mse;
-    case Op::softmax:
-    case Op::softmax_naive: return FamilyKind::softmax;
-    case Op::xent: return FamilyKind::xent;
-    case Op::layernorm:
-    case Op::rmsnorm: return FamilyKind::norm;
-    case Op::gelu:
-    case Op::gelu_tanh: return FamilyKind::gelu;
-    case Op::attention_prescale:
-    case Op::attention_postscale: return FamilyKind::attention;
-    default: return FamilyKind::reduce;
-  }
-}
-
-std::string_view family_name(FamilyKind f) {
-  switch (f) {
-    case FamilyKind::reduce: return "reduce";
-    case FamilyKind::dense: return "dense";
-    case FamilyKind::mse: return "mse";
-    case FamilyKind::softmax: return "softmax";
-    case FamilyKind::xent: return "xent";
-    case FamilyKind::norm: return "norm";
-    case FamilyKind::gelu: return "gelu";
-    case FamilyKind::attention: return "attention";
-  }
-  return "?";
-}
 
 std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role,
                                 std::size_t count) {

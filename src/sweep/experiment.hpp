@@ -52,9 +52,10 @@ struct Input {
   bool scaled = true;
 };
 
-enum class FamilyKind { reduce, dense, mse, softmax, xent, norm, gelu, attention };
-FamilyKind family_of(Op op);
-std::string_view family_name(FamilyKind f);
+/// An op's experiment family: its row's in ops.hpp.
+using FamilyKind = SweepFamily;
+constexpr FamilyKind family_of(Op op) { return op_info(op).sweep; }
+constexpr std::string_view family_name(FamilyKind f) { return sweep_family_name(f); }
 /// `count` draws of distribution d from the stream (seed, stream, d, role): the families' base draws use their
 /// family's name as the stream.
 std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role,

@@ -64,10 +64,7 @@ std::size_t Grid::size() const {
 }
 
 bool wide_grid_applies(const Experiment& e) {
-  const Op op = e.fwd.op;
-  const bool wide_op = op == Op::sum || op == Op::sumsq || op == Op::maxabs || op == Op::dot ||
-                       op == Op::dense_fwd || op == Op::mse || is_norm(op) || is_gelu(op) || is_attention(op);
-  return wide_op && (e.fwd.storage == DType::f32 || e.fwd.storage == DType::bf16);
+  return op_info(e.fwd.op).wide_s_grid && (e.fwd.storage == DType::f32 || e.fwd.storage == DType::bf16);
 }
 
 const Grid& s_grid_of(const Options& o, const Experiment& e) {
@@ -79,27 +76,21 @@ std::string Experiment::op_label() const {
 }
 
 bool Experiment::has_gradient() const {
-  return ((fwd.op == Op::mse || fwd.op == Op::xent || is_norm(fwd.op) || is_gelu(fwd.op) || is_attention(fwd.op)) &&
-          !fwd.forward_only) ||
-         (fwd.op == Op::dense_fwd && bwd.has_value());
+  switch (op_info(fwd.op).gradient) {
+    case Gradient::own: return !fwd.forward_only;
+    case Gradient::dense_bwd: return bwd.has_value();
+    case Gradient::none: return false;
+  }
+  return false;
 }
 
 // ---- planning ------------------------------------------------------------------------------------------------
 
 namespace {
 
-constexpr Op kSweepOps[] = {Op::sum,  Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::mse,
-                            Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm, Op::gelu,
-                            Op::gelu_tanh, Op::attention_prescale, Op::attention_postscale};
-constexpr Op kAllOps[] = {Op::sum, Op::sumsq,   Op::maxabs,        Op::dot,  Op::dense_fwd, Op::dense_bwd,
-                          Op::mse, Op::softmax, Op::softmax_naive, Op::xent, Op::layernorm, Op::rmsnorm,
-                          Op::gelu, Op::gelu_tanh, Op::attention_prescale, Op::attention_postscale};
-constexpr Mode kAllModes[] = {Mode::f32,         Mode::f16_f32acc, Mode::f16,          Mode::f16_model,
-                              Mode::bf16_f32acc, Mode::fp8_f32acc, Mode::mxfp8_f32acc};
-
 std::optional<Op> parse_op(std::string_view s) {
-  for (Op op : kAllOps) {
-    if (op_name(op) == s) return op;
+  for (const OpInfo& row : kOpTable) {
+    if (row.name == s) return row.op;
   }
   return std::nullopt;
 }
@@ -167,7 +158,7 @@ NameFilter parse_names(const std::vector<std::string>& names) {
       f.kernel_names.push_back(k->name);
     } else {
       std::string ops;
-      for (Op op : kAllOps) ops += (ops.empty() ? "" : ", ") + std::string(op_name(op));
+      for (const OpInfo& row : kOpTable) ops += (ops.empty() ? "" : ", ") + std::string(row.name);
       throw std::invalid_argument(
           fmt::format("unknown kernel '{}': expected a kernel name (see 'halfmap info') or an op ({}).", n, ops));
     }
@@ -208,7 +199,9 @@ std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, 
   const NameFilter nf = parse_names(names);
   std::vector<Experiment> out;
   const std::vector<std::size_t> no_dim{0};
-  for (Op op : kSweepOps) {
+  for (const OpInfo& row : kOpTable) {
+    if (!row.swept) continue;
+    const Op op = row.op;
     // attention: the kernels of one head dimension together, so that each op label's items are contiguous
     for (std::size_t d : is_attention(op) ? head_dims : no_dim) {
       for (const Kernel& k : kernels()) {

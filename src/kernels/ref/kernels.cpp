@@ -10,6 +10,7 @@
 
 #include "halfmap/half.hpp"
 #include "halfmap/math.hpp"
+#include "halfmap/models.hpp"
 #include "kernels/common/rows.hpp"
 #include "kernels/common/scalar_storage.hpp"
 #include "kernels/ref/ops.hpp"
