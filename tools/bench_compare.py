@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_report  # noqa: E402
 from benchreport.markdown import fmt_frac, fmt_rate, level_key, size_key, table  # noqa: E402
 from benchreport.peers import Peers  # noqa: E402
-from benchreport.results import DENSE_OPS, Results, is_peer  # noqa: E402
+from benchreport.results import Results, is_peer  # noqa: E402
 from benchreport.roofs import Roofs, roof_fraction  # noqa: E402
 
 FAMILIES = [
@@ -50,7 +50,7 @@ class Machine:
         self.context = data.get("context", {}) or {}
         self.results = Results(data.get("benchmarks", []) or [], info)
         self.roofs = Roofs(self.context, self.results)
-        self.peers = {suite: Peers(self.results, self.context, suite) for suite in DENSE_OPS}
+        self.peers = {suite: Peers(self.results, self.context, suite) for suite in self.results.ops.dense}
 
     def kernels(self, suite):
         return [k for k in self.results.kernels.get(suite, []) if not is_peer(k)]
@@ -77,12 +77,13 @@ def op_and_mode(kernel):
 
 def family_section(title, suites, counter, machines):
     out = ["", f"## {title}", ""]
+    dense = {op for m in machines for op in m.results.ops.dense}
     for suite in suites:
         args = set()
         for m in machines:
             args.update(m.results.args.get(suite, []))
-        args = [a for a in args if suite not in DENSE_OPS or a in DENSE_SIZES]
-        args.sort(key=size_key if suite in DENSE_OPS else level_key)
+        args = [a for a in args if suite not in dense or a in DENSE_SIZES]
+        args.sort(key=size_key if suite in dense else level_key)
         names = []
         for m in machines:
             for k in m.kernels(suite):

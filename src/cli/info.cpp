@@ -187,6 +187,25 @@ std::string format_text(const FpEnv& env) {
   return fmt::to_string(line.out);
 }
 
+/// What the Python tools (tools/benchreport/) would otherwise retype: every op's row of ops.hpp, the modes, and
+/// the ISA paths with their architecture. After every other key, so that those read as they always did.
+void vocabulary_json(nlohmann::ordered_json& j) {
+  using json = nlohmann::ordered_json;
+  j["ops"] = json::array();
+  for (const OpInfo& row : kOpTable) {
+    j["ops"].push_back({{"name", row.name},
+                        {"kind", op_kind_name(row.kind)},
+                        {"sweep_family", sweep_family_name(row.sweep)},
+                        {"swept", row.swept},
+                        {"gradient", gradient_name(row.gradient)},
+                        {"bench_family", bench_family_name(row.bench)}});
+  }
+  j["modes"] = json::array();
+  for (Mode m : kAllModes) j["modes"].push_back(mode_name(m));
+  j["isa_paths"] = json::array();
+  for (Isa isa : kAllIsas) j["isa_paths"].push_back({{"name", isa_name(isa)}, {"arch", isa_arch(isa)}});
+}
+
 std::string format_json(const FpEnv& env) {
   // ordered_json keeps the keys in the order they are written, which reads like the text output.
   using json = nlohmann::ordered_json;
@@ -252,6 +271,7 @@ std::string format_json(const FpEnv& env) {
                 {"git_commit", HALFMAP_GIT_COMMIT},
                 {"compiler", HALFMAP_COMPILER},
                 {"flags", trim(HALFMAP_CXX_FLAGS)}};
+  vocabulary_json(j);
   return j.dump(2) + "\n";
 }
 

@@ -9,13 +9,16 @@ import os
 import tempfile
 
 from .markdown import LEVELS, size_key
-from .results import DENSE_OPS, NN_OPS, REDUCE_OPS, Results, is_peer, peer_label, suite_of
+from .results import Results, is_peer, peer_label
 from .roofs import COPY_OPS, Roofs
 from .threads import SUITES as THREAD_SUITES, thread_counts
 
 MODE_COLOURS = {"f32": "tab:blue", "f16_f32acc": "tab:green", "f16": "tab:orange", "bf16_f32acc": "tab:purple",
                 "fp8_f32acc": "tab:red", "mxfp8_f32acc": "tab:brown"}
-ISA_MARKERS = {"avx2": "s", "avx512": "o", "avx512bf16": "D", "avx512fp16": "^", "neon": "s", "neonfp16": "^"}
+# One marker per ISA path but ref (op_table_test checks them against `halfmap info --json`'s "isa_paths"): the
+# bf16 paths a diamond, the fp16 ones a triangle, on both architectures.
+ISA_MARKERS = {"avx2": "s", "avx512": "o", "avx512bf16": "D", "avx512fp16": "^", "neon": "s", "neonfp16": "^",
+               "neonfhm": "v", "neonbf16": "D", "sve": "o"}
 PEER_COLOURS = {"openblas": "tab:brown", "onednn": "tab:red", "xnnpack": "tab:pink", "eigen": "tab:olive"}
 DTYPE_MARKERS = {"f32": "x", "f16": "+", "bf16": "*"}
 
@@ -104,7 +107,7 @@ class Charts:
         ax.grid(True, which="both", alpha=0.3)
 
     def memory_chart(self, ops, name, title):
-        panels = [(op, suite_of(op)) for op in ops]
+        panels = [(op, self.results.ops.suite_of(op)) for op in ops]
         panels = [(op, suite) for op, suite in panels
                   if any(shown(self.results, k, op) for k in self.results.kernels.get(suite, []))]
         if not panels:
@@ -159,7 +162,7 @@ class Charts:
         ax.grid(True, alpha=0.3)
 
     def dense_chart(self):
-        panels = [op for op in DENSE_OPS if any(shown(self.results, k, op) for k in self.results.kernels.get(op, []))]
+        panels = [op for op in self.results.ops.dense if any(shown(self.results, k, op) for k in self.results.kernels.get(op, []))]
         if not panels:
             return
         lines = self.fma_lines()
@@ -218,8 +221,8 @@ class Charts:
 def write_charts(data, info, directory):
     """Writes the four PNGs into directory; returns [(file name, title)]. ImportError without matplotlib."""
     charts = Charts(data, info, directory)
-    charts.memory_chart(REDUCE_OPS, "bench_reductions.png", "Reductions")
-    charts.memory_chart(NN_OPS, "bench_nn.png", "Losses, softmax and cross-entropy")
+    charts.memory_chart(charts.results.ops.reduce, "bench_reductions.png", "Reductions")
+    charts.memory_chart(charts.results.ops.nn, "bench_nn.png", "Losses, softmax and cross-entropy")
     charts.dense_chart()
     charts.threads_chart()
     return charts.written

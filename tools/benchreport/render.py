@@ -11,7 +11,7 @@ from . import threads as dense_threads
 from .markdown import fmt_bytes, fmt_frac, fmt_rate, level_key, size_key, table
 from .peers import EXPECTED_PEERS, PEERS_HINT, Peers
 from .roof_report import relative_spread, roofs_section
-from .results import FP8_OPS, NN_OPS, REDUCE_OPS, Results, canonical_context, is_peer, number
+from .results import FP8_OPS, Results, canonical_context, is_peer, number
 from .roofs import Roofs, roof_fraction, roof_name
 from .targets import target_rows
 
@@ -225,7 +225,7 @@ def reductions_section(results, roofs):
     out.append("GB/s of input read, and its fraction of the read roof of the level. No peer library is benchmarked "
                "for the reductions: no peer.")
     found = False
-    for op in REDUCE_OPS:
+    for op in results.ops.reduce:
         kernels = results.of_op(op, isa_ref=True)
         if not kernels:
             continue
@@ -275,7 +275,7 @@ def nn_section(results, roofs, context):
                "elements per second with the fastest peer of the same storage type (XNNPACK's f32 softmax, oneDNN's "
                "f32, bf16 and fp16 softmax and layer normalisation); the other operations have no peer.")
     found = False
-    for op in NN_OPS:
+    for op in results.ops.nn:
         kernels = results.kernels.get(op, [])
         if not kernels:
             continue

@@ -18,14 +18,7 @@ import collections
 import re
 import statistics
 
-REDUCE_OPS = ("sum", "sumsq", "maxabs", "dot")
-NN_OPS = ("mse", "softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh")
-DENSE_OPS = ("dense_fwd", "dense_bwd")
-ATTENTION_OPS = ("attention_prescale", "attention_postscale")
 FP8_OPS = ("fp8_encode", "fp8_encode_nonsat", "fp8_decode", "mx_quantize", "fp8_round", "mx_round")  # bench/bench_convert.cpp
-# The suites compared with an FMA roof (GFLOP/s), by size: the dense layers, and attention, made of its ISA's
-# dense kernels.
-COMPUTE_OPS = DENSE_OPS + ATTENTION_OPS
 PEER_SUFFIX = "__peer"
 # The storage types in a peer's name, <lib>[_<isa>]_<dtype>_<op>__peer.
 PEER_DTYPES = ("f32", "f16", "bf16")
@@ -128,9 +121,40 @@ def canonical_context(context):
     return out
 
 
-def suite_of(op):
-    """The benchmark suite an op's kernels are in: 'reduce' for the reductions, else the op itself."""
-    return "reduce" if op in REDUCE_OPS else op
+# The ops of each of halfmap_bench's families (bench/bench_<family>.cpp) come from `halfmap info --json`'s "ops":
+# the table of include/halfmap/ops.hpp, each row with its bench_family. The info.json of the results/<machine>/
+# folders published before that key has none; for those, PUBLISHED_OPS: the table as it was then (the ops keep
+# their families, so a newer table only adds to it: bench_report_test checks both against `halfmap info --json`).
+PUBLISHED_OPS = {
+    "reduce": ("sum", "sumsq", "maxabs", "dot"),
+    "dense": ("dense_fwd", "dense_bwd"),
+    "nn": ("mse", "softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh"),
+    "attention": ("attention_prescale", "attention_postscale"),
+}
+
+
+class Ops(collections.namedtuple("Ops", "reduce dense nn attention")):
+    """The ops of each bench family, in the table's order."""
+
+    @classmethod
+    def of(cls, info):
+        rows = info.get("ops") if isinstance(info, dict) else None
+        if not rows:
+            return cls(**PUBLISHED_OPS)
+        families = {family: [] for family in cls._fields}
+        for row in rows:
+            families.setdefault(row.get("bench_family"), []).append(row.get("name"))
+        return cls(**{family: tuple(families[family]) for family in cls._fields})
+
+    @property
+    def compute(self):
+        """The suites compared with an FMA roof (GFLOP/s), by size: the dense layers, and attention, made of its
+        ISA's dense kernels."""
+        return self.dense + self.attention
+
+    def suite_of(self, op):
+        """The benchmark suite an op's kernels are in: 'reduce' for the reductions, else the op itself."""
+        return "reduce" if op in self.reduce else op
 
 
 def info_facts(info):
@@ -196,6 +220,7 @@ class Results:
         # only here: the tables show the main run's cell, and a ratio to a peer of that run takes both from it.
         self.run_cells, self.run_spreads = {}, {}
         self.info = info_facts(info)
+        self.ops = Ops.of(info)
         main, by_run = ({}, {}, {}), ({}, {}, {})
         for b in benchmarks or []:
             if isinstance(b, dict):
@@ -307,7 +332,7 @@ class Results:
 
     def of_op(self, op, isa_ref=False):
         """The halfmap kernels of `op` in its suite, in the run's order; without isa ref unless isa_ref."""
-        return [k for k in self.kernels.get(suite_of(op), []) if not is_peer(k) and self.facts(k).op == op
+        return [k for k in self.kernels.get(self.ops.suite_of(op), []) if not is_peer(k) and self.facts(k).op == op
                 and (isa_ref or self.facts(k).isa != "ref")]
 
     def undescribed(self):

@@ -4,7 +4,7 @@ roof-fraction definition, and the roof check (cells above a roof by more than th
 import statistics
 
 from .markdown import LEVELS, fmt_unit, level_key, table
-from .results import COMPUTE_OPS, number
+from .results import number
 from .roofs import COPY_OPS, F16C_ISAS, F16C_OPS, F16C_WHAT, FMA_WHAT, f16c_fraction, roof_fraction, roof_name
 
 
@@ -132,9 +132,9 @@ def roof_defects(results, roofs):
             continue
         checks = [(roof_fraction(results, roofs, suite, kernel, arg)[0],
                    f"copy/{arg}" if suite in COPY_OPS else roof_name(results, roofs, suite, kernel)
-                   if suite in COMPUTE_OPS else f"read/{arg}")]
+                   if suite in results.ops.compute else f"read/{arg}")]
         facts = results.facts(kernel)
-        if facts.mode == "f16" and facts.isa in F16C_ISAS and (suite in COMPUTE_OPS or facts.op in F16C_OPS):
+        if facts.mode == "f16" and facts.isa in F16C_ISAS and (suite in results.ops.compute or facts.op in F16C_OPS):
             checks.append((f16c_fraction(results, roofs, suite, kernel, arg)[0], f"f16c/{facts.isa}"))
         for frac, name in checks:
             if frac is not None and frac > 1 + margin:

@@ -24,7 +24,7 @@ roof of their arithmetic on this machine.
 
 import re
 
-from .results import COMPUTE_OPS, FP8_OPS, is_peer, number
+from .results import FP8_OPS, is_peer, number
 
 COPY_OPS = ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh") + FP8_OPS
 STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
@@ -40,6 +40,8 @@ F16C_WHAT = {
 # avx512 f32 FMA).
 ROOF_MATCH = 1e-5
 
+# The instruction of each ISA path's FMA roof (bench/roof/roof_<isa>.cpp), one per path but ref: op_table_test checks
+# them against `halfmap info --json`'s "isa_paths".
 FMA_WHAT = {
     "avx2": "vfmadd*ps ymm, f32, 12 chains",
     "avx512": "vfmadd*ps zmm, f32, 16 chains",
@@ -47,6 +49,9 @@ FMA_WHAT = {
     "avx512fp16": "vfmadd*ph zmm, fp16, 16 chains",
     "neon": "fmla .4s, f32, 16 chains",
     "neonfp16": "fmla .8h, fp16, 16 chains",
+    "neonfhm": "FMLAL/FMLAL2 .4s, fp16 products into f32, 16 chains",
+    "neonbf16": "BFMMLA .4s, 2×4 by 4×2 bf16 blocks into f32, 16 chains",
+    "sve": "FMLA z.s, f32 at the running vector length, 8 chains",
 }
 
 
@@ -144,7 +149,7 @@ def roof_fraction(results, roofs, suite, kernel, arg):
         return None, results.why_missing(suite, kernel, arg)
     if suite in COPY_OPS:
         return copy_fraction(results, roofs, suite, kernel, arg)
-    if suite in COMPUTE_OPS:
+    if suite in results.ops.compute:
         isa, why = compute_roof(results, roofs, suite, kernel)
         if cell.get("roof_fraction") is not None:
             return cell["roof_fraction"] * (roofs.counter_scale("fma", isa) if isa else 1.0), None
@@ -199,7 +204,7 @@ def f16c_fraction(results, roofs, suite, kernel, arg):
     roof = roofs.f16c.get(isa)
     if not roof:
         return None, f"F16C roof of {isa} not measured"
-    if suite in COMPUTE_OPS:
+    if suite in results.ops.compute:
         rate = cell.get("flops_per_second")
     else:
         rate = 2 * cell["elements_per_second"] if cell.get("elements_per_second") else None

@@ -48,14 +48,14 @@ from . import diagnose as diagnose_bench
 from . import threads as dense_threads
 from .markdown import LEVELS, fmt_rate, fmt_spread, ratio_spread
 from .peers import Peers
-from .results import ATTENTION_OPS, REDUCE_OPS, is_peer, peer_kernel, suite_of
+from .results import is_peer, peer_kernel
 from .roofs import F16C_ISAS, F16C_OPS, bytes_moved, compute_roof, copy_fraction, f16c_fraction, roof_fraction
 
 TARGET_SIZE = "1024"
 SAME_ISA_SIZES = ("256", "512", "1024")
 SAME_ISA_MODES = ("f32", "f16_f32acc", "bf16_f32acc")
 ROOF_TARGET = 0.85
-ROOF_TARGET_OPS = REDUCE_OPS + ("mse",)
+ROOF_TARGET_MORE_OPS = ("mse",)  # target 5: the reductions and these
 COPY_TARGET_OPS = ("softmax", "xent")
 # The scaled fp8 modes (issue 25): their kernels take float32, find its amax and quantise it before they compute,
 # so they are not kernels that only read, and target 5 does not speak of them.
@@ -185,8 +185,8 @@ def add_same_isa(rows, results, peers, what, suite, kernel, arg):
 def memory_targets(rows, results, roofs):
     """Target 5: the memory-bound kernels at dram against the read roof."""
     roof = roofs.read.get("dram")
-    for op in ROOF_TARGET_OPS:
-        suite = suite_of(op)
+    for op in results.ops.reduce + ROOF_TARGET_MORE_OPS:
+        suite = results.ops.suite_of(op)
         for kernel in results.of_op(op):
             if results.facts(kernel).mode in SCALED_MODES:
                 continue
@@ -341,7 +341,7 @@ ATTENTION_TARGET = 0.5
 
 def attention_targets(rows, results, roofs):
     """Target 17: every attention kernel at ATTENTION_LEN against the roof of its arithmetic."""
-    for op in ATTENTION_OPS:
+    for op in results.ops.attention:
         for kernel in [k for k in results.kernels.get(op, []) if not is_peer(k) and results.facts(k).isa != "ref"]:
             facts = results.facts(kernel)
             per_op = facts.mode == "f16" and facts.isa in F16C_ISAS

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The Python tools' lists against `halfmap info --json` (argv[1]: the halfmap binary): the ops of each bench family
+come from its "ops" (the table of include/halfmap/ops.hpp), and what the tools still keep for folders published
+before that key (results.PUBLISHED_OPS) or as presentation per ISA path (charts.ISA_MARKERS, roofs.FMA_WHAT) must
+agree with it. Standard library only: run by CTest."""
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from benchreport import charts  # noqa: E402
+from benchreport import results  # noqa: E402
+from benchreport import roofs  # noqa: E402
+
+HALFMAP = sys.argv.pop(1) if len(sys.argv) > 1 else "halfmap"
+
+
+def info():
+    return json.loads(subprocess.run([HALFMAP, "info", "--json"], check=True, capture_output=True, text=True).stdout)
+
+
+class OpLists(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.info = info()
+
+    def test_every_kernel_has_its_op_and_mode_listed(self):
+        ops = {row["name"] for row in self.info["ops"]}
+        for k in self.info["kernels"]:
+            self.assertIn(k["op"], ops, k["name"])
+            self.assertIn(k["mode"], self.info["modes"], k["name"])
+
+    def test_bench_families_are_the_table_rows(self):
+        ops = results.Ops.of(self.info)
+        for row in self.info["ops"]:
+            self.assertIn(row["name"], getattr(ops, row["bench_family"]), row)
+        self.assertEqual(sum(len(family) for family in ops), len(self.info["ops"]))
+
+    def test_published_lists_are_the_tables_start(self):
+        # An op keeps its family, so the lists of the folders published before "ops" are each family's first ops.
+        ops = results.Ops.of(self.info)
+        for family, published in results.PUBLISHED_OPS.items():
+            self.assertEqual(getattr(ops, family)[: len(published)], published, family)
+
+    def test_each_isa_path_has_a_marker_and_an_fma_roof(self):
+        paths = {p["name"] for p in self.info["isa_paths"]} - {"ref"}
+        self.assertEqual(set(charts.ISA_MARKERS), paths)
+        self.assertEqual(set(roofs.FMA_WHAT), paths)
+        self.assertLessEqual(set(roofs.F16C_ISAS), {p["name"] for p in self.info["isa_paths"]
+                                                    if p["arch"] == "x86-64"})
+
+
+if __name__ == "__main__":
+    unittest.main()
