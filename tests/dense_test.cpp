@@ -12,9 +12,9 @@
 //   * f16, f16_model: bit-exact against f16_model_dense_fwd/bwd(args, k.fma), the per-operation fp16 model with
 //     the kernel's fused multiply-add flavour, compared as bit patterns (indices and hex printed on failure). The
 //     inputs hold fp16 subnormals and a few larger values: no path may flush, no path may reorder.
-//   * f16_f32acc with a fixed f32 order (Kernel::f32_order_fixed, neonfhm): also bit-exact against
+//   * f16_f32acc with a fixed f32 order (FixedOrder::f32, neonfhm): also bit-exact against
 //     f32acc_model_dense_fwd / f32acc_model_dense_bwd(args); bf16_f32acc in BFDotAdd's order
-//     (Kernel::bfdot_order, neonbf16's BFMMLA) against bfdot_model_dense_fwd / bfdot_model_dense_bwd(args).
+//     (FixedOrder::bfdot, neonbf16's BFMMLA) against bfdot_model_dense_fwd / bfdot_model_dense_bwd(args).
 //   * f32, f16_f32acc, bf16_f32acc: against E, the exact result computed in f64 from the same stored inputs (each
 //     product of two stored values is exact in f64; 24 + 24 <= 53 significant bits), with
 //         |acc - E| <= A = 2 r u S + r 2^-52 S + r 2^-149 [+ F],   u = 2^-24,   S = Σ_p |x_ip w_pj| (+ |b_j|),
@@ -381,12 +381,12 @@ void run_and_check_fwd(const Kernel& k, FwdCase& c, bool bias, Act act) {
     const double flush = bf16_flush_term(k, c.k, c.x.max_abs(), c.w.max_abs());
     expect_within_bound("Y", c.y, exact_fwd(c, bias), c.k + (bias ? 2 : 1), flush, act);
   }
-  if (k.f32_order_fixed) {  // neonfhm's FMLAL: also bit-exact to the fixed-order f32 model
+  if (k.fixed_order == FixedOrder::f32) {  // neonfhm's FMLAL: also bit-exact to the fixed-order f32 model
     std::vector<f16> want(c.m * c.n);
     f32acc_model_dense_fwd({c.m, c.n, c.k, c.x.data(), c.w.data(), bias ? c.b.data() : nullptr, want.data(), act});
     expect_bits_equal("Y (f32acc_model_dense_fwd)", c.y, want);
   }
-  if (k.bfdot_order) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
+  if (k.fixed_order == FixedOrder::bfdot) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
     std::vector<f16> want(c.m * c.n);
     bfdot_model_dense_fwd({c.m, c.n, c.k, c.x.data(), c.w.data(), bias ? c.b.data() : nullptr, want.data(), act});
     expect_bits_equal("Y (bfdot_model_dense_fwd)", c.y, want);
@@ -810,14 +810,14 @@ void run_and_check_bwd(const Kernel& k, BwdCase& c, Which which) {
   if (which.dw) expect_within_bound("dW", c.dw, e.dw, c.m + 1, bf16_flush_term(k, c.m, max_x, max_dy), Act::identity);
   // db is summed in plain f32 on every path (no vdpbf16ps): no flush term.
   if (which.db) expect_within_bound("db", c.db, e.db, c.m + 1, 0.0, Act::identity);
-  if (k.f32_order_fixed) {  // neonfhm's FMLAL: also bit-exact to the fixed-order f32 model
+  if (k.fixed_order == FixedOrder::f32) {  // neonfhm's FMLAL: also bit-exact to the fixed-order f32 model
     std::vector<f16> dx(c.m * c.k), dw(c.k * c.n), db(c.n);
     f32acc_model_dense_bwd({c.m, c.n, c.k, c.x.data(), c.w.data(), c.dy.data(), dx.data(), dw.data(), db.data()});
     if (which.dx) expect_bits_equal("dX (f32acc_model_dense_bwd)", c.dx, dx);
     if (which.dw) expect_bits_equal("dW (f32acc_model_dense_bwd)", c.dw, dw);
     if (which.db) expect_bits_equal("db (f32acc_model_dense_bwd)", c.db, db);
   }
-  if (k.bfdot_order) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
+  if (k.fixed_order == FixedOrder::bfdot) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
     std::vector<f16> dx(c.m * c.k), dw(c.k * c.n), db(c.n);
     bfdot_model_dense_bwd({c.m, c.n, c.k, c.x.data(), c.w.data(), c.dy.data(), dx.data(), dw.data(), db.data()});
     if (which.dx) expect_bits_equal("dX (bfdot_model_dense_bwd)", c.dx, dx);

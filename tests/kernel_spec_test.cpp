@@ -75,11 +75,11 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     // A fixed f32 order (neonfhm's FMLAL, sve's fcvt + fmla) says so, with the lane order of its entry for the
     // reductions; the sve f32 kernels' orders are fixed too, at every vector length.
     const char* fixed = k.isa == Isa::sve ? "in f32; SVE fcvt + fmla" : "in f32; FMLAL";
-    EXPECT_EQ(s.order.find(fixed) != std::string::npos, k.f32_order_fixed) << s.order;
+    EXPECT_EQ(s.order.find(fixed) != std::string::npos, k.fixed_order == FixedOrder::f32) << s.order;
     if (k.isa == Isa::sve && k.mode == Mode::f32 && k.op != Op::maxabs) {
       EXPECT_NE(s.order.find("in f32, any vector length"), std::string::npos) << s.order;
     }
-    if (k.f32_order_fixed && is_reduction(k.op)) {
+    if (k.fixed_order == FixedOrder::f32 && is_reduction(k.op)) {
       const std::string lanes = "i mod " + std::to_string(k.lanes) + ", fold ";
       if (is_attention(k.op)) {  // its GEMMs' order, then the rows' lanes
         EXPECT_EQ(s.order.rfind("GEMMs: inner index in order; rows: " + lanes, 0), 0u) << s.order;
@@ -88,8 +88,8 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
       }
     }
     // neonbf16's BFDotAdd order says so, with the pair-lane order of its entry for the reductions.
-    EXPECT_EQ(s.order.find("in f32; BFDotAdd") != std::string::npos, k.bfdot_order) << s.order;
-    if (k.bfdot_order && is_reduction(k.op)) {
+    EXPECT_EQ(s.order.find("in f32; BFDotAdd") != std::string::npos, k.fixed_order == FixedOrder::bfdot) << s.order;
+    if (k.fixed_order == FixedOrder::bfdot && is_reduction(k.op)) {
       EXPECT_EQ(s.order.rfind("pair i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
     }
     const bool fma_rounds = f16 && (k.op == Op::sumsq || k.op == Op::dot || k.op == Op::mse ||

@@ -16,8 +16,8 @@
 //     result must lie in [round(E - B), round(E + B)]: for f32 that is the bound itself, for f16_f32acc it
 //     admits fp16's 2^-11 relative rounding and overflow to inf exactly when even E - B rounds to inf, for
 //     bf16 its 2^-8 relative rounding. The result must also be a value of the storage type.
-//     Kernels with a fixed f32 order (Kernel::f32_order_fixed: neonfhm's FMLAL) are also bit-exact against
-//     f32acc_model_reduce(op, x, y, n, k.lanes); those in BFDotAdd's order (Kernel::bfdot_order: neonbf16's
+//     Kernels with a fixed f32 order (FixedOrder::f32: neonfhm's FMLAL) are also bit-exact against
+//     f32acc_model_reduce(op, x, y, n, k.lanes); those in BFDotAdd's order (FixedOrder::bfdot: neonbf16's
 //     BFDOT, which rounds to odd and flushes) against bfdot_model_reduce(op, x, y, n, k.lanes).
 //   * max|x|: exact in every mode (the f64 max|x| of the stored inputs, bit for bit).
 //   * inf and NaN: matched exactly, never "within tolerance".
@@ -194,14 +194,14 @@ void check_finite_result(const Kernel& k, const Inputs& in, float got) {
     return;
   }
   if (k.op == Op::maxabs) return;
-  if (k.f32_order_fixed) {
+  if (k.fixed_order == FixedOrder::f32) {
     const std::vector<f16> x = in.x.as_f16(), y = in.y.as_f16();
     const float want = f32acc_model_reduce(k.op, x.data(), k.op == Op::dot ? y.data() : nullptr, n, k.lanes);
     EXPECT_EQ(test::bits_of(got), test::bits_of(want))
         << "fixed-order f32 result " << hex(got) << ", f32acc_model_reduce with lanes " << k.lanes << " gives "
         << hex(want);
   }
-  if (k.bfdot_order) {
+  if (k.fixed_order == FixedOrder::bfdot) {
     const std::vector<bf16> x = in.x.as_bf16(), y = in.y.as_bf16();
     const float want = bfdot_model_reduce(k.op, x.data(), k.op == Op::dot ? y.data() : nullptr, n, k.lanes);
     EXPECT_EQ(test::bits_of(got), test::bits_of(want))

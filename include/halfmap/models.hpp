@@ -23,7 +23,7 @@ f16 f16_model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma);
 void f16_model_dense_fwd(const DenseArgs& args, FmaKind fma);
 void f16_model_dense_bwd(const DenseBwdArgs& args, FmaKind fma);
 
-/// The fixed-order f32-accumulating model (Kernel::f32_order_fixed; src/models/f32acc.cpp) of an f16_f32acc
+/// The fixed-order f32-accumulating model (FixedOrder::f32; src/models/f32acc.cpp) of an f16_f32acc
 /// reduction: term i added into f32 lane i % lanes (a power of two) by f32acc_model_step, the lanes folded by
 /// f32acc_model_fold, the result rounded to fp16 and returned widened to f32.
 float f32acc_model_reduce(Op op, const f16* x, const f16* y, std::size_t n, unsigned lanes);
@@ -42,7 +42,7 @@ float f32acc_model_step(Op op, float acc, f16 x, f16 y);
 /// and more infinite, every NaN and invalid operation the default NaN 0x7FC00000. One lane of BFDOT, and one of
 /// BFMMLA's two chained steps.
 float bfdot_model_step(float addend, bf16 a0, bf16 a1, bf16 b0, bf16 b1);
-/// The BFDOT reduction (Kernel::bfdot_order): pair q = (x[2q], x[2q+1]) (sum: times (1, 1), sumsq: times itself)
+/// The BFDOT reduction (FixedOrder::bfdot): pair q = (x[2q], x[2q+1]) (sum: times (1, 1), sumsq: times itself)
 /// into f32 lane q % lanes (a power of two) by bfdot_model_step from +0, n padded with zeros to a multiple of
 /// 2·lanes, the lanes folded by f32acc_model_fold, rounded once to bf16 and widened back.
 float bfdot_model_reduce(Op op, const bf16* x, const bf16* y, std::size_t n, unsigned lanes);

@@ -248,6 +248,21 @@ struct AttentionArgs {
 };
 using AttentionFn = void (*)(const AttentionArgs&);
 
+/// The order of operations of an f32-accumulating kernel, where the path fixes it so that a model reproduces it bit
+/// for bit (Kernel::fixed_order; with `lanes` and `fma`, all a kernel says about its order):
+///   none   the path's own order, checked within a bound (every kernel that is not one of the two below).
+///   f32    neonfhm's FMLAL and sve's f16_f32acc: each term (x_i, x_i², x_i·y_i, the product exact in f32) is added
+///          with one f32 rounding into lane i % lanes from +0, the lanes are folded with f32 adds in
+///          f16_model::fold_lanes's order, and the result rounded once (reductions); each dense output (dX, dW, db
+///          too) adds its inner-index terms in order from +0 with one f32 rounding each. Bit-exact to
+///          f32acc_model_reduce / f32acc_model_dense_fwd / f32acc_model_dense_bwd.
+///   bfdot  neonbf16's BFDOT/BFMMLA (FEAT_BF16's BFDotAdd): reductions add the pair (x[2q], x[2q+1]) into f32 lane
+///          q % lanes from +0 (n padded with zeros to whole steps of 2·lanes), fold the lanes with f32 adds and
+///          round once; each dense output (dX, dW too) chains its inner-index pairs in order from +0 (padded with
+///          zeros to a multiple of 4), db adds in f32 in row order. Bit-exact to bfdot_model_reduce /
+///          bfdot_model_dense_fwd / bfdot_model_dense_bwd.
+enum class FixedOrder : std::uint8_t { none, f32, bfdot };
+
 struct Kernel {
   std::string_view name;
   Op op;
@@ -260,19 +275,8 @@ struct Kernel {
   /// Which fp16 fused multiply-add the kernel computes: fused or f32_round for the fp16-accumulating kernels,
   /// none for the f32-accumulating ones (they have no fp16 FMA).
   FmaKind fma;
-  /// f32-accumulating kernels whose order of operations is fixed (neonfhm's FMLAL): each term (x_i, x_i², x_i·y_i,
-  /// the product exact in f32) is added with one f32 rounding into lane i % lanes from +0, the lanes are folded
-  /// with f32 adds in f16_model::fold_lanes's order, and the result rounded once (reductions); each dense output
-  /// (dX, dW, db too) adds its inner-index terms in order from +0 with one f32 rounding each. Such kernels are
-  /// bit-exact to f32acc_model_reduce / f32acc_model_dense_fwd / f32acc_model_dense_bwd. False: the order is the
-  /// path's own (checked within a bound).
-  bool f32_order_fixed = false;
-  /// bf16_f32acc kernels built on FEAT_BF16's BFDotAdd (neonbf16's BFDOT/BFMMLA), whose order is fixed:
-  /// reductions add the pair (x[2q], x[2q+1]) into f32 lane q % lanes from +0 (n padded with zeros to whole
-  /// steps of 2·lanes), fold the lanes with f32 adds and round once; each dense output (dX, dW too) chains its
-  /// inner-index pairs in order from +0 (padded with zeros to a multiple of 4), db adds in f32 in row order. Such
-  /// kernels are bit-exact to bfdot_model_reduce / bfdot_model_dense_fwd / bfdot_model_dense_bwd.
-  bool bfdot_order = false;
+  /// Which fixed order an f32-accumulating kernel keeps, if any (FixedOrder); none for every other kernel.
+  FixedOrder fixed_order = FixedOrder::none;
   ReduceFn reduce = nullptr;      // ops sum, sumsq, maxabs, dot
   DenseFn dense = nullptr;        // op dense_fwd
   DenseBwdFn dense_bwd = nullptr; // op dense_bwd
@@ -303,6 +307,32 @@ inline bool kernel_has_fn(const Kernel& k) {
   }
   return false;
 }
+
+/// The field of Kernel that the kernels of an op kind fill (the field named like the kind), and so their function
+/// type: KernelFn<op>. The kernel lists set and read an op's function through it (kernels/common/list.hpp, rows.hpp).
+template <OpKind kKind>
+constexpr auto kernel_field() {
+  if constexpr (kKind == OpKind::reduce) return &Kernel::reduce;
+  else if constexpr (kKind == OpKind::dense) return &Kernel::dense;
+  else if constexpr (kKind == OpKind::dense_bwd) return &Kernel::dense_bwd;
+  else if constexpr (kKind == OpKind::loss) return &Kernel::loss;
+  else if constexpr (kKind == OpKind::softmax) return &Kernel::softmax;
+  else if constexpr (kKind == OpKind::xent) return &Kernel::xent;
+  else if constexpr (kKind == OpKind::norm) return &Kernel::norm;
+  else if constexpr (kKind == OpKind::gelu) return &Kernel::gelu;
+  else return &Kernel::attention;
+}
+namespace detail {
+template <class M>
+struct MemberType;
+template <class C, class T>
+struct MemberType<T C::*> {
+  using type = T;
+};
+}  // namespace detail
+/// The function type of op kOp's kernels (ReduceFn for a reduction, ...).
+template <Op kOp>
+using KernelFn = typename detail::MemberType<decltype(kernel_field<op_kind(kOp)>())>::type;
 
 // The fp8 and MX conversions' lists: include/halfmap/conversions.hpp.
 

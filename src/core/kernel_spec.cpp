@@ -141,15 +141,15 @@ std::string lane_order(unsigned lanes) {
 
 /// The f32-accumulating kernels fix no order (they are checked within a bound of float64, registry.hpp); the
 /// portable ones are sequential, avx512bf16 has vdpbf16ps's pairs and its flushing, and the fixed-order ones
-/// (neonfhm's FMLAL, Kernel::f32_order_fixed) have the fp16 kernels' lane order on f32 lanes; neonbf16's
-/// BFDOT/BFMMLA (Kernel::bfdot_order) that order on element pairs, in BFDotAdd steps.
+/// (neonfhm's FMLAL, FixedOrder::f32) have the fp16 kernels' lane order on f32 lanes; neonbf16's
+/// BFDOT/BFMMLA (FixedOrder::bfdot) that order on element pairs, in BFDotAdd steps.
 std::string f32acc_order(const Kernel& k) {
-  if (k.bfdot_order) {
+  if (k.fixed_order == FixedOrder::bfdot) {
     const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
     return (dense ? std::string("inner index in pairs in order") : "pair " + lane_order(k.lanes)) +
            " in f32; BFDotAdd";
   }
-  if (k.f32_order_fixed) {
+  if (k.fixed_order == FixedOrder::f32) {
     const bool dense = k.op == Op::dense_fwd || k.op == Op::dense_bwd;
     return (dense ? std::string("inner index in order") : lane_order(k.lanes)) +
            (k.isa == Isa::sve ? " in f32; SVE fcvt + fmla" : " in f32; FMLAL");
@@ -174,7 +174,7 @@ std::optional<std::string_view> kernel_fma_name(const Kernel& k) {
 }
 
 bool kernel_lanes_matter(const Kernel& k) {
-  return f16_family(k.mode) || k.f32_order_fixed || k.bfdot_order || k.lanes > 1;
+  return f16_family(k.mode) || k.fixed_order != FixedOrder::none || k.lanes > 1;
 }
 
 KernelSpec kernel_spec(const Kernel& k) {

@@ -1,5 +1,5 @@
 // The BFDOT/BFMMLA model (registry.hpp's bfdot_model_*): the bit-exact reference of the neonbf16 kernels
-// (Kernel::bfdot_order).
+// (FixedOrder::bfdot).
 //
 // One step is the Arm ARM's BFDotAdd(addend, a0, a1, b0, b1) without FEAT_EBF16 (or with FPCR.EBF = 0, its reset
 // value), which ignores the rest of FPCR:

@@ -1,5 +1,5 @@
 // The fixed-order f32-accumulating model (registry.hpp's f32acc_model_*): the bit-exact reference of the kernels
-// with Kernel::f32_order_fixed, i.e. the neonfhm path's FMLAL/FMLAL2.
+// with FixedOrder::f32, i.e. the neonfhm path's FMLAL/FMLAL2.
 //
 // One step, from the Arm ARM's FMLAL/FMLAL2 (vector) and FPMulAddH: each 32-bit lane computes addend + op1·op2 on
 // the fp16 operands unpacked exactly, rounded once to f32 with FPCR's rounding mode. An fp16 × fp16 product has at

@@ -130,12 +130,16 @@ struct Traits : detail::PathTypes<Isa::avx512bf16, Tag, F32> {};
 struct Bf16Rows : F32AccRows<Traits, DType::bf16, Bf16Gemm> {
   static constexpr ModeKernels kKernels = [] {
     ModeKernels k = F32AccRows::kKernels;
-    k.sum = bf16_dp_reduce<Op::sum>;
-    k.sumsq = bf16_dp_reduce<Op::sumsq>;
-    k.dot = bf16_dp_reduce<Op::dot>;
-    k.widen16 = bf16_to_f32;
-    k.narrow16 = f32_to_bf16;
+    k.set<Op::sum>(bf16_dp_reduce<Op::sum>);
+    k.set<Op::sumsq>(bf16_dp_reduce<Op::sumsq>);
+    k.set<Op::dot>(bf16_dp_reduce<Op::dot>);
     return k;
+  }();
+  static constexpr AttentionExtras kExtras = [] {
+    AttentionExtras e = F32AccRows::kExtras;
+    e.widen16 = bf16_to_f32;
+    e.narrow16 = f32_to_bf16;
+    return e;
   }();
 };
 

@@ -1,14 +1,13 @@
 // One entry of an ISA's kernel list (src/kernels/<isa>/kernels.cpp): the fields, and the name composed from them
 // at compile time, <storage>[_<acc>acc]_<op>__<isa> (docs/contributing.md): f32_sum__avx2, f16_f32acc_dot__avx512,
 // f16_softmax__avx512fp16 (modes f16 and f16_model are both named f16_...), bf16_f32acc_xent__avx512bf16.
-// The function pointer's type decides which field of Kernel it fills.
+// The op's kind decides which field of Kernel its function fills (registry.hpp's kernel_field).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <span>
 #include <string_view>
-#include <type_traits>
 
 #include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
@@ -59,50 +58,21 @@ struct KernelName {
 
 /// What an entry says about its order of operations besides its op and mode (Kernel's fields of the same names):
 /// for fp16-accumulating kernels the lanes of their order and their fp16 FMA; for f32-accumulating ones whose order
-/// is fixed, which order (f32_order_fixed: neonfhm's FMLAL and sve; bfdot_order: neonbf16's BFDotAdd). The
-/// defaults, one lane and no fp16 FMA, are an f32-accumulating kernel in its path's own order.
+/// is fixed, which order (FixedOrder: f32 for neonfhm's FMLAL and sve, bfdot for neonbf16's BFDotAdd). The defaults,
+/// one lane and no fp16 FMA, are an f32-accumulating kernel in its path's own order.
 struct Order {
   unsigned lanes = 1;
   FmaKind fma = FmaKind::none;
-  bool f32_order_fixed = false;
-  bool bfdot_order = false;
+  FixedOrder fixed = FixedOrder::none;
 };
 
-/// One kernel: the (op, mode, isa) it is, its function and its order of operations. The one way a list makes an
-/// entry: kernels/common/rows.hpp's regular rows and each path's own kernels.
-template <Op kOp, Mode kMode, Isa kIsa, class Fn>
-constexpr Kernel entry(Fn fn, Order order = {}) {
+/// One kernel: the (op, mode, isa) it is, its function (of its op kind's type, KernelFn) and its order of
+/// operations. The one way a list makes an entry: kernels/common/rows.hpp's regular rows and each path's own kernels.
+template <Op kOp, Mode kMode, Isa kIsa>
+constexpr Kernel entry(KernelFn<kOp> fn, Order order = {}) {
   Kernel k{KernelName<kOp, kMode, kIsa>::value, kOp, kMode, kIsa, storage_of(kMode), order.lanes, order.fma};
-  k.f32_order_fixed = order.f32_order_fixed;
-  k.bfdot_order = order.bfdot_order;
-  if constexpr (std::is_same_v<Fn, ReduceFn>) {
-    static_assert(is_reduction(kOp));
-    k.reduce = fn;
-  } else if constexpr (std::is_same_v<Fn, DenseFn>) {
-    static_assert(kOp == Op::dense_fwd);
-    k.dense = fn;
-  } else if constexpr (std::is_same_v<Fn, DenseBwdFn>) {
-    static_assert(kOp == Op::dense_bwd);
-    k.dense_bwd = fn;
-  } else if constexpr (std::is_same_v<Fn, LossFn>) {
-    static_assert(kOp == Op::mse);
-    k.loss = fn;
-  } else if constexpr (std::is_same_v<Fn, SoftmaxFn>) {
-    static_assert(kOp == Op::softmax || kOp == Op::softmax_naive);
-    k.softmax = fn;
-  } else if constexpr (std::is_same_v<Fn, GeluFn>) {
-    static_assert(is_gelu(kOp));
-    k.gelu = fn;
-  } else if constexpr (std::is_same_v<Fn, AttentionFn>) {
-    static_assert(is_attention(kOp));
-    k.attention = fn;
-  } else if constexpr (std::is_same_v<Fn, NormFn>) {
-    static_assert(is_norm(kOp));
-    k.norm = fn;
-  } else {
-    static_assert(std::is_same_v<Fn, XentFn> && kOp == Op::xent, "not a kernel function type");
-    k.xent = fn;
-  }
+  k.fixed_order = order.fixed;
+  k.*kernel_field<op_kind(kOp)>() = fn;
   return k;
 }
 

@@ -33,7 +33,7 @@ float arm_fadd(float a, float b);
 /// w = lanes/2, ..., 1; returns acc[0].
 float arm_fadd_fold(float* acc, unsigned lanes);
 /// arm_fadd_fold, then the result rounded like f32acc_finish: the fixed-order f32 kernels' finish
-/// (Kernel::f32_order_fixed).
+/// (FixedOrder::f32).
 float f32lanes_finish(Mode mode, float* acc, unsigned lanes);
 
 /// max|x| result from its ordering key (bit pattern with the sign cleared) for the given storage type.

@@ -30,6 +30,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "halfmap/registry.hpp"
 #include "kernels/common/attention.hpp"
@@ -56,37 +57,72 @@ struct PathTypes {
   using F16 = F16T;
 };
 
-/// One op's kernel in ModeKernels and whether the mode gives one. The lists read `given`, never the pointer: GCC
-/// does not take a template function's address compared with null for a constant where null checks are kept
-/// (-fsanitize=undefined's null, alignment and nonnull checks), and the rows are constants. A kernel is given by
-/// assigning a function; null cannot be assigned.
+/// One op's kernel in a mode and whether the mode gives one. The lists read `given`, never the pointer: GCC does not
+/// take a template function's address compared with null for a constant where null checks are kept
+/// (-fsanitize=undefined's null, alignment and nonnull checks), and the rows are constants.
 template <class Fn>
 struct Slot {
   Fn fn = nullptr;
   bool given = false;
-  constexpr Slot() = default;
-  constexpr Slot(Fn f) : fn(f), given(true) {}  // implicit: the rows assign functions to it
-  Slot(std::nullptr_t) = delete;
-  constexpr operator Fn() const { return fn; }
 };
 
-/// The kernels of one mode of one path: one per op of the regular families but attention, which is composed of
-/// them (attention.hpp), and what that composition takes from the path besides them (AttentionKernels' widen16,
-/// narrow16, f16_dot and softmax_bwd_f32; null: the composition's scalar steps).
-struct ModeKernels {
-  Slot<ReduceFn> sum, sumsq, maxabs, dot;
-  Slot<DenseFn> dense_fwd;
-  Slot<DenseBwdFn> dense_bwd;
-  Slot<LossFn> mse;
-  Slot<SoftmaxFn> softmax, softmax_naive;
-  Slot<XentFn> xent;
-  Slot<NormFn> layernorm, rmsnorm;
-  Slot<GeluFn> gelu, gelu_tanh;
+/// One op's kernel as a mode gives it: give<Op::sum>(f) (f of the op kind's type, KernelFn).
+template <Op kOp>
+struct Give {
+  KernelFn<kOp> fn;
+};
+template <Op kOp>
+constexpr Give<kOp> give(KernelFn<kOp> fn) {
+  return {fn};
+}
+
+/// The kernels of one mode of one path, op by op of the op table (ops.hpp): ModeKernels{give<Op::sum>(f), ...}. An
+/// op the mode does not give is not listed. Attention is composed of the mode's dense and softmax kernels
+/// (attention.hpp, kernel_of below) and is not given here. Each op's function is kept in a Kernel, in the field of
+/// its kind (registry.hpp's kernel_field), so that one array holds the ops of every kind.
+class ModeKernels {
+ public:
+  constexpr ModeKernels() = default;
+  template <Op... kOps>
+  constexpr explicit ModeKernels(Give<kOps>... g) {
+    (set<kOps>(g.fn), ...);
+  }
+  template <Op kOp>
+  constexpr void set(KernelFn<kOp> fn) {
+    fns_[index(kOp)].*kernel_field<op_kind(kOp)>() = fn;
+    given_[index(kOp)] = true;
+  }
+  template <Op kOp>
+  constexpr Slot<KernelFn<kOp>> get() const {
+    return {fns_[index(kOp)].*kernel_field<op_kind(kOp)>(), given_[index(kOp)]};
+  }
+  template <Op kOp>
+  constexpr KernelFn<kOp> fn() const {
+    return get<kOp>().fn;
+  }
+
+ private:
+  static constexpr std::size_t index(Op op) { return static_cast<std::size_t>(op); }
+  std::array<Kernel, kOpTable.size()> fns_{};
+  std::array<bool, kOpTable.size()> given_{};
+};
+
+/// What attention's composition takes from a mode besides its kernels (AttentionKernels' widen16, narrow16, f16_dot
+/// and softmax_bwd_f32; null: the composition's scalar steps). A mode's rows may define kExtras.
+struct AttentionExtras {
   decltype(AttentionKernels::widen16) widen16 = nullptr;
   decltype(AttentionKernels::narrow16) narrow16 = nullptr;
   ReduceFn f16_dot = nullptr;
   decltype(AttentionKernels::softmax_bwd_f32) softmax_bwd_f32 = nullptr;
 };
+template <class R>
+constexpr AttentionExtras extras_of() {
+  if constexpr (requires { R::kExtras; }) {
+    return R::kExtras;
+  } else {
+    return {};
+  }
+}
 
 /// The f32 GEMM of P's f32 tile on storage t (gemm.hpp's traits; fp16 widened while packing).
 template <class P, DType t>
@@ -103,17 +139,18 @@ struct F32AccRows {
   using Gemm = G;
   static constexpr Mode kMode = S::kMode;
   static constexpr paths::Order order(Op) { return {}; }
-  // One line per family (reductions, dense, mse/softmax/xent, norms, GELU), then attention's extras.
+  // One line per family (reductions, dense, mse/softmax/xent, norms, GELU).
   static constexpr ModeKernels kKernels{
-      .sum = f32acc_reduce<S, Op::sum>, .sumsq = f32acc_reduce<S, Op::sumsq>,
-      .maxabs = maxabs_reduce<typename P::Tag, Bits, t>, .dot = f32acc_reduce<S, Op::dot>,
-      .dense_fwd = detail::dense_fwd<G>, .dense_bwd = detail::dense_bwd<G>,
-      .mse = mse_f32acc<S>, .softmax = softmax_f32acc<S, true>, .softmax_naive = softmax_f32acc<S, false>,
-      .xent = xent_f32acc<S>,
-      .layernorm = norm_f32acc<S, false>, .rmsnorm = norm_f32acc<S, true>,
-      .gelu = gelu_f32acc<S, false>, .gelu_tanh = gelu_f32acc<S, true>,
-      .widen16 = t == DType::f16 ? P::F32::f16_to_f32 : nullptr,
-      .narrow16 = t == DType::f16 ? P::F32::f32_to_f16 : nullptr, .softmax_bwd_f32 = softmax_bwd_row<typename P::F32>};
+      give<Op::sum>(f32acc_reduce<S, Op::sum>), give<Op::sumsq>(f32acc_reduce<S, Op::sumsq>),
+      give<Op::maxabs>(maxabs_reduce<typename P::Tag, Bits, t>), give<Op::dot>(f32acc_reduce<S, Op::dot>),
+      give<Op::dense_fwd>(detail::dense_fwd<G>), give<Op::dense_bwd>(detail::dense_bwd<G>),
+      give<Op::mse>(mse_f32acc<S>), give<Op::softmax>(softmax_f32acc<S, true>),
+      give<Op::softmax_naive>(softmax_f32acc<S, false>), give<Op::xent>(xent_f32acc<S>),
+      give<Op::layernorm>(norm_f32acc<S, false>), give<Op::rmsnorm>(norm_f32acc<S, true>),
+      give<Op::gelu>(gelu_f32acc<S, false>), give<Op::gelu_tanh>(gelu_f32acc<S, true>)};
+  static constexpr AttentionExtras kExtras{.widen16 = t == DType::f16 ? P::F32::f16_to_f32 : nullptr,
+                                           .narrow16 = t == DType::f16 ? P::F32::f32_to_f16 : nullptr,
+                                           .softmax_bwd_f32 = softmax_bwd_row<typename P::F32>};
 };
 template <class P>
 using F32Rows = F32AccRows<P, DType::f32>;
@@ -137,16 +174,17 @@ struct F16Rows {
   }
   template <Op kOp>
   static constexpr ReduceFn kReduce = f16acc_reduce<F16, P::kReduceRegs, kOp>;
-  // As F32AccRows': one line per family, then attention's extras.
+  // As F32AccRows': one line per family.
   static constexpr ModeKernels kKernels{
-      .sum = kReduce<Op::sum>, .sumsq = kReduce<Op::sumsq>,
-      .maxabs = maxabs_reduce<typename P::Tag, std::uint16_t, DType::f16>, .dot = kReduce<Op::dot>,
-      .dense_fwd = detail::dense_fwd<Gemm>, .dense_bwd = detail::dense_bwd<Gemm>,
-      .mse = mse_f16<H>, .softmax = softmax_f16<H, true>, .softmax_naive = softmax_f16<H, false>, .xent = xent_f16<H>,
-      .layernorm = norm_f16<H, false>, .rmsnorm = norm_f16<H, true>,
-      .gelu = gelu_f16<H, false>, .gelu_tanh = gelu_f16<H, true>,
-      .widen16 = P::F32::f16_to_f32, .narrow16 = P::F32::f32_to_f16,
-      .f16_dot = f16acc_reduce<F16, P::kNnRegs, Op::dot>};
+      give<Op::sum>(kReduce<Op::sum>), give<Op::sumsq>(kReduce<Op::sumsq>),
+      give<Op::maxabs>(maxabs_reduce<typename P::Tag, std::uint16_t, DType::f16>), give<Op::dot>(kReduce<Op::dot>),
+      give<Op::dense_fwd>(detail::dense_fwd<Gemm>), give<Op::dense_bwd>(detail::dense_bwd<Gemm>),
+      give<Op::mse>(mse_f16<H>), give<Op::softmax>(softmax_f16<H, true>),
+      give<Op::softmax_naive>(softmax_f16<H, false>), give<Op::xent>(xent_f16<H>),
+      give<Op::layernorm>(norm_f16<H, false>), give<Op::rmsnorm>(norm_f16<H, true>),
+      give<Op::gelu>(gelu_f16<H, false>), give<Op::gelu_tanh>(gelu_f16<H, true>)};
+  static constexpr AttentionExtras kExtras{.widen16 = P::F32::f16_to_f32, .narrow16 = P::F32::f32_to_f16,
+                                           .f16_dot = f16acc_reduce<F16, P::kNnRegs, Op::dot>};
 };
 
 /// A mode of sums of products in a fixed order only (neonfhm's FMLAL, neonbf16's BFDOT and BFMMLA): sum, sumsq and
@@ -159,49 +197,35 @@ struct FixedOrderRows {
     if (!is_reduction(op)) o.lanes = 1;
     return o;
   }
-  static constexpr ModeKernels kKernels{
-      .sum = kSum, .sumsq = kSumsq, .dot = kDot, .dense_fwd = kFwd, .dense_bwd = kBwd};
+  static constexpr ModeKernels kKernels{give<Op::sum>(kSum), give<Op::sumsq>(kSumsq), give<Op::dot>(kDot),
+                                       give<Op::dense_fwd>(kFwd), give<Op::dense_bwd>(kBwd)};
 };
 
 /// Attention's parts (attention.hpp) of mode rows R: its dense and softmax kernels, its softmax's lanes and its
 /// dense kernels' FMA, and the path's extras.
 template <class R>
 inline constexpr AttentionKernels kAttentionOf{R::kMode,
-                                               R::kKernels.dense_fwd,
-                                               R::kKernels.dense_bwd,
-                                               R::kKernels.softmax,
+                                               R::kKernels.template fn<Op::dense_fwd>(),
+                                               R::kKernels.template fn<Op::dense_bwd>(),
+                                               R::kKernels.template fn<Op::softmax>(),
                                                R::order(Op::softmax).lanes,
                                                R::order(Op::dense_fwd).fma,
-                                               R::kKernels.widen16,
-                                               R::kKernels.narrow16,
-                                               R::kKernels.f16_dot,
-                                               R::kKernels.softmax_bwd_f32};
+                                               extras_of<R>().widen16,
+                                               extras_of<R>().narrow16,
+                                               extras_of<R>().f16_dot,
+                                               extras_of<R>().softmax_bwd_f32};
 
-/// Mode rows R's kernel of op kOp; not given where R has none (attention: where R has no softmax, and in the
-/// scaled modes).
+/// Mode rows R's kernel of op kOp: the one R gives; for attention, where R gives none, the composition of R's
+/// softmax and dense kernels, where R has a softmax and is not a scaled mode (which define no attention).
 template <class R, Op kOp>
-constexpr auto kernel_of() {
-  constexpr const ModeKernels& k = R::kKernels;
-  if constexpr (is_reduction(kOp)) {
-    return kOp == Op::sum ? k.sum : kOp == Op::sumsq ? k.sumsq : kOp == Op::maxabs ? k.maxabs : k.dot;
-  } else if constexpr (kOp == Op::dense_fwd) {
-    return k.dense_fwd;
-  } else if constexpr (kOp == Op::dense_bwd) {
-    return k.dense_bwd;
-  } else if constexpr (kOp == Op::mse) {
-    return k.mse;
-  } else if constexpr (kOp == Op::softmax || kOp == Op::softmax_naive) {
-    return kOp == Op::softmax ? k.softmax : k.softmax_naive;
-  } else if constexpr (kOp == Op::xent) {
-    return k.xent;
-  } else if constexpr (is_norm(kOp)) {
-    return kOp == Op::layernorm ? k.layernorm : k.rmsnorm;
-  } else if constexpr (is_gelu(kOp)) {
-    return kOp == Op::gelu ? k.gelu : k.gelu_tanh;
-  } else if constexpr (!k.softmax.given || is_scaled(R::kMode)) {
-    return Slot<AttentionFn>{};  // attention is composed of a softmax and dense kernels; the scaled modes define none
+constexpr Slot<KernelFn<kOp>> kernel_of() {
+  constexpr Slot<KernelFn<kOp>> given = R::kKernels.template get<kOp>();
+  if constexpr (given.given || !is_attention(kOp)) {
+    return given;
+  } else if constexpr (!R::kKernels.template get<Op::softmax>().given || is_scaled(R::kMode)) {
+    return {};
   } else {
-    return Slot<AttentionFn>{attention<kAttentionOf<R>, kOp == Op::attention_prescale>};
+    return {attention<kAttentionOf<R>, kOp == Op::attention_prescale>, true};
   }
 }
 
@@ -211,12 +235,34 @@ struct Candidate {
   bool given = false;
 };
 
-/// The candidate rows of one op family of mode rows R.
-template <Isa kIsa, class R, Op... kOps>
-constexpr std::array<Candidate, sizeof...(kOps)> family() {
-  return {Candidate{paths::entry<kOps, R::kMode, kIsa>(kernel_of<R, kOps>().fn, R::order(kOps)),
-                    kernel_of<R, kOps>().given}...};
+/// The registry lists a path's kernels in groups of op kinds: reductions; dense; mse, softmax and xent; norms; GELU;
+/// attention. Within a group mode by mode in the order the path gives its modes, within a mode the group's ops in
+/// Op order. The order of cells.csv and thresholds.json is this order.
+constexpr int list_group(OpKind kind) {
+  switch (kind) {
+    case OpKind::reduce: return 0;
+    case OpKind::dense: case OpKind::dense_bwd: return 1;
+    case OpKind::loss: case OpKind::softmax: case OpKind::xent: return 2;
+    case OpKind::norm: return 3;
+    case OpKind::gelu: return 4;
+    case OpKind::attention: return 5;
+  }
+  return 6;
 }
+inline constexpr int kListGroups = 6;
+
+/// Every op's candidate row of mode rows R on path kIsa, in Op order.
+template <Isa kIsa, class R, Op kOp>
+constexpr Candidate candidate() {
+  constexpr Slot<KernelFn<kOp>> k = kernel_of<R, kOp>();
+  return {paths::entry<kOp, R::kMode, kIsa>(k.fn, R::order(kOp)), k.given};
+}
+template <Isa kIsa, class R, std::size_t... kI>
+constexpr std::array<Candidate, sizeof...(kI)> candidates_of(std::index_sequence<kI...>) {
+  return {candidate<kIsa, R, static_cast<Op>(kI)>()...};
+}
+template <Isa kIsa, class R>
+inline constexpr auto kModeCandidates = candidates_of<kIsa, R>(std::make_index_sequence<kOpTable.size()>{});
 
 template <class T, std::size_t kN, std::size_t kM>
 constexpr void append(std::array<T, kN>& all, std::size_t& at, const std::array<T, kM>& part) {
@@ -230,15 +276,22 @@ constexpr std::array<T, (kN + ... + 0)> concat(const std::array<T, kN>&... parts
   return all;
 }
 
-/// Every op of the regular families for modes R...: family by family (reductions, dense, mse/softmax/xent, norms,
-/// GELU, attention), within a family mode by mode in the order given, within a mode the family's ops in Op order.
+/// Every op's candidate for modes R..., in the registry's order (list_group).
 template <Isa kIsa, class... R>
-inline constexpr auto kCandidates =
-    concat(family<kIsa, R, Op::sum, Op::sumsq, Op::maxabs, Op::dot>()...,
-           family<kIsa, R, Op::dense_fwd, Op::dense_bwd>()...,
-           family<kIsa, R, Op::mse, Op::softmax, Op::softmax_naive, Op::xent>()...,
-           family<kIsa, R, Op::layernorm, Op::rmsnorm>()..., family<kIsa, R, Op::gelu, Op::gelu_tanh>()...,
-           family<kIsa, R, Op::attention_prescale, Op::attention_postscale>()...);
+constexpr std::array<Candidate, kOpTable.size() * sizeof...(R)> candidates() {
+  std::array<Candidate, kOpTable.size() * sizeof...(R)> all{};
+  std::size_t at = 0;
+  for (int group = 0; group < kListGroups; ++group) {
+    auto add = [&](const auto& mode) {
+      for (const Candidate& c : mode)
+        if (list_group(op_kind(c.kernel.op)) == group) all[at++] = c;
+    };
+    (add(kModeCandidates<kIsa, R>), ...);
+  }
+  return all;
+}
+template <Isa kIsa, class... R>
+inline constexpr auto kCandidates = candidates<kIsa, R...>();
 
 template <const auto& kAll>
 constexpr auto present() {
@@ -276,10 +329,17 @@ inline constexpr auto kBlocking = concat(blocking_of<kIsa, R>()...);
 /// The scaled fp8 modes' parts of a path (fp8_modes.hpp): its conversions C's roundings onto the E4M3 and E5M2
 /// grids and into MXFP8 E4M3 blocks, feeding the kernels of its f32 mode R.
 template <class C, class R>
-inline constexpr ScaledParts kScaledPartsOf{C::kFp8[0].round,      C::kFp8[1].round,      C::kMx[0].round,
-                                            R::kKernels.sum,       R::kKernels.sumsq,     R::kKernels.maxabs,
-                                            R::kKernels.dot,       R::kKernels.dense_fwd, R::kKernels.dense_bwd,
-                                            R::kKernels.mse,       R::kKernels.softmax};
+inline constexpr ScaledParts kScaledPartsOf{C::kFp8[0].round,
+                                            C::kFp8[1].round,
+                                            C::kMx[0].round,
+                                            R::kKernels.template fn<Op::sum>(),
+                                            R::kKernels.template fn<Op::sumsq>(),
+                                            R::kKernels.template fn<Op::maxabs>(),
+                                            R::kKernels.template fn<Op::dot>(),
+                                            R::kKernels.template fn<Op::dense_fwd>(),
+                                            R::kKernels.template fn<Op::dense_bwd>(),
+                                            R::kKernels.template fn<Op::mse>(),
+                                            R::kKernels.template fn<Op::softmax>()};
 
 /// A scaled fp8 mode's rows on a path's parts P (fp8_modes.hpp's Scaled): the reductions, dense, mse and softmax
 /// of fp8_f32acc or of mxfp8_f32acc.
@@ -294,14 +354,14 @@ struct ScaledRows {
     return kM == Mode::fp8_f32acc ? fp8 : mx;
   }
   static constexpr ModeKernels kKernels{
-      .sum = pick<ReduceFn>(S::template fp8_reduce<Op::sum>, S::template mx_reduce<Op::sum>),
-      .sumsq = pick<ReduceFn>(S::template fp8_reduce<Op::sumsq>, S::template mx_reduce<Op::sumsq>),
-      .maxabs = pick<ReduceFn>(S::template fp8_reduce<Op::maxabs>, S::template mx_reduce<Op::maxabs>),
-      .dot = pick<ReduceFn>(S::template fp8_reduce<Op::dot>, S::template mx_reduce<Op::dot>),
-      .dense_fwd = pick<DenseFn>(S::fp8_dense_fwd, S::mx_dense_fwd),
-      .dense_bwd = pick<DenseBwdFn>(S::fp8_dense_bwd, S::mx_dense_bwd),
-      .mse = pick<LossFn>(S::fp8_mse, S::mx_mse),
-      .softmax = pick<SoftmaxFn>(S::fp8_softmax, S::mx_softmax)};
+      give<Op::sum>(pick<ReduceFn>(S::template fp8_reduce<Op::sum>, S::template mx_reduce<Op::sum>)),
+      give<Op::sumsq>(pick<ReduceFn>(S::template fp8_reduce<Op::sumsq>, S::template mx_reduce<Op::sumsq>)),
+      give<Op::maxabs>(pick<ReduceFn>(S::template fp8_reduce<Op::maxabs>, S::template mx_reduce<Op::maxabs>)),
+      give<Op::dot>(pick<ReduceFn>(S::template fp8_reduce<Op::dot>, S::template mx_reduce<Op::dot>)),
+      give<Op::dense_fwd>(pick<DenseFn>(S::fp8_dense_fwd, S::mx_dense_fwd)),
+      give<Op::dense_bwd>(pick<DenseBwdFn>(S::fp8_dense_bwd, S::mx_dense_bwd)),
+      give<Op::mse>(pick<LossFn>(S::fp8_mse, S::mx_mse)),
+      give<Op::softmax>(pick<SoftmaxFn>(S::fp8_softmax, S::mx_softmax))};
 };
 
 /// The scaled modes' rows of a path with conversions C and f32 mode R: fp8_f32acc's, then mxfp8_f32acc's.

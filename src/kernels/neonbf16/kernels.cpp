@@ -1,5 +1,5 @@
 // The neonbf16 kernels: bf16_f32acc on FEAT_BF16's BFDOT and BFMMLA (neonbf16/ops.hpp), in a fixed order that
-// src/models/bfdot.cpp reproduces bit for bit (Kernel::bfdot_order):
+// src/models/bfdot.cpp reproduces bit for bit (Kernel::fixed_order bfdot):
 //   * reductions: 4 q registers of bf16 per step feed 4 f32x4 accumulators through BFDOT, so the pair
 //     (x[2q], x[2q+1]) goes to f32 lane q % 16 from +0 (sum: times bf16 1.0, sumsq: times itself, dot: times
 //     y's pair); the tail runs the same instructions on a zero-padded copy of one whole step (each padded pair
@@ -99,7 +99,7 @@ struct MmlaGemm : Bf16PanelTraits<MmlaGemm> {
 struct Traits : PathTypes<Isa::neonbf16, Tag> {};
 
 /// bf16_f32acc in BFDotAdd's fixed order: the reductions above and the dense kernels on MmlaGemm.
-struct BfdotRows : FixedOrderRows<Mode::bf16_f32acc, Order{.lanes = kLanes, .bfdot_order = true}, reduce<Op::sum>,
+struct BfdotRows : FixedOrderRows<Mode::bf16_f32acc, Order{.lanes = kLanes, .fixed = FixedOrder::bfdot}, reduce<Op::sum>,
                                   reduce<Op::sumsq>, reduce<Op::dot>, dense_fwd<MmlaGemm>, dense_bwd<MmlaGemm>> {
   using Gemm = MmlaGemm;
 };

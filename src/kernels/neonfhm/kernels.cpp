@@ -1,5 +1,5 @@
 // The neonfhm kernels: f16_f32acc done with FEAT_FHM's FMLAL/FMLAL2 (neonfhm/ops.hpp), in a fixed order that the
-// f32 model reproduces bit for bit (Kernel::f32_order_fixed, src/models/f32acc.cpp):
+// f32 model reproduces bit for bit (Kernel::fixed_order f32, src/models/f32acc.cpp):
 //   * reductions: 4 q registers of fp16 per step feed 8 f32x4 accumulators, so term i goes to f32 lane i % 32
 //     from +0 (sum: x·1.0, exact; sumsq: x·x; dot: x·y); the tail runs the same instructions on a zero-padded
 //     copy (adding +0·+0 leaves a lane as it was: a lane starts at +0 and round to nearest never makes it -0);
@@ -93,7 +93,7 @@ void dense_bwd(const DenseBwdArgs& d) {
 struct Traits : PathTypes<Isa::neonfhm, Tag> {};
 
 /// f16_f32acc in FMLAL's fixed order: the reductions and the dense kernels above.
-using FhmRows = FixedOrderRows<Mode::f16_f32acc, Order{.lanes = kLanes, .f32_order_fixed = true}, reduce<Op::sum>,
+using FhmRows = FixedOrderRows<Mode::f16_f32acc, Order{.lanes = kLanes, .fixed = FixedOrder::f32}, reduce<Op::sum>,
                                reduce<Op::sumsq>, reduce<Op::dot>, dense_fwd, dense_bwd>;
 
 }  // namespace

@@ -19,6 +19,7 @@ namespace halfmap::paths::ref {
 namespace {
 
 using detail::dtype_of;
+using detail::give;
 using detail::mode_of;
 using detail::narrow;
 using detail::widen;
@@ -294,12 +295,13 @@ struct ScalarF32AccRows {
   static constexpr Mode kMode = mode_of<Elem>();
   static constexpr Order order(Op) { return {}; }
   static constexpr detail::ModeKernels kKernels{
-      .sum = f32acc_ref<Elem, Op::sum>, .sumsq = f32acc_ref<Elem, Op::sumsq>,
-      .maxabs = detail::maxabs_reduce<Tag, Bits, dtype_of<Elem>()>, .dot = f32acc_ref<Elem, Op::dot>,
-      .dense_fwd = f32acc_dense_fwd<Elem>, .dense_bwd = f32acc_dense_bwd<Elem>,
-      .mse = f32acc_mse<Elem>, .softmax = f32acc_softmax<Elem, true>, .softmax_naive = f32acc_softmax<Elem, false>,
-      .xent = f32acc_xent<Elem>, .layernorm = f32acc_norm<Elem, false>, .rmsnorm = f32acc_norm<Elem, true>,
-      .gelu = f32acc_gelu<Elem, false>, .gelu_tanh = f32acc_gelu<Elem, true>};
+      give<Op::sum>(f32acc_ref<Elem, Op::sum>), give<Op::sumsq>(f32acc_ref<Elem, Op::sumsq>),
+      give<Op::maxabs>(detail::maxabs_reduce<Tag, Bits, dtype_of<Elem>()>), give<Op::dot>(f32acc_ref<Elem, Op::dot>),
+      give<Op::dense_fwd>(f32acc_dense_fwd<Elem>), give<Op::dense_bwd>(f32acc_dense_bwd<Elem>),
+      give<Op::mse>(f32acc_mse<Elem>), give<Op::softmax>(f32acc_softmax<Elem, true>),
+      give<Op::softmax_naive>(f32acc_softmax<Elem, false>), give<Op::xent>(f32acc_xent<Elem>),
+      give<Op::layernorm>(f32acc_norm<Elem, false>), give<Op::rmsnorm>(f32acc_norm<Elem, true>),
+      give<Op::gelu>(f32acc_gelu<Elem, false>), give<Op::gelu_tanh>(f32acc_gelu<Elem, true>)};
 };
 
 /// The f16 model (mode f16_model): every operation rounded to fp16, strictly sequential, fused multiply-add.
@@ -307,12 +309,15 @@ struct F16ModelRows {
   static constexpr Mode kMode = Mode::f16_model;
   static constexpr Order order(Op) { return {1, FmaKind::fused}; }
   static constexpr detail::ModeKernels kKernels{
-      .sum = f16_model_ref<Op::sum>, .sumsq = f16_model_ref<Op::sumsq>, .maxabs = f16_model_ref<Op::maxabs>,
-      .dot = f16_model_ref<Op::dot>, .dense_fwd = f16_model_fwd, .dense_bwd = f16_model_bwd,
-      .mse = f16_model_mse_ref, .softmax = f16_model_softmax_ref, .softmax_naive = f16_model_softmax_naive_ref,
-      .xent = f16_model_xent_ref, .layernorm = f16_model_layernorm_ref, .rmsnorm = f16_model_rmsnorm_ref,
-      .gelu = f16_model_gelu_ref, .gelu_tanh = f16_model_gelu_tanh_ref,
-      .f16_dot = f16_model_ref<Op::dot>};  // attention's δ: this mode's own dot (attention.hpp requires one)
+      give<Op::sum>(f16_model_ref<Op::sum>), give<Op::sumsq>(f16_model_ref<Op::sumsq>),
+      give<Op::maxabs>(f16_model_ref<Op::maxabs>), give<Op::dot>(f16_model_ref<Op::dot>),
+      give<Op::dense_fwd>(f16_model_fwd), give<Op::dense_bwd>(f16_model_bwd),
+      give<Op::mse>(f16_model_mse_ref), give<Op::softmax>(f16_model_softmax_ref),
+      give<Op::softmax_naive>(f16_model_softmax_naive_ref), give<Op::xent>(f16_model_xent_ref),
+      give<Op::layernorm>(f16_model_layernorm_ref), give<Op::rmsnorm>(f16_model_rmsnorm_ref),
+      give<Op::gelu>(f16_model_gelu_ref), give<Op::gelu_tanh>(f16_model_gelu_tanh_ref)};
+  // attention's δ: this mode's own dot (attention.hpp requires one)
+  static constexpr detail::AttentionExtras kExtras{.f16_dot = f16_model_ref<Op::dot>};
 };
 
 }  // namespace

@@ -6,7 +6,7 @@
 //       f32         32 f32 lanes (fadd / fmla .s), folded by f32acc_model_fold;
 //       f16_f32acc  32 f32 lanes, each fp16 term widened exactly (fcvt) and added with one f32 rounding (fadd for
 //                   sum, fmla for x·x and x·y: the product of two fp16 values is exact in f32), folded by
-//                   f32acc_model_fold, rounded once to fp16: neonfhm's order (Kernel::f32_order_fixed), bit-exact
+//                   f32acc_model_fold, rounded once to fp16: neonfhm's order (Kernel::fixed_order f32), bit-exact
 //                   to f32acc_model_reduce with 32 lanes;
 //       f16         64 fp16 lanes (fadd / fmla .h, each rounding to fp16, FmaKind::fused), folded by
 //                   f16_model::fold_lanes: neonfp16's order, bit-exact to f16_model_reduce with 64 lanes;
@@ -349,15 +349,15 @@ struct SveRows {
     const FmaKind fma = kM == Mode::f16 ? FmaKind::fused : FmaKind::none;
     if (op == Op::maxabs) return {kM == Mode::f16 ? K::kLanes : 1, fma};
     const unsigned lanes = op == Op::mse ? kF32Lanes : is_reduction(op) ? K::kLanes : 1;
-    return {.lanes = lanes, .fma = fma, .f32_order_fixed = kM == Mode::f16_f32acc && op != Op::mse};
+    return {.lanes = lanes, .fma = fma, .fixed = kM == Mode::f16_f32acc && op != Op::mse ? FixedOrder::f32 : FixedOrder::none};
   }
-  static constexpr ModeKernels kKernels{.sum = reduce<K, Op::sum>,
-                                       .sumsq = reduce<K, Op::sumsq>,
-                                       .maxabs = maxabs_reduce<Tag, Bits, storage_of(kM)>,
-                                       .dot = reduce<K, Op::dot>,
-                                       .dense_fwd = dense_fwd<K>,
-                                       .dense_bwd = dense_bwd<K>,
-                                       .mse = mse<Mse, kM>};
+  static constexpr ModeKernels kKernels{give<Op::sum>(reduce<K, Op::sum>),
+                                       give<Op::sumsq>(reduce<K, Op::sumsq>),
+                                       give<Op::maxabs>(maxabs_reduce<Tag, Bits, storage_of(kM)>),
+                                       give<Op::dot>(reduce<K, Op::dot>),
+                                       give<Op::dense_fwd>(dense_fwd<K>),
+                                       give<Op::dense_bwd>(dense_bwd<K>),
+                                       give<Op::mse>(mse<Mse, kM>)};
 };
 
 }  // namespace
