@@ -14,8 +14,10 @@
 //                              lists the scaled fp8 modes on them (fp8_modes.hpp)
 // A mode's rows R (F32AccRows and F16Rows below, or a path's own: ref's scalar kernels, avx512bf16's vdpbf16ps,
 // neonfhm's FMLAL, neonbf16's BFDOT and BFMMLA, sve's):
-//   kMode, kKernels            the mode and its kernels (ModeKernels), one per op of the regular families; an op
-//                              left null is not listed (attention: where the mode has no softmax)
+//   kMode, kKernels            the mode and its kernels (ModeKernels: give<Op::sum>(fn), ...), by op of the op
+//                              table; an op the mode does not give is not listed (attention is composed of the
+//                              mode's dense and softmax kernels where it has a softmax)
+//   kExtras                    optional: what attention's composition takes besides them (AttentionExtras)
 //   order(op)                  each row's Order (list.hpp): its lanes, FmaKind and fixed order if any
 //   Gemm                       optional: the gemm.hpp traits of its dense kernels, whose blocking the path's
 //                              blocking table gives the tests (PathLists::blocking)
