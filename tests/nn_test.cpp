@@ -67,7 +67,7 @@
 #include "halfmap/math.hpp"
 #include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/nn.hpp"  // quotient_by_reciprocal
+#include "kernels/common/nn.hpp"  // quotient_by_reciprocal (vmath.hpp), row_range_bits (softmax_row.hpp)
 #include "models/model_math.hpp"
 #include "kernel_param.hpp"
 #include "test_util.hpp"
@@ -837,7 +837,7 @@ TEST(ModelMath, EqualsHalfmapsFunctionsOnEveryFp16Input) {
   EXPECT_EQ(bad, 0u);
 }
 
-/// nn.hpp's quotient_by_reciprocal (the f32-acc softmax's division on rows whose quotients are all ≥ 2^-118) has
+/// vmath.hpp's quotient_by_reciprocal (the f32-acc softmax's division on rows whose quotients are all ≥ 2^-118) has
 /// the bits of the true division e/s. The error pattern depends only on the significands of e and s when nothing
 /// is subnormal, so: every significand of e against 6 significands of s (1, 1 + ulp, 1 + 2 ulp, all ones, ...),
 /// every 7th against 21 more, then random significands of both at the exponents softmax meets (e ≤ s, quotients

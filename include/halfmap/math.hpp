@@ -1,7 +1,7 @@
 // halfmap's one exp, used by every softmax and cross-entropy kernel on every path.
 //
 // exp_f32 is a scalar function compiled without ISA flags; each ISA evaluates the same algorithm on its vectors
-// (detail::exp_f32_generic in src/kernels/common/softmax_row.hpp) with the same operations in the same order, every
+// (detail::exp_f32_generic in src/kernels/common/vmath.hpp) with the same operations in the same order, every
 // multiply-add fused, so the SIMD results are bit-identical to exp_f32 for every f32 input. The f16 models compute
 // exp, erf and tanh with copies of their own, written from the algorithms stated here (src/models/math.cpp), and
 // nn_test checks that the copies equal these functions on every fp16 input.

@@ -4,7 +4,7 @@
 // H::exp_store_with, which applies any f32 function). Elementwise: S takes four registers side by side
 // (lanes.hpp), then the rest one at a time; H likewise where it is a per-operation type on F16C (gelu_f16_blocks),
 // else one at a time. A tail runs on a zero-padded copy and only its own
-// lanes are stored. erf_f32_generic and tanh_f32_generic (softmax_row.hpp) are the operations of the scalar erf_f32
+// lanes are stored. erf_f32_generic and tanh_f32_generic (vmath.hpp) are the operations of the scalar erf_f32
 // and tanh_f32 (math.hpp), which the f16 model computes with its own copies of them, so the kernels match it bit
 // for bit.
 #pragma once
@@ -16,8 +16,10 @@
 #include <type_traits>
 
 #include "halfmap/registry.hpp"
+#include "kernels/common/fp16_ops.hpp"  // F16cRoundTrip
 #include "kernels/common/lanes.hpp"
-#include "kernels/common/softmax_row.hpp"  // erf_f32_generic, tanh_f32_generic, exp_f32_generic, store_lanes
+#include "kernels/common/row_io.hpp"    // store_lanes, store_canon_lanes
+#include "kernels/common/vmath.hpp"     // erf_f32_generic, tanh_f32_generic, exp_f32_generic
 
 namespace halfmap::detail {
 

@@ -1,5 +1,5 @@
 // Several registers as one: Lanes<M, R> has nn.hpp's M interface (the arithmetic the exp, erf and tanh of
-// softmax_row.hpp are written in) on R registers of M at once, each operation applied to every register in turn.
+// vmath.hpp are written in) on R registers of M at once, each operation applied to every register in turn.
 //
 // Why: halfmap's exp, erf and tanh are long chains of dependent operations (about 30 for erf, each waiting for
 // the last). Evaluated one register at a time, a loop keeps at most the few iterations the out-of-order window

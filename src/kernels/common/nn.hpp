@@ -29,7 +29,7 @@
 //     store(Elem*, M::V)         kW elements rounded to the storage type (round to nearest even)
 //     round(M::V)                the value load() reads after store()
 //
-//   H (fp16 arithmetic: per-operation on F16C, native on AVX512-FP16 / ARMv8.2 FP16): Fp16Ops (softmax_row.hpp),
+//   H (fp16 arithmetic: per-operation on F16C, native on AVX512-FP16 / ARMv8.2 FP16): Fp16Ops (fp16_ops.hpp),
 //     over an ISA's ops.hpp F16 (which supplies all but Math, kRegs and the exps: exp_store_with(p, t, exp_f32)
 //     instead)
 //     Math                       the f32 ops M of the exp

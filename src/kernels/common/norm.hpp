@@ -24,9 +24,10 @@
 #include <vector>
 
 #include "halfmap/registry.hpp"
-#include "kernels/common/reduce.hpp"  // hsum
-#include "kernels/common/scratch.hpp"  // aligned_scratch
-#include "kernels/common/softmax_row.hpp"  // fold_lanes_vec, store_lanes, store_canon_lanes, prefetch_bytes
+#include "kernels/common/fp16_ops.hpp"  // fold_lanes_vec
+#include "kernels/common/reduce.hpp"    // hsum
+#include "kernels/common/row_io.hpp"    // store_lanes, store_canon_lanes, prefetch_bytes
+#include "kernels/common/scratch.hpp"   // aligned_scratch
 
 namespace halfmap::detail {
 

@@ -1,5 +1,5 @@
-// One softmax row, the step that softmax, softmax_naive and xent share (nn.hpp): halfmap's exp on vectors, the
-// row's exact range, and the row's passes in the f32-accumulating modes and in fp16 arithmetic. The traits M, S
+// One softmax row, the step that softmax, softmax_naive and xent share (nn.hpp): the row's exact range, and the
+// row's passes in the f32-accumulating modes and in fp16 arithmetic, on halfmap's exp (vmath.hpp). The traits M, S
 // and H are nn.hpp's (see the top of that file).
 //
 // A row is three passes over its elements, each at most a few instructions per element, so at the DRAM level the
@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -24,113 +23,17 @@
 #include <type_traits>
 
 #include "halfmap/registry.hpp"
-#include "kernels/common/lanes.hpp"   // Lanes, HALFMAP_VEC_INLINE
-#include "kernels/common/reduce.hpp"  // hsum
+#include "kernels/common/fp16_ops.hpp"  // F16cRoundTrip, fold_lanes_vec
+#include "kernels/common/lanes.hpp"     // Lanes
+#include "kernels/common/reduce.hpp"    // hsum
+#include "kernels/common/row_io.hpp"    // store_lanes, prefetch_bytes
+#include "kernels/common/vmath.hpp"     // exp_consts, exp_f32_generic, exp_f32_inrange, quotient_by_reciprocal
 
 
 namespace halfmap::detail {
 
 /// The f32 value of one storage-type bit pattern (exact; src/kernels/common/nn.cpp).
 float widen_bits(DType storage, std::uint32_t bits);
-
-// ---- exp -----------------------------------------------------------------------------------------------------
-
-namespace exp_consts {
-inline constexpr float kLo = -104.0f;               // below: exp < 2^-150, rounds to +0
-inline constexpr float kHi = 89.0f;                 // above 88.7228: exp overflows to +inf
-inline constexpr float kLog2e = 0x1.715476p+0f;
-inline constexpr float kRound = 0x1.8p23f;          // fma(x, kLog2e, kRound) - kRound: x·log2(e) rounded to an integer
-inline constexpr float kLn2Hi = 0x1.62e430p-1f;     // ln 2 rounded to f32 (0.693147182...)
-inline constexpr float kLn2Lo = 0x1.05c610p-29f;    // kLn2Hi - ln 2, rounded to f32
-// e^r ≈ Σ kPoly[k]·r^k on |r| ≤ ln2/2 (Cephes expf's coefficients, k ≥ 2).
-inline constexpr float kPoly[8] = {1.0f,           1.0f,           5.0000001201e-1f, 1.6666665459e-1f,
-                                   4.1665795894e-2f, 8.3334519073e-3f, 1.3981999507e-3f, 1.9875691500e-4f};
-// The fast rows' bounds: every t_j in [kRowLo, kExpHi] keeps e_j = exp(t_j) normal (e^-40 > 2^-58, e^88 below
-// the f32 maximum) and finite.
-inline constexpr float kRowLo = -40.0f;
-inline constexpr float kExpHi = 88.0f;
-}  // namespace exp_consts
-
-/// exp_f32_generic without the clamp and the NaN pass, for x already in [kLo, kHi] (so not NaN): there both are
-/// the identity, so this returns the same bits as exp_f32_generic. Softmax rows whose range is checked once use it.
-/// kNormal: x is also in [kRowLo, kExpHi], so p·2^n is a normal f32, which p with n added to its exponent field
-/// is exactly (M::scale2n_normal, where the ISA has it: two integer operations instead of scale2n's
-/// two-step product); the same bits again, since scale2n rounds an exact normal result to itself.
-template <class M, bool kNormal = false>
-HALFMAP_VEC_INLINE typename M::V exp_f32_inrange(typename M::V xc) {
-  namespace c = exp_consts;
-  using V = typename M::V;
-  const V nk = M::fma(xc, M::set1(c::kLog2e), M::set1(c::kRound));  // 1.5·2^23 + n
-  const V n = M::sub(nk, M::set1(c::kRound));
-  V r = M::fma(n, M::set1(-c::kLn2Hi), xc);
-  r = M::fma(n, M::set1(c::kLn2Lo), r);
-  V p = M::set1(c::kPoly[7]);
-  for (int k = 6; k >= 0; --k) p = M::fma(p, r, M::set1(c::kPoly[k]));
-  if constexpr (kNormal && requires(V v) { M::scale2n_normal(v, v); }) {
-    return M::scale2n_normal(p, nk);
-  } else {
-    return M::scale2n(p, n);
-  }
-}
-
-/// halfmap's exp on one register of M (see include/halfmap/math.hpp for the algorithm and its measured error).
-/// Every ISA and the scalar exp_f32 run exactly these operations in this order, so they agree bit for bit.
-template <class M>
-HALFMAP_VEC_INLINE typename M::V exp_f32_generic(typename M::V x) {
-  namespace c = exp_consts;
-  using V = typename M::V;
-  const V xc = M::min(M::max(x, M::set1(c::kLo)), M::set1(c::kHi));  // a NaN is restored by nan_pass
-  return M::nan_pass(x, exp_f32_inrange<M>(xc));
-}
-
-/// tanh(u) = 1 - 2/(e^(2u) + 1) with halfmap's exp (include/halfmap/math.hpp, tanh_f32): every operation the
-/// same on every ISA, so SIMD and scalar agree bit for bit. 2u is exact; e^(2u) = inf gives 1 and e^(2u) = 0 gives
-/// -1, so no input overflows; NaN gives NaN.
-template <class M>
-HALFMAP_VEC_INLINE typename M::V tanh_f32_generic(typename M::V u) {
-  const typename M::V one = M::set1(1.0f);
-  const typename M::V e = exp_f32_generic<M>(M::add(u, u));
-  return M::nan_pass(u, M::sub(one, M::div(M::set1(2.0f), M::add(e, one))));
-}
-
-/// erf(z) by Abramowitz and Stegun 7.1.26 (absolute error of the formula at most 1.5e-7): for a = |z|,
-/// t = 1/(1 + p·a), erf(a) = 1 - t·(a1 + t·(a2 + t·(a3 + t·(a4 + t·a5))))·e^(-a²), the sign of z restored; every
-/// multiply-add fused, the exp halfmap's. The same operations on every ISA (include/halfmap/math.hpp, erf_f32).
-template <class M>
-HALFMAP_VEC_INLINE typename M::V erf_f32_generic(typename M::V z) {
-  using V = typename M::V;
-  const V zero = M::set1(0.0f), one = M::set1(1.0f);
-  const V a = M::max(z, M::sub(zero, z));  // |z| (a NaN is restored by nan_pass)
-  const V t = M::div(one, M::fma(M::set1(0.3275911f), a, one));
-  V q = M::set1(1.061405429f);
-  q = M::fma(q, t, M::set1(-1.453152027f));
-  q = M::fma(q, t, M::set1(1.421413741f));
-  q = M::fma(q, t, M::set1(-0.284496736f));
-  q = M::fma(q, t, M::set1(0.254829592f));
-  q = M::mul(q, t);
-  const V e = exp_f32_generic<M>(M::sub(zero, M::mul(a, a)));
-  return M::nan_pass(z, M::copysign(M::fma(M::sub(zero, q), e, one), z));
-}
-
-/// nn.hpp's H: an ISA's fp16 ops F16 with the register count of the fp16 sums (R, so `lanes` = F16::kW·R) and
-/// the exp on M. The register count belongs to the algorithm, not to the ISA's ops (the reductions use 8).
-template <class F16, class M, std::size_t R>
-struct Fp16Ops : F16 {
-  using Math = M;
-  static constexpr std::size_t kRegs = R;
-  static typename F16::HV exp_store(std::uint16_t* p, typename F16::HV t) {
-    return F16::exp_store_with(p, t, [](typename M::V x) { return exp_f32_generic<M>(x); });
-  }
-  /// exp_store for t in [kRowLo, kExpHi]: the same bits (exp_f32_inrange).
-  static typename F16::HV exp_store_inrange(std::uint16_t* p, typename F16::HV t) {
-    return F16::exp_store_with(p, t, [](typename M::V x) { return exp_f32_inrange<M, true>(x); });
-  }
-};
-
-/// Starts loading the cache lines of [p, p + bytes) (a hint: never faults, reads no data into registers).
-inline void prefetch_bytes(const void* p, std::size_t bytes) {
-  for (std::size_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(p) + b, 0, 3);
-}
 
 // ---- storage bit patterns and the exact row max ----------------------------------------------------------------
 
@@ -222,17 +125,6 @@ RowRange<kStorage> row_range_bits(const Elem* x, std::size_t n) {
 }
 
 // ---- f32-accumulating modes ----------------------------------------------------------------------------------
-
-/// e/s as q' = q + (e - q·s)·y with q = e·y and y = 1/s correctly rounded (neg_s = -s), two fused multiply-adds:
-/// the correctly rounded quotient, the bits of a division, when y is 1/s rounded, e, s, e/s and 1/s are normal
-/// and e/s is at least 2^-118 (Markstein's theorem: the remainder e - q·s is then exact and q within one ulp).
-/// e = +0 gives +0 as the division does. exp_pass_f32acc and softmax_row_f16 check those bounds per row; nn_test
-/// checks the identity against division.
-template <class M>
-typename M::V quotient_by_reciprocal(typename M::V e, typename M::V y, typename M::V neg_s) {
-  const typename M::V q = M::mul(e, y);
-  return M::fma(M::fma(q, neg_s, e), y, q);
-}
 
 /// What pass 2 of an f32 row leaves for pass 3: s = Σ e_j, and whether e_j / s may be computed by
 /// quotient_by_reciprocal (every e_j normal or zero, s ≤ 2^60 finite).
@@ -338,19 +230,6 @@ typename S::Elem quotient_at(const float* e, RowSum sum, std::size_t j) {
   return b[0];
 }
 
-/// Stores q's first n lanes, rounded to the storage type, at p.
-template <class S>
-void store_lanes(typename S::Elem* p, typename S::M::V q, std::size_t n) {
-  using Elem = typename S::Elem;
-  if (n == S::M::kW) {
-    S::store(p, q);
-  } else {
-    Elem b[S::M::kW];
-    S::store(b, q);
-    std::memcpy(p, b, n * sizeof(Elem));
-  }
-}
-
 /// One softmax row in f32: e_j = exp(x_j - m) (or exp(x_j)), s = Σ e_j in any order, y_j = store(e_j / s).
 /// `e` is scratch for cols rounded up to a whole block of 4·kW floats; `next` the next row's x, or null. y may
 /// equal x (it is prefetched during pass 2, then written).
@@ -365,30 +244,6 @@ void softmax_row_f32acc(const typename S::Elem* x, typename S::Elem* y, std::siz
 
 // ---- fp16 modes --------------------------------------------------------------------------------------------
 
-/// Stores v's first n ≤ kW fp16 lanes at p with every NaN made the canonical 0x7E00 (the outputs of the fp16
-/// kernels that write elementwise: norm.hpp, gelu.hpp); nothing past p + n is written.
-template <class H>
-void store_canon_lanes(std::uint16_t* p, typename H::HV v, std::size_t n) {
-  if (n >= H::kW) {
-    H::store(p, H::canon(v));
-  } else {
-    std::uint16_t b[H::kW];
-    H::store(b, H::canon(v));
-    std::memcpy(p, b, n * sizeof(std::uint16_t));
-  }
-}
-
-/// Folds kRegs registers of kW lanes (lane r·kW + k) in f16_model::fold_lanes' order and returns lane 0's bits.
-template <class H>
-std::uint16_t fold_lanes_vec(typename H::HV* acc) {
-  for (std::size_t w = H::kRegs / 2; w >= 1; w /= 2) {
-    for (std::size_t r = 0; r < w; ++r) acc[r] = H::add(acc[r], acc[r + w]);
-  }
-  typename H::HV v = acc[0];
-  for (unsigned w = H::kW / 2; w >= 1; w /= 2) v = H::add(v, H::rot(v, w));
-  return H::lane0(v);
-}
-
 /// One softmax row in fp16 arithmetic: t_j = x_j - m (stable) rounded, e_j = fp16 exp(t_j) written to y,
 /// s = Σ e_j over L lanes, then y_j = canon(e_j / s). y may equal x. `next` (the next row's x) and `out` (cols
 /// values written after this row's pass 2: the next row's y, or xent's dlogits) are prefetched during pass 2, each
@@ -400,14 +255,6 @@ std::uint16_t fold_lanes_vec(typename H::HV* acc) {
 /// nonzero, every e_j is finite, so no quotient is NaN (canon is the identity) and e_j / s, rounded once to fp16,
 /// is quotient_by_reciprocal's correctly rounded f32 quotient rounded: e_j and s are fp16 values, normal in f32
 /// (or e_j = 0), s ≤ 65504, so 1/s is normal and e_j / s ≥ 2^-24 / 65504 > 2^-118.
-/// Whether H is a per-operation fp16 type on F16C: its fp16 values live widened in the f32 math's registers (HV is
-/// M::V) and H::round rounds one to fp16, so exp_store_with(p, t, f) is round(f(t)) (plus the store to p), and f
-/// may as well run on several registers at once (Lanes<M, R>) before each is rounded and stored.
-template <class H>
-concept F16cRoundTrip = std::is_same_v<typename H::HV, typename H::Math::V> && requires(typename H::HV v) {
-  { H::round(v) } -> std::same_as<typename H::HV>;
-};
-
 template <class H, bool kStable>
 void softmax_row_f16(const std::uint16_t* x, std::uint16_t* y, std::size_t cols, const std::uint16_t* next,
                      const std::uint16_t* out) {
