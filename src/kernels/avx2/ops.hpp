@@ -127,7 +127,7 @@ struct F16 : detail::F16ViaF32<F32, F16> {
   }
 };
 
-/// 32-bit integer lanes on one ymm register (8 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
+/// 32-bit integer lanes on one ymm register (8 lanes): the fp8 conversions (kernels/common/fp8_codec.hpp).
 struct I32 : detail::IntOperators<Tag, detail::VecOf<std::uint32_t, 32>, detail::VecOf<std::int32_t, 32>,
                                   detail::VecOf<std::uint64_t, 32>> {
   using I = __m256i;

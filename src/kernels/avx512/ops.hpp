@@ -104,7 +104,7 @@ struct F16T : detail::F16ViaF32<F32T<Tag>, F16T<Tag>> {
   }
 };
 
-/// 32-bit integer lanes on one zmm register (16 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
+/// 32-bit integer lanes on one zmm register (16 lanes): the fp8 conversions (kernels/common/fp8_codec.hpp).
 template <class Tag>
 struct I32T : detail::IntOperators<Tag, detail::VecOf<std::uint32_t, 64>, detail::VecOf<std::int32_t, 64>> {
   using I = __m512i;
@@ -137,7 +137,7 @@ using F32 = F32T<Tag>;
 using F16 = F16T<Tag>;
 using I32 = I32T<Tag>;
 
-/// The fp8 conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode) on 16 values: as
+/// The fp8 conversions through fp16 (kernels/common/fp8_codec.hpp's half_encode, half_decode) on 16 values: as
 /// 16-bit lanes on a ymm register (U) and as float32 on a zmm (F). vcvtps2ph rounds to nearest even (halfmap
 /// never changes MXCSR's rounding), vcvtph2ps widens exactly, both keep subnormals (FTZ and DAZ off). The lane
 /// masks of the comparisons become U vectors through vpmovm2w (AVX512BW/VL). The avx512 path decodes with it.

@@ -5,7 +5,7 @@
 //   F32Operators  the f32 vector arithmetic that a GCC vector type has as operators: add, sub, mul, div;
 //                 GCC's intrinsics are defined as exactly these (_mm256_add_ps is (__v8sf)A + (__v8sf)B,
 //                 _mm512_div_ps (__v16sf)A / (__v16sf)B, vaddq_f32 a + b), so they compile to the same code
-//   IntOperators  the same for the integer lanes of the fp8 conversions (fp8_convert.hpp's O and H):
+//   IntOperators  the same for the integer lanes of the fp8 conversions (fp8_codec.hpp's O and H):
 //                 _mm256_add_epi32 is (__v8su)A + (__v8su)B, _mm512_and_si512 (__v16su)A & (__v16su)B,
 //                 _mm256_cmpgt_epi32 (__v8si)A > (__v8si)B, vceqq_u16 a == b
 //   F16ViaF32     fp16 arithmetic per operation on an ISA's f32 vectors (avx2, avx512: F16C's conversions)

@@ -67,7 +67,7 @@ struct F32T : detail::F32Operators<Tag> {
   }
 };
 
-/// 32-bit integer lanes on one q register (4 lanes): the fp8 conversions (kernels/common/fp8_convert.hpp).
+/// 32-bit integer lanes on one q register (4 lanes): the fp8 conversions (kernels/common/fp8_codec.hpp).
 template <class Tag>
 struct I32T : detail::IntOperators<Tag, uint32x4_t, int32x4_t, uint32x4_t, float32x4_t> {
   using I = uint32x4_t;

@@ -52,7 +52,7 @@ struct F16 : detail::NativeF16Ops<F32, F16> {
   static std::uint16_t lane0(V v) { return vgetq_lane_u16(vreinterpretq_u16_f16(v), 0); }
 };
 
-/// The fp8 conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode): 8 values at once,
+/// The fp8 conversions through fp16 (kernels/common/fp8_codec.hpp's half_encode, half_decode): 8 values at once,
 /// as 16-bit lanes on one q register (U) and as float32 on two (F). fcvtn rounds to fp16 to nearest even (FPCR's
 /// default mode, which halfmap never changes), fcvtl widens exactly.
 struct H16 : detail::IntOperators<Tag, uint16x8_t, uint16x8_t> {

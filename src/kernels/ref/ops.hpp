@@ -12,7 +12,7 @@ namespace halfmap::paths::ref {
 
 struct Tag {};
 
-/// One 32-bit "lane": the fp8 conversions of kernels/common/fp8_convert.hpp run one value at a time, the same
+/// One 32-bit "lane": the fp8 conversions of kernels/common/fp8_codec.hpp run one value at a time, the same
 /// integer algorithm as the SIMD paths, in portable C++.
 struct I32 {
   using I = std::uint32_t;
