@@ -13,7 +13,7 @@
 namespace halfmap::paths::avx512 {
 namespace {
 
-// fp8 and MX conversions: encoded on 32-bit integer lanes (fp8_convert.hpp), decoded through fp16 (half_decode:
+// fp8 and MX conversions: encoded on 32-bit integer lanes (fp8_codec.hpp), decoded through fp16 (half_decode:
 // the element's bits placed in fp16's, vcvtph2ps). Measured on Zen 5 at l1, in paired runs: decoding through fp16
 // 1.12x (E4M3) and 1.53x (E5M2) the integer decode; encoding through fp16 0.38-0.41x the integer encode (vcvtps2ph
 // of a zmm is slow there), so encoding keeps the integers.

@@ -13,7 +13,7 @@ namespace {
 
 /// The neonfp16 path's traits (kernels/common/rows.hpp).
 struct Traits : detail::PathTypes<Isa::neonfp16, Tag, F32, F16> {
-  /// fp8 and MX conversions through fp16 (kernels/common/fp8_convert.hpp's half_encode, half_decode), 8 values per
+  /// fp8 and MX conversions through fp16 (kernels/common/fp8_codec.hpp's half_encode, half_decode), 8 values per
   /// step where neon's integer algorithm does 4.
   using Conversions = detail::HalfConversions<H16, kIsa>;
   static constexpr std::size_t kReduceRegs = 8, kNnRegs = 4;
