@@ -37,6 +37,7 @@
 
 #include "bench_roof.hpp"
 #include "bench_util.hpp"
+#include "halfmap/isa_arith.hpp"
 #include "roof/roof_isa.hpp"
 
 namespace halfmap::bench {
@@ -128,14 +129,15 @@ void run_fma(benchmark::State& state, Isa isa, bool f16c) {
 
 /// The FMA roof a dense kernel is compared with: its own ISA's peak for the arithmetic it does. f32 arithmetic
 /// (f32, f16_f32acc, and the F16C/AVX2/AVX-512 f16 and f16_model kernels, which compute in f32 and round to fp16
-/// per operation) against the f32 FMA of its ISA family; fp16 arithmetic on avx512fp16 and neonfp16 against the
-/// fp16 FMA; bf16_f32acc on avx512bf16 against vdpbf16ps; neonfhm (f16_f32acc only) against FMLAL. ref: none.
+/// per operation) against the f32 FMA of its ISA family (isa_f32_path); fp16 arithmetic on avx512fp16 and neonfp16
+/// against the fp16 FMA; bf16_f32acc on avx512bf16 against vdpbf16ps; neonfhm (f16_f32acc only) against FMLAL.
+/// ref: none.
 std::optional<Isa> compute_roof_isa(const Kernel& k) {
   switch (k.isa) {
     case Isa::ref: return std::nullopt;
-    case Isa::avx512bf16: return k.mode == Mode::bf16_f32acc ? Isa::avx512bf16 : Isa::avx512;
-    case Isa::avx512fp16: return k.mode == Mode::f16 ? Isa::avx512fp16 : Isa::avx512;
-    case Isa::neonfp16: return k.mode == Mode::f16 ? Isa::neonfp16 : Isa::neon;
+    case Isa::avx512bf16: return k.mode == Mode::bf16_f32acc ? Isa::avx512bf16 : isa_f32_path(k.isa);
+    case Isa::avx512fp16: return k.mode == Mode::f16 ? Isa::avx512fp16 : isa_f32_path(k.isa);
+    case Isa::neonfp16: return k.mode == Mode::f16 ? Isa::neonfp16 : isa_f32_path(k.isa);
     case Isa::sve: return k.mode == Mode::f16 ? std::nullopt : std::optional<Isa>(Isa::sve);  // f32 FMLA only
     default: return k.isa;
   }
@@ -222,7 +224,7 @@ void measure_roofs(double seconds) {
 }
 
 void add_f16c_roof_fraction(benchmark::State& state, const Kernel& k, double flops_per_call) {
-  if (k.mode != Mode::f16 || (k.isa != Isa::avx2 && k.isa != Isa::avx512)) return;
+  if (k.mode != Mode::f16 || !isa_f16_per_op(k.isa)) return;
   const double roof = roofs().f16c[static_cast<std::size_t>(k.isa)];
   if (roof <= 0) return;
   state.counters["f16c_roof_fraction"] =
