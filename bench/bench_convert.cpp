@@ -22,7 +22,7 @@
 //   bytes_moved_per_second  bytes read + written per second (5 per element either way; mx_quantize 5 + 1/32;
 //                           the roundings 8, float32 in and out);
 //   n                       elements per call (not a rate);
-//   roof_fraction           bytes_moved_per_second / the copy roof of the level (bench_roof.cpp): a conversion
+//   roof_fraction           bytes_moved_per_second / the copy roof of the level (bench_roof_memory.cpp): a conversion
 //                           streams its input to its output like a copy, whose bytes moved it is compared with.
 // Label: op=<suite> mode=fp8 (mx) isa=<isa> storage=<format> roof=copy/<level>.
 #include <cstdint>

@@ -29,7 +29,7 @@
 //   n                    elements of p or x per call (not a rate);
 //   roof_fraction        mse: bytes_per_second / the read roof of the level measured at startup; softmax,
 //                        softmax_naive, xent, the norms and GELU: bytes_moved_per_second / the copy roof of the level
-//                        (bench_roof.cpp), since they write as many bytes as they read.
+//                        (bench_roof_memory.cpp), since they write as many bytes as they read.
 // Label: the kernel's op, mode, isa, storage and roof=read/<level> (mse) or roof=copy/<level> (label_kernel,
 // bench_util.hpp).
 #include <cstdint>

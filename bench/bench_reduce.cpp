@@ -4,7 +4,7 @@
 //   bytes_per_second     bytes of input read per second (x, plus y for dot);
 //   elements_per_second  elements of x per second (a dot element is one x[i]*y[i] pair);
 //   n                    elements per input array, per call (not a rate);
-//   roof_fraction        bytes_per_second / the read roof of the level measured at startup (bench_roof.cpp);
+//   roof_fraction        bytes_per_second / the read roof of the level measured at startup (bench_roof_memory.cpp);
 //   f16c_roof_fraction   per-operation f16 sum, sumsq and dot of avx2 and avx512: 2 flops per element (each one
 //                        rounded add or FMA, one F16C round trip) per second / the F16C roof of the ISA.
 // Label: the kernel's op, mode, isa, storage and roof=read/<level> (label_kernel, bench_util.hpp).

@@ -1,6 +1,6 @@
-// The baseline read and copy loops of the roofs (bench_roof.cpp): 16-byte vectors written with GCC/Clang vector
+// The baseline read and copy loops of the roofs (bench_roof_memory.cpp): 16-byte vectors written with GCC/Clang vector
 // extensions (SSE2 or NEON, no ISA flags), and SSE2's streaming stores on x86-64, in every shape (roof_isa.hpp's
-// kShapeRegs). bench_roof.cpp uses them where no enabled ISA has wider loops.
+// kShapeRegs). bench_roof_memory.cpp uses them where no enabled ISA has wider loops.
 #include <cstring>
 
 #if defined(__x86_64__)

@@ -29,12 +29,12 @@ using CopyFn = void (*)(const unsigned char* src, unsigned char* dst, std::size_
 ///          reps * flops_per_rep floating-point operations.
 ///   read:  per shape (kShapeRegs[i] registers a step), sums the 64-bit words of p[0, bytes) with the ISA's
 ///          widest loads into independent integer accumulators; bytes a multiple of kStepBytes. All null where
-///          the ISA adds no wider load than the baseline's (16-byte SSE2/NEON), which bench_roof.cpp provides.
+///          the ISA adds no wider load than the baseline's (16-byte SSE2/NEON), which roof_baseline.cpp provides.
 ///   copy:  per shape, copies src[0, bytes) to dst with the same loads as read and ordinary stores of the same
 ///          width. Null exactly where read is. Also timed with src == dst (in place).
 ///   copy_nt: per shape, the same with non-temporal stores (dst aligned to the store width), which skip the read
 ///          for ownership that an ordinary store pays at DRAM sizes. Null where the ISA has none wider than the
-///          baseline's; the copy roof is the fastest of the stores and shapes (bench_roof.cpp).
+///          baseline's; the copy roof is the fastest of the stores and shapes (bench_roof_memory.cpp).
 ///   f16c:  the F16C round trip: reps x `accumulators` independent chains of vfmadd*ps, each result rounded to
 ///          fp16 (vcvtps2ph, round to nearest even) and widened back (vcvtph2ps) before the next FMA of its chain,
 ///          as the per-operation f16 kernels do (docs/numerics.md); no loads. Performs reps * f16c_flops_per_rep

@@ -19,6 +19,7 @@
 #include "cli/command.hpp"
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
+#include "halfmap/isa_arith.hpp"
 #include "halfmap/parallel.hpp"
 #include "halfmap/kernel_spec.hpp"
 #include "halfmap/conversions.hpp"
@@ -187,8 +188,9 @@ std::string format_text(const FpEnv& env) {
   return fmt::to_string(line.out);
 }
 
-/// What the Python tools (tools/benchreport/) would otherwise retype: every op's row of ops.hpp, the modes, and
-/// the ISA paths with their architecture. After every other key, so that those read as they always did.
+/// What the Python tools (tools/benchreport/) would otherwise retype: every op's row of ops.hpp, the modes, the
+/// ISA paths with their architecture, and (added later, so after them) each path's arithmetic (isa_arith.hpp) and
+/// the scaled modes (is_scaled). After every other key, so that those read as they always did.
 void vocabulary_json(nlohmann::ordered_json& j) {
   using json = nlohmann::ordered_json;
   j["ops"] = json::array();
@@ -204,6 +206,15 @@ void vocabulary_json(nlohmann::ordered_json& j) {
   for (Mode m : kAllModes) j["modes"].push_back(mode_name(m));
   j["isa_paths"] = json::array();
   for (Isa isa : kAllIsas) j["isa_paths"].push_back({{"name", isa_name(isa)}, {"arch", isa_arch(isa)}});
+  j["isa_arithmetic"] = json::array();
+  for (Isa isa : kAllIsas) {
+    j["isa_arithmetic"].push_back(
+        {{"name", isa_name(isa)}, {"f32_path", isa_name(isa_f32_path(isa))}, {"f16_per_op", isa_f16_per_op(isa)}});
+  }
+  j["scaled_modes"] = json::array();
+  for (Mode m : kAllModes) {
+    if (is_scaled(m)) j["scaled_modes"].push_back(mode_name(m));
+  }
 }
 
 std::string format_json(const FpEnv& env) {

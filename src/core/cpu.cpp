@@ -1,4 +1,5 @@
 #include "halfmap/cpu.hpp"
+#include "halfmap/isa_arith.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -26,23 +27,25 @@ struct IsaInfo {
   std::string_view requirements;
   bool x86;
   int rank;  // position in its architecture's chain; the HALFMAP_ISA cap admits ranks at or below its own
+  Isa f32;          // isa_f32_path (halfmap/isa_arith.hpp)
+  bool f16_per_op;  // isa_f16_per_op
 };
 
 constexpr IsaInfo kIsaInfo[] = {
-    {Isa::ref, "ref", "portable scalar C++", true, 0},
-    {Isa::avx2, "avx2", "AVX2 + FMA + F16C", true, 1},
-    {Isa::avx512, "avx512", "AVX-512F/BW/VL (+ AVX2, FMA, F16C)", true, 2},
-    {Isa::avx512bf16, "avx512bf16", "AVX-512F/BW/VL + AVX512-BF16", true, 3},
-    {Isa::avx512fp16, "avx512fp16", "AVX-512F/BW/VL + AVX512-FP16", true, 4},
-    {Isa::neon, "neon", "arm64 Advanced SIMD", false, 1},
-    {Isa::neonfp16, "neonfp16", "ARMv8.2-A FP16 (fphp + asimdhp)", false, 2},
+    {Isa::ref, "ref", "portable scalar C++", true, 0, Isa::ref, false},
+    {Isa::avx2, "avx2", "AVX2 + FMA + F16C", true, 1, Isa::avx2, true},
+    {Isa::avx512, "avx512", "AVX-512F/BW/VL (+ AVX2, FMA, F16C)", true, 2, Isa::avx512, true},
+    {Isa::avx512bf16, "avx512bf16", "AVX-512F/BW/VL + AVX512-BF16", true, 3, Isa::avx512, false},
+    {Isa::avx512fp16, "avx512fp16", "AVX-512F/BW/VL + AVX512-FP16", true, 4, Isa::avx512, false},
+    {Isa::neon, "neon", "arm64 Advanced SIMD", false, 1, Isa::neon, false},
+    {Isa::neonfp16, "neonfp16", "ARMv8.2-A FP16 (fphp + asimdhp)", false, 2, Isa::neon, false},
     // Rank 3 is the first sibling rank (isa_enabled): x86 has two siblings there, arm64 for now one path.
-    {Isa::neonfhm, "neonfhm", "FEAT_FHM FMLAL (asimdfhm + neonfp16)", false, 3},
+    {Isa::neonfhm, "neonfhm", "FEAT_FHM FMLAL (asimdfhm + neonfp16)", false, 3, Isa::neonfhm, false},
     // A sibling of neonfhm (as avx512fp16 of avx512bf16): a cap at either excludes the other.
-    {Isa::neonbf16, "neonbf16", "FEAT_BF16 BFDOT/BFMMLA (bf16 + neon)", false, 4},
-    {Isa::sve, "sve", "SVE, any vector length (sve + neonfp16)", false, 5},
+    {Isa::neonbf16, "neonbf16", "FEAT_BF16 BFDOT/BFMMLA (bf16 + neon)", false, 4, Isa::neonbf16, false},
+    {Isa::sve, "sve", "SVE, any vector length (sve + neonfp16)", false, 5, Isa::sve, false},
     // Above every cap: a peer library's kernels run only when no HALFMAP_ISA cap is set.
-    {Isa::peer, "peer", "a peer library linked into this binary (src/peers/)", kHostIsX86, 100},
+    {Isa::peer, "peer", "a peer library linked into this binary (src/peers/)", kHostIsX86, 100, Isa::peer, false},
 };
 
 const IsaInfo& info(Isa isa) { return kIsaInfo[static_cast<int>(isa)]; }
@@ -156,6 +159,8 @@ std::string valid_names() {
 
 std::string_view isa_name(Isa isa) { return info(isa).name; }
 std::string_view isa_requirements(Isa isa) { return info(isa).requirements; }
+Isa isa_f32_path(Isa isa) { return info(isa).f32; }
+bool isa_f16_per_op(Isa isa) { return info(isa).f16_per_op; }
 std::string_view isa_arch(Isa isa) {
   if (isa == Isa::ref || isa == Isa::peer) return "any";
   return info(isa).x86 ? "x86-64" : "arm64";

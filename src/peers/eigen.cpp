@@ -108,10 +108,9 @@ Library eigen_library() {
            reduce_peer("eigen_f16_sumsq__peer", Op::sumsq, Mode::f16, DType::f16, reduce<h, 1>, 5e-2),
            reduce_peer("eigen_f32_maxabs__peer", Op::maxabs, Mode::f32, DType::f32, reduce<float, 2>, 0),
            reduce_peer("eigen_f16_maxabs__peer", Op::maxabs, Mode::f16, DType::f16, reduce<h, 2>, 0),
-           timed_dense_peer<prepare_product<float>>("eigen_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5, kIsa,
-                                                    false),
-           timed_dense_peer<prepare_product<h>>("eigen_f16_dense_fwd__peer", Mode::f16, DType::f16, 2e-2, kIsa,
-                                                false)},
+           timed_peer<prepare_product<float>>("eigen_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5,
+                                              {.isa = kIsa}),
+           timed_peer<prepare_product<h>>("eigen_f16_dense_fwd__peer", Mode::f16, DType::f16, 2e-2, {.isa = kIsa})},
           {},
           detail + "; timed: Y.noalias() = X * W, then Y.rowwise() += b"};
 }

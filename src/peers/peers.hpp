@@ -1,6 +1,7 @@
 // The one interface of the peer libraries (oneDNN, XNNPACK, Eigen, OpenBLAS, PyTorch). Each library has one adapter,
-// src/peers/<lib>.cpp, compiled only when CMake found the library, whose <lib>_library() lists its peers. Two
-// binaries use them:
+// src/peers/<lib>.cpp (with any files beside it, cmake/peers.cmake's HALFMAP_PEER_SOURCES_<lib>: oneDNN's per
+// primitive), compiled only when CMake found the library, whose <lib>_library() lists its peers. Two binaries use
+// them:
 //   * the `halfmap` CLI maps them as paths of the sweep (registry.cpp: each mapped peer checked on this CPU, then
 //     handed to halfmap::kernels() through src/kernels/registry.cpp's weak reference);
 //   * halfmap_bench times them (bench/bench_peers.cpp: each timed peer checked on this CPU, then registered as
@@ -16,7 +17,7 @@
 //
 // A timed peer also has its call split into a preparation (library objects created, operands converted, weights
 // transposed and packed: untimed) and a run (what halfmap_bench times): Timing. Its kernel's function is the
-// prepared call run once (dense_call, softmax_call, norm_call), so the check checks the code that is timed.
+// prepared call run once (prepared_call, set by timed_peer), so the check checks the code that is timed.
 #pragma once
 
 #include <memory>
@@ -58,20 +59,6 @@ class Prepared {
 using PrepareDense = std::unique_ptr<Prepared> (*)(const DenseArgs&, unsigned threads);
 using PrepareSoftmax = std::unique_ptr<Prepared> (*)(const SoftmaxArgs&);
 using PrepareNorm = std::unique_ptr<Prepared> (*)(const NormArgs&);
-
-/// The prepared call run once on one thread: the kernel function of a timed peer.
-template <PrepareDense prepare>
-void dense_call(const DenseArgs& a) {
-  prepare(a, 1)->run();
-}
-template <PrepareSoftmax prepare>
-void softmax_call(const SoftmaxArgs& a) {
-  prepare(a)->run();
-}
-template <PrepareNorm prepare>
-void norm_call(const NormArgs& a) {
-  prepare(a)->run();
-}
 
 /// How halfmap_bench times a peer: the preparation of its op (the others null), and its label's facts.
 struct Timing {
@@ -174,31 +161,48 @@ inline Peer attention_peer(std::string_view name, Op op, Mode mode, DType storag
   return {k, tol};
 }
 
-/// Timed peer entries: the kernel runs the prepared call once. `isa` and `threaded`: Timing's; `mapped` false for
-/// a peer only halfmap_bench times.
-template <PrepareDense prepare>
-Peer timed_dense_peer(std::string_view name, Mode mode, DType storage, double tol, std::string isa, bool threaded,
-                      bool mapped = true) {
-  Peer p = dense_peer(name, mode, storage, dense_call<prepare>, tol);
-  p.mapped = mapped;
-  p.timing = {prepare, nullptr, nullptr, std::move(isa), threaded};
-  return p;
+/// Each op halfmap_bench times, by the type of its preparation: the op, the Timing member and the Kernel function
+/// it sets, and the preparation of a kernel's call (one thread).
+template <class Prepare>
+struct TimedOp;
+template <>
+struct TimedOp<PrepareDense> {
+  static constexpr Op op = Op::dense_fwd;
+  static constexpr PrepareDense Timing::*timing = &Timing::dense;
+  static constexpr DenseFn Kernel::*fn = &Kernel::dense;
+  static std::unique_ptr<Prepared> once(PrepareDense p, const DenseArgs& a) { return p(a, 1); }
+};
+template <>
+struct TimedOp<PrepareSoftmax> {
+  static constexpr Op op = Op::softmax;
+  static constexpr PrepareSoftmax Timing::*timing = &Timing::softmax;
+  static constexpr SoftmaxFn Kernel::*fn = &Kernel::softmax;
+  static std::unique_ptr<Prepared> once(PrepareSoftmax p, const SoftmaxArgs& a) { return p(a); }
+};
+template <>
+struct TimedOp<PrepareNorm> {
+  static constexpr Op op = Op::layernorm;
+  static constexpr PrepareNorm Timing::*timing = &Timing::norm;
+  static constexpr NormFn Kernel::*fn = &Kernel::norm;
+  static std::unique_ptr<Prepared> once(PrepareNorm p, const NormArgs& a) { return p(a); }
+};
+
+/// The prepared call run once on one thread: the kernel function of a timed peer.
+template <auto prepare, class Args>
+void prepared_call(const Args& a) {
+  TimedOp<decltype(prepare)>::once(prepare, a)->run();
 }
-template <PrepareSoftmax prepare>
-Peer timed_softmax_peer(std::string_view name, Mode mode, DType storage, double tol, std::string isa,
-                        bool mapped = true) {
-  Peer p = softmax_peer(name, mode, storage, softmax_call<prepare>, tol);
-  p.mapped = mapped;
-  p.timing = {nullptr, prepare, nullptr, std::move(isa), false};
-  return p;
-}
-template <PrepareNorm prepare>
-Peer timed_norm_peer(std::string_view name, Mode mode, DType storage, double tol, std::string isa,
-                     bool mapped = true) {
-  Peer p = norm_peer(name, Op::layernorm, mode, storage, norm_call<prepare>, tol);
-  p.mapped = mapped;
-  p.timing = {nullptr, nullptr, prepare, std::move(isa), false};
-  return p;
+
+/// A timed peer entry, of the op of `prepare` (a PrepareDense, PrepareSoftmax or PrepareNorm): its kernel runs the
+/// prepared call once, and `timing` (its isa and threaded; the preparation is set here) says how halfmap_bench
+/// times it. `mapped` false for a peer only halfmap_bench times.
+template <auto prepare>
+Peer timed_peer(std::string_view name, Mode mode, DType storage, double tol, Timing timing, bool mapped = true) {
+  using T = TimedOp<decltype(prepare)>;
+  Kernel k{name, T::op, mode, Isa::peer, storage, 1, FmaKind::none};
+  k.*T::fn = prepared_call<prepare>;
+  timing.*T::timing = prepare;
+  return {k, tol, mapped, std::move(timing)};
 }
 
 // Each is defined in src/peers/<lib>.cpp, only when that library was found; called once per process, through

@@ -140,11 +140,9 @@ Library xnnpack_library() {
           fmt::format("XNNPACK {} (Debian package version); fully-connected and softmax operators per call, NULL "
                       "pthreadpool (1 thread), W transposed to N×K",
                       HALFMAP_PEER_XNNPACK_VERSION),
-          {timed_dense_peer<prepare_fully_connected<float>>("xnnpack_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5,
-                                                            "", false),
-           timed_dense_peer<prepare_fully_connected<f16>>("xnnpack_f16_dense_fwd__peer", Mode::f16, DType::f16, 2e-2,
-                                                          "", false),
-           timed_softmax_peer<prepare_softmax>("xnnpack_f32_softmax__peer", Mode::f32, DType::f32, 1e-5, "")},
+          {timed_peer<prepare_fully_connected<float>>("xnnpack_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5, {}),
+           timed_peer<prepare_fully_connected<f16>>("xnnpack_f16_dense_fwd__peer", Mode::f16, DType::f16, 2e-2, {}),
+           timed_peer<prepare_softmax>("xnnpack_f32_softmax__peer", Mode::f32, DType::f32, 1e-5, {})},
           {},
           fmt::format("XNNPACK {} (Debian package version); 1 thread: NULL pthreadpool on every operator (runs on the "
                       "calling thread); fully connected: W transposed to N×K and packed by XNNPACK at operator "

@@ -10,7 +10,7 @@ import tempfile
 
 from .markdown import LEVELS, size_key
 from .results import Results, is_peer, peer_label
-from .roofs import COPY_OPS, Roofs
+from .roofs import Roofs
 from .threads import SUITES as THREAD_SUITES, thread_counts
 
 MODE_COLOURS = {"f32": "tab:blue", "f16_f32acc": "tab:green", "f16": "tab:orange", "bf16_f32acc": "tab:purple",
@@ -83,7 +83,7 @@ class Charts:
     def memory_panel(self, ax, op, suite):
         results, xs = self.results, list(range(len(LEVELS)))
         # softmax and xent write as many bytes as they read: the bytes read a copy allows are half the copy roof.
-        copies = op in COPY_OPS
+        copies = op in results.rules.copy_ops
         levels = self.roofs.copy if copies else self.roofs.read
         roof = [(x, levels[lv] / (2 if copies else 1)) for x, lv in zip(xs, LEVELS) if levels.get(lv)]
         if roof:

@@ -157,6 +157,47 @@ class Ops(collections.namedtuple("Ops", "reduce dense nn attention")):
         return "reduce" if op in self.reduce else op
 
 
+# What halfmap_bench does by op and ISA path, from `halfmap info --json` too: the ops its nn family compares with the
+# copy roof (bench/bench_nn.cpp: all but the losses, which write nothing back; "ops", each row's kind), each path's
+# arithmetic ("isa_arithmetic": include/halfmap/isa_arith.hpp) and the scaled modes ("scaled_modes"). An info.json
+# published before those keys gets PUBLISHED_RULES, the facts as they were then (op_table_test checks them against
+# `halfmap info --json`).
+PUBLISHED_RULES = {
+    "copy_ops": ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh"),
+    "f16_per_op_isas": ("avx2", "avx512"),
+    "f32_paths": {"avx512bf16": "avx512", "avx512fp16": "avx512", "neonfp16": "neon"},
+    "scaled_modes": ("fp8_f32acc", "mxfp8_f32acc"),
+}
+
+
+class Rules(collections.namedtuple("Rules", "copy_ops f16_per_op_isas f32_paths scaled_modes")):
+    """copy_ops: the suites compared with the copy roof (bytes read + written), the fp8 and MX conversions
+    (FP8_OPS) among them; f16_per_op_isas: the paths whose f16 kernels round every f32 operation to fp16 (F16C),
+    which the F16C round-trip roof bounds; f32_paths: {path: the path whose f32 kernels and f32 FMA it uses}, for
+    the paths that have none of their own; scaled_modes: the modes that scale to fp8 before they compute."""
+
+    @classmethod
+    def of(cls, info):
+        info = info if isinstance(info, dict) else {}
+        rules = dict(PUBLISHED_RULES)
+        if info.get("ops"):
+            rules["copy_ops"] = tuple(row.get("name") for row in info["ops"]
+                                      if row.get("bench_family") == "nn" and row.get("kind") != "loss")
+        if info.get("isa_arithmetic"):
+            rows = info["isa_arithmetic"]
+            rules["f16_per_op_isas"] = tuple(row.get("name") for row in rows if row.get("f16_per_op"))
+            rules["f32_paths"] = {row.get("name"): row.get("f32_path") for row in rows
+                                  if row.get("f32_path") != row.get("name")}
+        if info.get("scaled_modes"):
+            rules["scaled_modes"] = tuple(info["scaled_modes"])
+        rules["copy_ops"] += FP8_OPS
+        return cls(**rules)
+
+    def f32_path(self, isa):
+        """The path whose f32 kernels a kernel of path `isa` is compared with: its own, or the one it extends."""
+        return self.f32_paths.get(isa, isa)
+
+
 def info_facts(info):
     """{kernel name: {op, mode, isa, storage}} from `halfmap info --json`."""
     kernels = info.get("kernels", []) if isinstance(info, dict) else []
@@ -221,6 +262,7 @@ class Results:
         self.run_cells, self.run_spreads = {}, {}
         self.info = info_facts(info)
         self.ops = Ops.of(info)
+        self.rules = Rules.of(info)
         main, by_run = ({}, {}, {}), ({}, {}, {})
         for b in benchmarks or []:
             if isinstance(b, dict):

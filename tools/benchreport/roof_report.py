@@ -5,7 +5,7 @@ import statistics
 
 from .markdown import LEVELS, fmt_unit, level_key, table
 from .results import number
-from .roofs import COPY_OPS, F16C_ISAS, F16C_OPS, F16C_WHAT, FMA_WHAT, f16c_fraction, roof_fraction, roof_name
+from .roofs import F16C_OPS, F16C_WHAT, FMA_WHAT, f16c_fraction, roof_fraction, roof_name
 
 
 ROOF_FRACTION_TEXT = (
@@ -131,10 +131,11 @@ def roof_defects(results, roofs):
         if suite == "roof" or suite.endswith("_threads"):  # the roofs are one core's; those run on several
             continue
         checks = [(roof_fraction(results, roofs, suite, kernel, arg)[0],
-                   f"copy/{arg}" if suite in COPY_OPS else roof_name(results, roofs, suite, kernel)
+                   f"copy/{arg}" if suite in results.rules.copy_ops else roof_name(results, roofs, suite, kernel)
                    if suite in results.ops.compute else f"read/{arg}")]
         facts = results.facts(kernel)
-        if facts.mode == "f16" and facts.isa in F16C_ISAS and (suite in results.ops.compute or facts.op in F16C_OPS):
+        per_op_f16 = facts.mode == "f16" and facts.isa in results.rules.f16_per_op_isas
+        if per_op_f16 and (suite in results.ops.compute or facts.op in F16C_OPS):
             checks.append((f16c_fraction(results, roofs, suite, kernel, arg)[0], f"f16c/{facts.isa}"))
         for frac, name in checks:
             if frac is not None and frac > 1 + margin:

@@ -24,11 +24,9 @@ roof of their arithmetic on this machine.
 
 import re
 
-from .results import FP8_OPS, is_peer, number
+from .results import is_peer, number
 
-COPY_OPS = ("softmax", "softmax_naive", "xent", "layernorm", "rmsnorm", "gelu", "gelu_tanh") + FP8_OPS
 STORAGE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
-F16C_ISAS = ("avx2", "avx512")
 F16C_OPS = ("sum", "sumsq", "dot")  # one rounded add or FMA per element; maxabs rounds nothing
 F16C_WHAT = {
     "avx2": "vfmadd*ps + vcvtps2ph + vcvtph2ps ymm, each FMA rounded to fp16 and back",
@@ -147,7 +145,7 @@ def roof_fraction(results, roofs, suite, kernel, arg):
     cell = results.cells.get((suite, kernel, str(arg)))
     if cell is None:
         return None, results.why_missing(suite, kernel, arg)
-    if suite in COPY_OPS:
+    if suite in results.rules.copy_ops:
         return copy_fraction(results, roofs, suite, kernel, arg)
     if suite in results.ops.compute:
         isa, why = compute_roof(results, roofs, suite, kernel)

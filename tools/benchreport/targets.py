@@ -49,7 +49,7 @@ from . import threads as dense_threads
 from .markdown import LEVELS, fmt_rate, fmt_spread, ratio_spread
 from .peers import Peers
 from .results import is_peer, peer_kernel
-from .roofs import F16C_ISAS, F16C_OPS, bytes_moved, compute_roof, copy_fraction, f16c_fraction, roof_fraction
+from .roofs import F16C_OPS, bytes_moved, compute_roof, copy_fraction, f16c_fraction, roof_fraction
 
 TARGET_SIZE = "1024"
 SAME_ISA_SIZES = ("256", "512", "1024")
@@ -57,9 +57,6 @@ SAME_ISA_MODES = ("f32", "f16_f32acc", "bf16_f32acc")
 ROOF_TARGET = 0.85
 ROOF_TARGET_MORE_OPS = ("mse",)  # target 5: the reductions and these
 COPY_TARGET_OPS = ("softmax", "xent")
-# The scaled fp8 modes (issue 25): their kernels take float32, find its amax and quantise it before they compute,
-# so they are not kernels that only read, and target 5 does not speak of them.
-SCALED_MODES = ("fp8_f32acc", "mxfp8_f32acc")
 HALF_SPEEDUP = 1.8  # fp16/bf16 storage moves half the bytes of f32 per element
 NORM_TARGET_OPS = ("layernorm", "rmsnorm", "gelu", "gelu_tanh")
 NORM_HALF_SPEEDUP = 1.5
@@ -69,9 +66,6 @@ XNNPACK_SOFTMAX = 1.5
 ONEDNN_SOFTMAX = 1.0
 ONEDNN_SOFTMAX_STORAGE = ("f32", "bf16", "f16")
 ONEDNN_LAYERNORM_STORAGE = ("f32", "bf16")  # oneDNN 2.6 has no f16 layer normalisation on CPUs
-# The ISA whose f32 kernel a half-storage kernel is compared with: its own, or the one it extends (avx512bf16 and
-# avx512fp16 have no f32 kernels of their own).
-F32_ISA = {"avx512bf16": "avx512", "avx512fp16": "avx512", "neonfp16": "neon"}
 GFLOPS = "GFLOP/s"
 
 
@@ -188,7 +182,7 @@ def memory_targets(rows, results, roofs):
     for op in results.ops.reduce + ROOF_TARGET_MORE_OPS:
         suite = results.ops.suite_of(op)
         for kernel in results.of_op(op):
-            if results.facts(kernel).mode in SCALED_MODES:
+            if results.facts(kernel).mode in results.rules.scaled_modes:
                 continue
             value = results.value(suite, kernel, "dram", "bytes_per_second")
             frac, missing = roof_fraction(results, roofs, suite, kernel, "dram")
@@ -212,7 +206,7 @@ def copy_targets(rows, results, roofs, ops=COPY_TARGET_OPS, speedup=HALF_SPEEDUP
                          "-" if missing else f"{frac:.3f}", f"≥ {ROOF_TARGET:g}", judge(frac, ROOF_TARGET, missing)])
         for mode in ("f16_f32acc", "f16", "bf16_f32acc"):
             for kernel in of_mode(results, op, mode):
-                isa = F32_ISA.get(results.facts(kernel).isa, results.facts(kernel).isa)
+                isa = results.rules.f32_path(results.facts(kernel).isa)
                 base, base_kernel = best_halfmap(results, op, "f32", "dram", "elements_per_second", isa)
                 if not base:
                     base, base_kernel = best_halfmap(results, op, "f32", "dram", "elements_per_second")
@@ -232,7 +226,7 @@ def f16c_targets(rows, results, roofs):
     for suite, arg, what, where in cases:
         for kernel in of_mode(results, suite, "f16"):
             facts = results.facts(kernel)
-            if facts.isa not in F16C_ISAS or (suite == "reduce" and facts.op != what):
+            if facts.isa not in results.rules.f16_per_op_isas or (suite == "reduce" and facts.op != what):
                 continue
             frac, missing = f16c_fraction(results, roofs, suite, kernel, arg)
             roof = roofs.f16c.get(facts.isa)
@@ -301,7 +295,7 @@ def short_reduction_targets(rows, results, roofs):
         facts = results.facts(kernel)
         if facts.op not in F16C_OPS:
             continue
-        per_op = facts.isa in F16C_ISAS
+        per_op = facts.isa in results.rules.f16_per_op_isas
         l1 = results.value("reduce", kernel, "l1", "elements_per_second")
         l2 = results.value("reduce", kernel, "l2", "elements_per_second")
         missing = None if l1 and l2 else results.why_missing("reduce", kernel, "l1" if not l1 else "l2")
@@ -344,7 +338,7 @@ def attention_targets(rows, results, roofs):
     for op in results.ops.attention:
         for kernel in [k for k in results.kernels.get(op, []) if not is_peer(k) and results.facts(k).isa != "ref"]:
             facts = results.facts(kernel)
-            per_op = facts.mode == "f16" and facts.isa in F16C_ISAS
+            per_op = facts.mode == "f16" and facts.isa in results.rules.f16_per_op_isas
             if per_op:
                 frac, missing = f16c_fraction(results, roofs, op, kernel, ATTENTION_LEN)
                 roof_what = f"the F16C round-trip roof (f16c {facts.isa})"
