@@ -145,7 +145,7 @@ Library openblas_library() {
   while (!trimmed.empty() && trimmed.back() == ' ') trimmed.pop_back();
   constexpr bool kTimedOnly = false;
   // One name, two entries: the sweep's call and the timed one (see the top of this file).
-  Peer sweep = dense_peer("openblas_f32_dense_fwd__peer", Mode::f32, DType::f32, prepared_call<prepare_sgemm<false>>,
+  Peer sweep = peer<Op::dense_fwd>("openblas_f32_dense_fwd__peer", Mode::f32, DType::f32, prepared_call<prepare_sgemm<false>>,
                           1e-5);
   Peer timed = timed_peer<prepare_sgemm<true>>("openblas_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5,
                                                {.isa = isa_for(core, false), .threaded = true}, kTimedOnly);
@@ -153,7 +153,7 @@ Library openblas_library() {
       "openblas",
       fmt::format("OpenBLAS {} ({}; core {}); 1 thread: openblas_set_num_threads(1)", HALFMAP_PEER_OPENBLAS_VERSION,
                   config, core),
-      {sweep, reduce_peer("openblas_f32_dot__peer", Op::dot, Mode::f32, DType::f32, sdot, 1e-5), timed,
+      {sweep, peer<Op::dot>("openblas_f32_dot__peer", Mode::f32, DType::f32, sdot, 1e-5), timed,
        timed_peer<prepare_sbgemm>("openblas_bf16_dense_fwd__peer", Mode::bf16_f32acc, DType::bf16, 2e-2,
                                   {.isa = isa_for(core, true), .threaded = true}, kTimedOnly)},
       {},

@@ -116,74 +116,34 @@ double check_error(const Kernel& k);
 /// What check_error runs a kernel of op `op` on, in words, for halfmap_bench's context ("8×64 · 64×16 with bias").
 std::string check_inputs(Op op);
 
-/// Peer entries: the name is a literal, <lib>_<dtype>_<op>__peer. Mapped by the sweep, not timed.
-inline Peer dense_peer(std::string_view name, Mode mode, DType storage, DenseFn fn, double tol) {
-  Kernel k{name, Op::dense_fwd, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.dense = fn;
-  return {k, tol};
-}
-inline Peer reduce_peer(std::string_view name, Op op, Mode mode, DType storage, ReduceFn fn, double tol) {
-  Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.reduce = fn;
+/// A peer entry of op kOp, mapped by the sweep, not timed: the name a literal, <lib>_<dtype>_<op>__peer; fn of the
+/// op kind's function type (registry.hpp's KernelFn), set in the Kernel field of that kind.
+template <Op kOp>
+Peer peer(std::string_view name, Mode mode, DType storage, KernelFn<kOp> fn, double tol) {
+  Kernel k{name, kOp, mode, Isa::peer, storage, 1, FmaKind::none};
+  k.*kernel_field<op_kind(kOp)>() = fn;
   return {k, tol};
 }
 
-inline Peer dense_bwd_peer(std::string_view name, Mode mode, DType storage, DenseBwdFn fn, double tol) {
-  Kernel k{name, Op::dense_bwd, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.dense_bwd = fn;
-  return {k, tol};
-}
-inline Peer loss_peer(std::string_view name, Mode mode, DType storage, LossFn fn, double tol) {
-  Kernel k{name, Op::mse, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.loss = fn;
-  return {k, tol};
-}
-inline Peer softmax_peer(std::string_view name, Mode mode, DType storage, SoftmaxFn fn, double tol) {
-  Kernel k{name, Op::softmax, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.softmax = fn;
-  return {k, tol};
-}
-inline Peer xent_peer(std::string_view name, Mode mode, DType storage, XentFn fn, double tol) {
-  Kernel k{name, Op::xent, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.xent = fn;
-  return {k, tol};
-}
-
-inline Peer norm_peer(std::string_view name, Op op, Mode mode, DType storage, NormFn fn, double tol) {
-  Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.norm = fn;
-  return {k, tol};
-}
-
-inline Peer attention_peer(std::string_view name, Op op, Mode mode, DType storage, AttentionFn fn, double tol) {
-  Kernel k{name, op, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.attention = fn;
-  return {k, tol};
-}
-
-/// Each op halfmap_bench times, by the type of its preparation: the op, the Timing member and the Kernel function
-/// it sets, and the preparation of a kernel's call (one thread).
+/// Each op halfmap_bench times, by the type of its preparation: the op, the Timing member it sets, and the preparation of a kernel's call (one thread).
 template <class Prepare>
 struct TimedOp;
 template <>
 struct TimedOp<PrepareDense> {
   static constexpr Op op = Op::dense_fwd;
   static constexpr PrepareDense Timing::*timing = &Timing::dense;
-  static constexpr DenseFn Kernel::*fn = &Kernel::dense;
   static std::unique_ptr<Prepared> once(PrepareDense p, const DenseArgs& a) { return p(a, 1); }
 };
 template <>
 struct TimedOp<PrepareSoftmax> {
   static constexpr Op op = Op::softmax;
   static constexpr PrepareSoftmax Timing::*timing = &Timing::softmax;
-  static constexpr SoftmaxFn Kernel::*fn = &Kernel::softmax;
   static std::unique_ptr<Prepared> once(PrepareSoftmax p, const SoftmaxArgs& a) { return p(a); }
 };
 template <>
 struct TimedOp<PrepareNorm> {
   static constexpr Op op = Op::layernorm;
   static constexpr PrepareNorm Timing::*timing = &Timing::norm;
-  static constexpr NormFn Kernel::*fn = &Kernel::norm;
   static std::unique_ptr<Prepared> once(PrepareNorm p, const NormArgs& a) { return p(a); }
 };
 
@@ -200,7 +160,7 @@ template <auto prepare>
 Peer timed_peer(std::string_view name, Mode mode, DType storage, double tol, Timing timing, bool mapped = true) {
   using T = TimedOp<decltype(prepare)>;
   Kernel k{name, T::op, mode, Isa::peer, storage, 1, FmaKind::none};
-  k.*T::fn = prepared_call<prepare>;
+  k.*kernel_field<op_kind(T::op)>() = prepared_call<prepare>;
   timing.*T::timing = prepare;
   return {k, tol, mapped, std::move(timing)};
 }

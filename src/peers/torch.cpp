@@ -183,14 +183,14 @@ struct Candidate {
 /// bf16_f32acc, whose forward tolerance 2^-5 then decides where its precision counts as lost).
 template <DType T>
 std::vector<Candidate> candidates(const char* names[8], const char* keys[10], Mode mode, double tol, double dot_tol) {
-  return {{reduce_peer(names[0], Op::sum, mode, T, reduce<T, Op::sum>, tol), keys[0], nullptr},
-          {reduce_peer(names[1], Op::sumsq, mode, T, reduce<T, Op::sumsq>, tol), keys[1], nullptr},
-          {reduce_peer(names[2], Op::dot, mode, T, reduce<T, Op::dot>, dot_tol), keys[2], nullptr},
-          {dense_peer(names[3], mode, T, dense<T>, tol), keys[3], nullptr},
-          {dense_bwd_peer(names[4], mode, T, dense_bwd<T>, tol), keys[4], nullptr},
-          {loss_peer(names[5], mode, T, mse<T>, tol), keys[5], keys[6]},
-          {softmax_peer(names[6], mode, T, softmax<T>, tol), keys[7], nullptr},
-          {xent_peer(names[7], mode, T, xent<T>, tol), keys[8], keys[9]}};
+  return {{peer<Op::sum>(names[0], mode, T, reduce<T, Op::sum>, tol), keys[0], nullptr},
+          {peer<Op::sumsq>(names[1], mode, T, reduce<T, Op::sumsq>, tol), keys[1], nullptr},
+          {peer<Op::dot>(names[2], mode, T, reduce<T, Op::dot>, dot_tol), keys[2], nullptr},
+          {peer<Op::dense_fwd>(names[3], mode, T, dense<T>, tol), keys[3], nullptr},
+          {peer<Op::dense_bwd>(names[4], mode, T, dense_bwd<T>, tol), keys[4], nullptr},
+          {peer<Op::mse>(names[5], mode, T, mse<T>, tol), keys[5], keys[6]},
+          {peer<Op::softmax>(names[6], mode, T, softmax<T>, tol), keys[7], nullptr},
+          {peer<Op::xent>(names[7], mode, T, xent<T>, tol), keys[8], keys[9]}};
 }
 
 /// The two attention kernels of one storage type (both probed as "<dtype>_attention" and "<dtype>_attention_grad").
@@ -199,9 +199,9 @@ std::vector<Candidate> attention_candidates(Mode mode, double tol) {
   static const std::string pre = fmt::format("torch_{}_attention_prescale__peer", dtype_name(T)),
                            post = fmt::format("torch_{}_attention_postscale__peer", dtype_name(T)),
                            key = fmt::format("{}_attention", dtype_name(T)), grad_key = key + "_grad";
-  return {{attention_peer(pre, Op::attention_prescale, mode, T, attention<T, true>, tol), key.c_str(),
+  return {{peer<Op::attention_prescale>(pre, mode, T, attention<T, true>, tol), key.c_str(),
            grad_key.c_str()},
-          {attention_peer(post, Op::attention_postscale, mode, T, attention<T, false>, tol), key.c_str(),
+          {peer<Op::attention_postscale>(post, mode, T, attention<T, false>, tol), key.c_str(),
            grad_key.c_str()}};
 }
 
@@ -242,10 +242,10 @@ Library torch_library() {
                 {}};
   std::vector<Candidate> all = candidates<DType::f16>(f16_names, f16_keys, Mode::f16_f32acc, 2e-3, 2e-3);
   for (Candidate& c : candidates<DType::bf16>(bf16_names, bf16_keys, Mode::bf16_f32acc, 2e-2, 0.1)) all.push_back(c);
-  all.push_back({norm_peer("torch_f16_layernorm__peer", Op::layernorm, Mode::f16_f32acc, DType::f16,
+  all.push_back({peer<Op::layernorm>("torch_f16_layernorm__peer", Mode::f16_f32acc, DType::f16,
                            layernorm<DType::f16>, 5e-3),
                  "f16_layernorm", "f16_layernorm_grad"});
-  all.push_back({norm_peer("torch_bf16_layernorm__peer", Op::layernorm, Mode::bf16_f32acc, DType::bf16,
+  all.push_back({peer<Op::layernorm>("torch_bf16_layernorm__peer", Mode::bf16_f32acc, DType::bf16,
                            layernorm<DType::bf16>, 5e-2),
                  "bf16_layernorm", "bf16_layernorm_grad"});
   for (Candidate& c : attention_candidates<DType::f16>(Mode::f16_f32acc, 5e-3)) all.push_back(c);
