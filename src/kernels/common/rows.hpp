@@ -141,7 +141,7 @@ struct F32AccRows {
   using Gemm = G;
   static constexpr Mode kMode = S::kMode;
   static constexpr paths::Order order(Op) { return {}; }
-  // One line per family (reductions, dense, mse/softmax/xent, norms, GELU).
+  // Family by family: reductions, dense, mse/softmax/xent, norms, GELU.
   static constexpr ModeKernels kKernels{
       give<Op::sum>(f32acc_reduce<S, Op::sum>), give<Op::sumsq>(f32acc_reduce<S, Op::sumsq>),
       give<Op::maxabs>(maxabs_reduce<typename P::Tag, Bits, t>), give<Op::dot>(f32acc_reduce<S, Op::dot>),
@@ -176,7 +176,7 @@ struct F16Rows {
   }
   template <Op kOp>
   static constexpr ReduceFn kReduce = f16acc_reduce<F16, P::kReduceRegs, kOp>;
-  // As F32AccRows': one line per family.
+  // As F32AccRows': family by family.
   static constexpr ModeKernels kKernels{
       give<Op::sum>(kReduce<Op::sum>), give<Op::sumsq>(kReduce<Op::sumsq>),
       give<Op::maxabs>(maxabs_reduce<typename P::Tag, std::uint16_t, DType::f16>), give<Op::dot>(kReduce<Op::dot>),
