@@ -40,9 +40,8 @@ void run_attention(benchmark::State& state, const Kernel& k, std::size_t len) {
   const std::size_t esize = dtype_size(k.storage), block = len * kAttnDim * esize;
   const auto* in = static_cast<const unsigned char*>(input_buffer(k.storage, 4 * block));
   auto* out = static_cast<unsigned char*>(output_buffer());
-  const AttentionArgs args{len,         kAttnDim,         false,     in,        in + block,   in + 2 * block,
-                           out,         nullptr,          in + 3 * block, out + block, out + 2 * block,
-                           out + 3 * block};
+  const AttentionArgs args{len, kAttnDim, false,          in,          in + block,      in + 2 * block,
+                           out, nullptr,  in + 3 * block, out + block, out + 2 * block, out + 3 * block};
   k.attention(args);  // untimed: the dense kernels' thread_local buffers and the composition's scratch grow here
   for (auto _ : state) {
     k.attention(args);

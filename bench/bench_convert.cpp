@@ -83,8 +83,8 @@ void run_convert(benchmark::State& state, const Fp8Conversion& c, Direction d, c
 /// mx_quantize/<conversion>/<level>: n = level bytes / 4 float32 values in blocks of 32, quantised (scales and
 /// elements written).
 void run_mx(benchmark::State& state, const MxConversion& c, const Level& level) {
-  state.SetLabel(fmt::format("op=mx_quantize mode=mx isa={} storage={} roof=copy/{}", isa_name(c.isa),
-                             mx_name(c.elem), level.name));
+  state.SetLabel(fmt::format("op=mx_quantize mode=mx isa={} storage={} roof=copy/{}", isa_name(c.isa), mx_name(c.elem),
+                             level.name));
   if (const std::string reason = isa_skip_reason(c.isa); !reason.empty()) {
     state.SkipWithError(reason.c_str());
     return;
@@ -102,8 +102,8 @@ void run_mx(benchmark::State& state, const MxConversion& c, const Level& level) 
 /// fp8_round/<conversion>/<level> and mx_round/<conversion>/<level>: n float32 values onto the grid by
 /// round(in, out, n), into output_buffer(); `op_mode` starts the label.
 template <class Round>
-void run_round(benchmark::State& state, std::string_view op_mode, Isa isa, std::string_view storage,
-               const Level& level, Round round) {
+void run_round(benchmark::State& state, std::string_view op_mode, Isa isa, std::string_view storage, const Level& level,
+               Round round) {
   state.SetLabel(fmt::format("{} isa={} storage={} roof=copy/{}", op_mode, isa_name(isa), storage, level.name));
   if (const std::string reason = isa_skip_reason(isa); !reason.empty()) {
     state.SkipWithError(reason.c_str());
@@ -141,9 +141,8 @@ void register_convert_benchmarks() {
     for (const Fp8Conversion& c : fp8_conversions()) {
       for (const Level& level : kLevels) {
         const std::string name = fmt::format("{}/{}/{}", suite_name(d), c.name, level.name);
-        benchmark::RegisterBenchmark(name.c_str(), [&c, d, &level](benchmark::State& state) {
-          run_convert(state, c, d, level);
-        });
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [&c, d, &level](benchmark::State& state) { run_convert(state, c, d, level); });
       }
     }
   }

@@ -175,8 +175,8 @@ void register_threads(const Kernel& k, std::string_view suite, Run run) {
 template <class Run, std::size_t N>
 void register_op(const Kernel& k, std::string_view op, const std::size_t (&sizes)[N], Run run) {
   // isa ref: only kRefSizes, whatever the op's own list (see the top of this file).
-  const std::span<const std::size_t> list = k.isa == Isa::ref ? std::span<const std::size_t>(kRefSizes)
-                                                               : std::span<const std::size_t>(sizes);
+  const std::span<const std::size_t> list =
+      k.isa == Isa::ref ? std::span<const std::size_t>(kRefSizes) : std::span<const std::size_t>(sizes);
   for (const std::size_t s : list) {
     // dense_fwd/<kernel>/<size>, split on '/', like reduce/<kernel>/<level> (no Args: see bench_reduce.cpp).
     const std::string name = fmt::format("{}/{}/{}", op, k.name, s);

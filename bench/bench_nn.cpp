@@ -1,6 +1,6 @@
-// <op>/<kernel>/<level> for ops mse, softmax, softmax_naive, xent, layernorm and rmsnorm: every such kernel of the registry at the
-// reductions' three size levels (bench_util.hpp), so that a level reads the same bytes of inputs per call here as
-// there, whatever the storage type:
+// <op>/<kernel>/<level> for ops mse, softmax, softmax_naive, xent, layernorm and rmsnorm: every such kernel of the
+// registry at the reductions' three size levels (bench_util.hpp), so that a level reads the same bytes of inputs per
+// call here as there, whatever the storage type:
 //
 //   mse            L = mean((p - y)²) over n = bytes / (2 · element size): p and y are the two halves of the
 //                  level's input buffer, like dot's x and y. The loss only: dp is null, so nothing is written
@@ -15,10 +15,10 @@
 //   gelu,          the same elements, forward only, y written to output_buffer().
 //   gelu_tanh
 //
-// Scalar reference kernels (isa ref) of softmax, softmax_naive, xent, layernorm, rmsnorm and GELU are registered at l1 and l2 only: a DRAM
-// call (64 Mi f32 or 128 Mi fp16 elements) would take 1.8 to 10 s of CPU time (the l2 times x 512 on the Zen 4
-// development machine: f32_softmax__ref 1.8 s, f16_f32acc_softmax__ref 4.8 s, f16_xent__ref 10 s), too long for
-// kernels that exist to be right, not fast. The ref mse kernels, at most 1 s (f16_mse__ref), run at all three.
+// Scalar reference kernels (isa ref) of softmax, softmax_naive, xent, layernorm, rmsnorm and GELU are registered at l1
+// and l2 only: a DRAM call (64 Mi f32 or 128 Mi fp16 elements) would take 1.8 to 10 s of CPU time (the l2 times x 512
+// on the Zen 4 development machine: f32_softmax__ref 1.8 s, f16_f32acc_softmax__ref 4.8 s, f16_xent__ref 10 s), too
+// long for kernels that exist to be right, not fast. The ref mse kernels, at most 1 s (f16_mse__ref), run at all three.
 //
 // Counters (tools/bench_report.py reads them):
 //   bytes_per_second     bytes of input read per second: p and y (mse), x (softmax), logits and labels (xent);
@@ -83,8 +83,9 @@ void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
       }
     } else if (is_norm(k.op)) {
       const float eps = k.op == Op::rmsnorm ? kRmsNormEps : kLayerNormEpsTorch;
-      const NormArgs args{rows,    kNnCols, in,      in,      in + kNnCols * esize, eps, output_buffer(),
-                          nullptr, nullptr, nullptr, nullptr, nullptr,              nullptr};
+      const NormArgs args{rows,    kNnCols,         in,      in,      in + kNnCols * esize,
+                          eps,     output_buffer(), nullptr, nullptr, nullptr,
+                          nullptr, nullptr,         nullptr};
       for (auto _ : state) {
         k.norm(args);
         benchmark::ClobberMemory();
@@ -107,8 +108,7 @@ void run_nn(benchmark::State& state, const Kernel& k, const Level& level) {
   } else {
     // y (softmax) or dlogits (xent): one element of the storage type per element read.
     const auto moved = static_cast<double>(bytes + elements * esize);
-    state.counters["bytes_moved_per_second"] =
-        benchmark::Counter(moved, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["bytes_moved_per_second"] = benchmark::Counter(moved, benchmark::Counter::kIsIterationInvariantRate);
     add_copy_roof_fraction(state, level, moved);
   }
 }
@@ -135,9 +135,7 @@ void register_nn_benchmarks() {
       if (k.isa == Isa::ref && k.op != Op::mse && &level == &kLevels.back()) continue;
       // <op>/<kernel>/<level>, split on '/', like reduce/<kernel>/<level> (no Args: see bench_reduce.cpp).
       const std::string name = fmt::format("{}/{}/{}", op_name(k.op), k.name, level.name);
-      benchmark::RegisterBenchmark(name.c_str(), [&k, &level](benchmark::State& state) {
-        run_nn(state, k, level);
-      });
+      benchmark::RegisterBenchmark(name.c_str(), [&k, &level](benchmark::State& state) { run_nn(state, k, level); });
     }
   }
 }

@@ -87,8 +87,8 @@ unsigned long fp_modes(unsigned long raw) {
 void guard_fp_env(const FpEnv& before, std::string_view when, std::string& note) {
   const FpEnv after = read_fp_env();
   if (fp_modes(after.raw) == fp_modes(before.raw)) return;
-  note += fmt::format("{}changed {} -> {} {} (restored)", note.empty() ? "" : "; ", before.describe(),
-                      after.describe(), when);
+  note += fmt::format("{}changed {} -> {} {} (restored)", note.empty() ? "" : "; ", before.describe(), after.describe(),
+                      when);
   restore_fp_env(before.raw);
 }
 
@@ -127,9 +127,15 @@ struct PeerState {
 void fill(DType t, void* p, std::size_t n, float v) {
   for (std::size_t i = 0; i < n; ++i) {
     switch (t) {
-      case DType::f32: static_cast<float*>(p)[i] = v; break;
-      case DType::f16: static_cast<f16*>(p)[i] = to_f16(v); break;
-      case DType::bf16: static_cast<bf16*>(p)[i] = to_bf16(v); break;
+      case DType::f32:
+        static_cast<float*>(p)[i] = v;
+        break;
+      case DType::f16:
+        static_cast<f16*>(p)[i] = to_f16(v);
+        break;
+      case DType::bf16:
+        static_cast<bf16*>(p)[i] = to_bf16(v);
+        break;
     }
   }
 }
@@ -137,9 +143,12 @@ void fill(DType t, void* p, std::size_t n, float v) {
 /// The f32 value of element i of a row-major array of storage type t.
 float widen_at(DType t, const void* values, std::size_t i) {
   switch (t) {
-    case DType::f16: return to_f32(static_cast<const f16*>(values)[i]);
-    case DType::bf16: return to_f32(static_cast<const bf16*>(values)[i]);
-    case DType::f32: break;
+    case DType::f16:
+      return to_f32(static_cast<const f16*>(values)[i]);
+    case DType::bf16:
+      return to_f32(static_cast<const bf16*>(values)[i]);
+    case DType::f32:
+      break;
   }
   return static_cast<const float*>(values)[i];
 }
@@ -149,7 +158,7 @@ std::string subnormal_probe(const peers::Peer& p, const FpEnv& env, std::string&
   constexpr std::size_t s = 16;
   const DType t = p.kernel.storage;
   const float x = t == DType::f16 ? 0x1p-20f : 0x1p-130f;
-  const float want = 8 * x;  // 16 products of x/2, exact
+  const float want = 8 * x;                                                           // 16 products of x/2, exact
   std::vector<unsigned char> xs(s * s * 4), ws(s * s * 4), bs(s * 4), ys(s * s * 4);  // room for any storage type
   fill(t, xs.data(), s * s, x);
   fill(t, ws.data(), s * s, 0.5f);
@@ -190,14 +199,16 @@ void check(PeerState& st, const Timed& t) {
     const double err = peers::check_error(p.kernel);
     guard_fp_env(env, "by its check", fp_note);
     if (!(err <= p.tolerance)) {
-      st.skip[key] = fmt::format("wrong result: max|y - y_f64| / max(1, max|y_f64|) = {:.3g} > {:.0e} against "
-                                 "float64 on {} (src/peers/check.cpp)",
-                                 err, p.tolerance, inputs);
+      st.skip[key] = fmt::format(
+          "wrong result: max|y - y_f64| / max(1, max|y_f64|) = {:.3g} > {:.0e} against "
+          "float64 on {} (src/peers/check.cpp)",
+          err, p.tolerance, inputs);
       result = st.skip[key];
     } else {
-      result = fmt::format("ok: max|y - y_f64| / max(1, max|y_f64|) = {:.2g} against float64 on {} (tolerance "
-                           "{:.0e})",
-                           err, inputs, p.tolerance);
+      result = fmt::format(
+          "ok: max|y - y_f64| / max(1, max|y_f64|) = {:.2g} against float64 on {} (tolerance "
+          "{:.0e})",
+          err, inputs, p.tolerance);
     }
     if (p.timing.dense != nullptr) detail = dense_detail(p, env, fp_note);
   } catch (const std::exception& e) {  // peers::Unsupported, or the library's own
@@ -213,10 +224,10 @@ void check(PeerState& st, const Timed& t) {
     if (probe != "kept" && !probe.starts_with("not run")) st.subnormals_flushed.push_back(key);
   }
   if (!fp_note.empty()) st.fp_env_changed.push_back(key);
-  st.checks.emplace_back("peer_check/" + key,
-                         fmt::format("{}{}; fp env: {}{}", result, detail.empty() ? "" : "; implementation " + detail,
-                                     fp_note.empty() ? "unchanged" : fp_note,
-                                     probe.empty() ? "" : "; subnormal result: " + probe));
+  st.checks.emplace_back(
+      "peer_check/" + key,
+      fmt::format("{}{}; fp env: {}{}", result, detail.empty() ? "" : "; implementation " + detail,
+                  fp_note.empty() ? "unchanged" : fp_note, probe.empty() ? "" : "; subnormal result: " + probe));
 }
 
 PeerState make_state() {
@@ -324,10 +335,10 @@ void run_row(benchmark::State& state, const Timed& t, const Level& level) {
   std::string unused;
   guard_fp_env(env, "", unused);
   const std::size_t elements = rows * kNnCols;
-  state.counters["bytes_per_second"] = benchmark::Counter(static_cast<double>(elements * esize),
-                                                          benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["bytes_moved_per_second"] = benchmark::Counter(static_cast<double>(2 * elements * esize),
-                                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes_per_second"] =
+      benchmark::Counter(static_cast<double>(elements * esize), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bytes_moved_per_second"] =
+      benchmark::Counter(static_cast<double>(2 * elements * esize), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["elements_per_second"] =
       benchmark::Counter(static_cast<double>(elements), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["n"] = benchmark::Counter(static_cast<double>(elements));
@@ -368,8 +379,7 @@ void register_peer_benchmarks() {
       if (t.lib != lib || t.peer->timing.dense != nullptr) continue;
       for (const Level& level : kLevels) {
         const std::string name = fmt::format("{}/{}/{}", op_name(t.peer->kernel.op), t.name, level.name);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [&t, &level](benchmark::State& state) { run_row(state, t, level); });
+        benchmark::RegisterBenchmark(name.c_str(), [&t, &level](benchmark::State& state) { run_row(state, t, level); });
       }
     }
   }

@@ -36,8 +36,8 @@ void run_reduce(benchmark::State& state, const Kernel& k, const Level& level) {
   const auto iterations = static_cast<double>(state.iterations());
   const std::size_t bytes_per_call = n * dtype_size(k.storage) * (k.op == Op::dot ? 2 : 1);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes_per_call));
-  state.counters["elements_per_second"] = benchmark::Counter(iterations * static_cast<double>(n),
-                                                             benchmark::Counter::kIsRate);
+  state.counters["elements_per_second"] =
+      benchmark::Counter(iterations * static_cast<double>(n), benchmark::Counter::kIsRate);
   state.counters["n"] = benchmark::Counter(static_cast<double>(n));
   add_memory_roof_fraction(state, level, static_cast<double>(bytes_per_call));
   if (k.op != Op::maxabs) add_f16c_roof_fraction(state, k, 2.0 * static_cast<double>(n));  // maxabs rounds nothing
@@ -52,9 +52,8 @@ void register_reduce_benchmarks() {
       // The name carries no arguments: reduce/<kernel>/<level>, split on '/'. (MinTime or Iterations set here
       // would append "/min_time:..." to it, which is why main() sets the default min time instead.)
       const std::string name = "reduce/" + std::string(k.name) + "/" + std::string(level.name);
-      benchmark::RegisterBenchmark(name.c_str(), [&k, &level](benchmark::State& state) {
-        run_reduce(state, k, level);
-      });
+      benchmark::RegisterBenchmark(name.c_str(),
+                                   [&k, &level](benchmark::State& state) { run_reduce(state, k, level); });
     }
   }
 }

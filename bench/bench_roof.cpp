@@ -48,33 +48,43 @@ std::optional<IsaLoops> loops_for(Isa isa) {
   if (!isa_supported(isa)) return std::nullopt;
   switch (isa) {
 #if defined(HALFMAP_BENCH_ROOF_AVX2)
-    case Isa::avx2: return roof::loops_avx2();
+    case Isa::avx2:
+      return roof::loops_avx2();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_AVX512)
-    case Isa::avx512: return roof::loops_avx512();
+    case Isa::avx512:
+      return roof::loops_avx512();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_AVX512BF16)
-    case Isa::avx512bf16: return roof::loops_avx512bf16();
+    case Isa::avx512bf16:
+      return roof::loops_avx512bf16();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_AVX512FP16)
-    case Isa::avx512fp16: return roof::loops_avx512fp16();
+    case Isa::avx512fp16:
+      return roof::loops_avx512fp16();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_NEON)
-    case Isa::neon: return roof::loops_neon();
+    case Isa::neon:
+      return roof::loops_neon();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_NEONFP16)
-    case Isa::neonfp16: return roof::loops_neonfp16();
+    case Isa::neonfp16:
+      return roof::loops_neonfp16();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_NEONFHM)
-    case Isa::neonfhm: return roof::loops_neonfhm();
+    case Isa::neonfhm:
+      return roof::loops_neonfhm();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_NEONBF16)
-    case Isa::neonbf16: return roof::loops_neonbf16();
+    case Isa::neonbf16:
+      return roof::loops_neonbf16();
 #endif
 #if defined(HALFMAP_BENCH_ROOF_SVE)
-    case Isa::sve: return roof::loops_sve();
+    case Isa::sve:
+      return roof::loops_sve();
 #endif
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -122,7 +132,9 @@ void run_fma(benchmark::State& state, Isa isa, bool f16c) {
     float s = loop(reps);
     benchmark::DoNotOptimize(s);
   }
-  const double per_rep = memory ? loops->f16c_memory_flops_per_rep : f16c ? loops->f16c_flops_per_rep : loops->flops_per_rep;
+  const double per_rep = memory ? loops->f16c_memory_flops_per_rep
+                         : f16c ? loops->f16c_flops_per_rep
+                                : loops->flops_per_rep;
   state.counters["flops_per_second"] =
       benchmark::Counter(per_rep * static_cast<double>(reps), benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -134,12 +146,18 @@ void run_fma(benchmark::State& state, Isa isa, bool f16c) {
 /// ref: none.
 std::optional<Isa> compute_roof_isa(const Kernel& k) {
   switch (k.isa) {
-    case Isa::ref: return std::nullopt;
-    case Isa::avx512bf16: return k.mode == Mode::bf16_f32acc ? Isa::avx512bf16 : isa_f32_path(k.isa);
-    case Isa::avx512fp16: return k.mode == Mode::f16 ? Isa::avx512fp16 : isa_f32_path(k.isa);
-    case Isa::neonfp16: return k.mode == Mode::f16 ? Isa::neonfp16 : isa_f32_path(k.isa);
-    case Isa::sve: return k.mode == Mode::f16 ? std::nullopt : std::optional<Isa>(Isa::sve);  // f32 FMLA only
-    default: return k.isa;
+    case Isa::ref:
+      return std::nullopt;
+    case Isa::avx512bf16:
+      return k.mode == Mode::bf16_f32acc ? Isa::avx512bf16 : isa_f32_path(k.isa);
+    case Isa::avx512fp16:
+      return k.mode == Mode::f16 ? Isa::avx512fp16 : isa_f32_path(k.isa);
+    case Isa::neonfp16:
+      return k.mode == Mode::f16 ? Isa::neonfp16 : isa_f32_path(k.isa);
+    case Isa::sve:
+      return k.mode == Mode::f16 ? std::nullopt : std::optional<Isa>(Isa::sve);  // f32 FMLA only
+    default:
+      return k.isa;
   }
 }
 
@@ -150,7 +168,8 @@ std::string isa_skip_reason(Isa isa) {
   if (state == IsaState::enabled) return {};
   const std::string_view name = isa_name(isa);
   const std::string_view needs = isa_requirements(isa);
-  if (state == IsaState::not_compiled) return fmt::format("ISA {} not compiled into this build (needs {})", name, needs);
+  if (state == IsaState::not_compiled)
+    return fmt::format("ISA {} not compiled into this build (needs {})", name, needs);
   if (state == IsaState::unsupported) return fmt::format("ISA {} not supported by this CPU (needs {})", name, needs);
   const auto cap = isa_cap();
   return fmt::format("ISA {} disabled by HALFMAP_ISA={} (needs {})", name, cap ? isa_name(*cap) : "?", needs);
@@ -193,11 +212,10 @@ std::string measure_compute_roofs(Roofs& r, double seconds) {
     benchmark::AddCustomContext(
         fmt::format("roof_f16c_{}_variants", isa_name(isa)),
         fmt::format("flops/s: {} chains in registers {:.6g}; {} fp16 chains in memory {:.6g} (the roof: {})",
-                    register_chains, in_registers,
-                    roof::kF16cMemoryChains, in_memory, f16c_memory_wins()[i] ? "memory" : "registers"));
-    list += fmt::format("; f16c {}: {}, the faster of {} chains in registers and {} fp16 chains in L1",
-                        isa_name(isa), loops->f16c_what,
-                        register_chains, roof::kF16cMemoryChains);
+                    register_chains, in_registers, roof::kF16cMemoryChains, in_memory,
+                    f16c_memory_wins()[i] ? "memory" : "registers"));
+    list += fmt::format("; f16c {}: {}, the faster of {} chains in registers and {} fp16 chains in L1", isa_name(isa),
+                        loops->f16c_what, register_chains, roof::kF16cMemoryChains);
   }
   return list;
 }
@@ -214,7 +232,8 @@ void measure_roofs(double seconds) {
                   "summing 64-bit words of the level's f32 input, the fastest of 2, 4, 8 and 16 registers a step, "
                   "each as one stream and as two (roof_read_<level>_variants); copy: the same loads stored, the "
                   "fastest of ordinary stores to a second buffer, non-temporal stores to it and ordinary stores in "
-                  "place, each in the four shapes (roof_copy_<level>_variants), bytes read + written; fma and f16c ({}), FMA = 2 flops per lane, vdpbf16ps 4 "
+                  "place, each in the four shapes (roof_copy_<level>_variants), bytes read + written; fma and f16c "
+                  "({}), FMA = 2 flops per lane, vdpbf16ps 4 "
                   "per f32 lane, conversions none; roof_fraction = a kernel's bytes_per_second / the read roof of "
                   "its level (softmax, softmax_naive, xent: bytes read + written per second / the copy roof), or "
                   "its flops_per_second / the FMA roof of its ISA and arithmetic; f16c_roof_fraction = a "

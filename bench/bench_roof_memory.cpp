@@ -165,9 +165,7 @@ std::string measure_memory_roofs(Roofs& r, double seconds) {
       const ReadFn read = reads[static_cast<std::size_t>(shape)];
       for (const bool two : {false, true}) {
         const double got = rate(
-            [&] {
-              benchmark::DoNotOptimize(two ? read_two_streams(read, buf, level.bytes) : read(buf, level.bytes));
-            },
+            [&] { benchmark::DoNotOptimize(two ? read_two_streams(read, buf, level.bytes) : read(buf, level.bytes)); },
             bytes, seconds);
         variants += fmt::format("{}{} registers, {} {:.6g}", variants.empty() ? "" : "; ", kShapeRegs[shape],
                                 two ? "two streams" : "one stream", got);
@@ -189,8 +187,12 @@ std::string measure_memory_roofs(Roofs& r, double seconds) {
       for (int shape = 0; shape < kShapes; ++shape) {
         const CopyCall copy = copy_call(v, shape);
         if (copy.fn == nullptr) continue;  // no loop for it here
-        const double got =
-            rate([&] { copy(buf, out, level.bytes); benchmark::ClobberMemory(); }, 2 * bytes, seconds);
+        const double got = rate(
+            [&] {
+              copy(buf, out, level.bytes);
+              benchmark::ClobberMemory();
+            },
+            2 * bytes, seconds);
         variants += fmt::format("{}{}, {} registers {:.6g}", variants.empty() ? "" : "; ", kCopyVariantNames[int(v)],
                                 kShapeRegs[shape], got);
         if (got > r.copy[i]) {

@@ -104,9 +104,9 @@ std::string isa_skip_reason(Isa isa);
 
 /// The roofs measured once at startup by measure_roofs() (bench_roof.cpp); 0 where not measured.
 struct Roofs {
-  std::array<double, kLevels.size()> read{};  // bytes/s read, per level (kLevels' order)
-  std::array<double, kLevels.size()> copy{};  // bytes/s read + written by a copy, per level
-  std::array<double, kAllIsas.size()> fma{};  // flops/s at the peak of each ISA (kAllIsas' order)
+  std::array<double, kLevels.size()> read{};   // bytes/s read, per level (kLevels' order)
+  std::array<double, kLevels.size()> copy{};   // bytes/s read + written by a copy, per level
+  std::array<double, kAllIsas.size()> fma{};   // flops/s at the peak of each ISA (kAllIsas' order)
   std::array<double, kAllIsas.size()> f16c{};  // flops/s of the F16C round-trip FMA (avx2, avx512)
 };
 const Roofs& roofs();

@@ -46,20 +46,26 @@ std::vector<unsigned char> inputs(halfmap::DType t) {
 }
 
 // noinline and extern "C": one stable symbol for --toggle-collect, whatever the optimiser does around it.
-extern "C" __attribute__((noinline)) void halfmap_instr_call(const halfmap::Kernel& k, const void* x,
-                                                             const void* y, void* out,
-                                                             const std::int32_t* labels) {
+extern "C" __attribute__((noinline)) void halfmap_instr_call(const halfmap::Kernel& k, const void* x, const void* y,
+                                                             void* out, const std::int32_t* labels) {
   using namespace halfmap;
   const std::size_t rows = kElements / kCols;
   volatile float sink = 0;
   switch (op_kind(k.op)) {
-    case OpKind::reduce: sink = k.reduce(x, k.op == Op::dot ? y : nullptr, kElements); break;
-    case OpKind::loss: sink = k.loss(LossArgs{kElements, x, y, 1.0f, nullptr}); break;
-    case OpKind::softmax: k.softmax(SoftmaxArgs{rows, kCols, x, out}); break;
+    case OpKind::reduce:
+      sink = k.reduce(x, k.op == Op::dot ? y : nullptr, kElements);
+      break;
+    case OpKind::loss:
+      sink = k.loss(LossArgs{kElements, x, y, 1.0f, nullptr});
+      break;
+    case OpKind::softmax:
+      k.softmax(SoftmaxArgs{rows, kCols, x, out});
+      break;
     case OpKind::xent:
       sink = k.xent(XentArgs{rows, kCols, x, labels, 1.0f, nullptr, out});
       break;
-    default: break;
+    default:
+      break;
   }
   (void)sink;
 }
@@ -76,7 +82,8 @@ bool counted_op(halfmap::Op op) {
 int main(int argc, char** argv) {
   using namespace halfmap;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: halfmap_instr_count KERNEL... (memory-bound kernels: reductions, mse, softmax, xent)\n");
+    std::fprintf(stderr,
+                 "usage: halfmap_instr_count KERNEL... (memory-bound kernels: reductions, mse, softmax, xent)\n");
     return 2;
   }
   std::vector<std::int32_t> labels(kElements / kCols);

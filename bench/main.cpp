@@ -77,9 +77,8 @@ void add_context(std::string_view min_time, bool interleaved) {
   AddCustomContext("cpu_model", f.model.empty() ? "unknown" : f.model);
   AddCustomContext("cpu_features", cpu_feature_list(f));
   AddCustomContext("isa_compiled", isa_list(halfmap::isa_compiled));
-  AddCustomContext("isa_supported", isa_list([](halfmap::Isa i) {
-                     return halfmap::isa_compiled(i) && halfmap::isa_supported(i);
-                   }));
+  AddCustomContext("isa_supported",
+                   isa_list([](halfmap::Isa i) { return halfmap::isa_compiled(i) && halfmap::isa_supported(i); }));
   AddCustomContext("isa_enabled", isa_list(halfmap::isa_enabled));
   const char* cap = std::getenv("HALFMAP_ISA");
   AddCustomContext("halfmap_isa_cap", cap != nullptr && *cap != '\0' ? cap : "unset");
@@ -98,19 +97,20 @@ void add_context(std::string_view min_time, bool interleaved) {
   AddCustomContext("bench_inputs", std::string(halfmap::bench::kInputDescription));
   AddCustomContext("bench_dense", halfmap::bench::dense_description());
   const halfmap::CacheSizes& caches = halfmap::cache_sizes();
-  AddCustomContext("gemm_caches",
-                   fmt::format("L1d {} KiB, L2 {} KiB, L3 {} KiB ({} KiB per logical CPU sharing it), from {}: the "
-                               "dense kernels' cache blocks are chosen from these (gemm_blocks_for)",
-                               caches.l1d >> 10, caches.l2 >> 10, caches.l3 >> 10, caches.l3_share >> 10,
-                               caches.source));
+  AddCustomContext(
+      "gemm_caches",
+      fmt::format("L1d {} KiB, L2 {} KiB, L3 {} KiB ({} KiB per logical CPU sharing it), from {}: the "
+                  "dense kernels' cache blocks are chosen from these (gemm_blocks_for)",
+                  caches.l1d >> 10, caches.l2 >> 10, caches.l3 >> 10, caches.l3_share >> 10, caches.source));
   AddCustomContext("bench_nn", halfmap::bench::nn_description());
   AddCustomContext("bench_attention", halfmap::bench::attention_description());
   halfmap::bench::add_peer_context();  // also checks every peer once, before any benchmark
   // "--benchmark_min_time=0.1" -> "0.1" (seconds per benchmark, at least)
   AddCustomContext("bench_min_time", std::string(min_time.substr(min_time.find('=') + 1)));
-  AddCustomContext("bench_order", interleaved ? "random interleaving: the repetitions of all benchmarks in one shuffled "
-                                                "order (--benchmark_enable_random_interleaving)"
-                                              : "each benchmark's repetitions back to back, in registration order");
+  AddCustomContext("bench_order", interleaved
+                                      ? "random interleaving: the repetitions of all benchmarks in one shuffled "
+                                        "order (--benchmark_enable_random_interleaving)"
+                                      : "each benchmark's repetitions back to back, in registration order");
 }
 
 /// The library's reading of a boolean flag's value: true when absent or empty, false for 0, f, n, false, no and
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   std::string_view min_time;  // the last --benchmark_min_time wins, as in the library's own parsing
   double roof_time = kDefaultRoofTime;
   bool interleaved = false;  // the last --benchmark_enable_random_interleaving wins, as for min_time
-  bool listing = false;  // --benchmark_list_tests runs no benchmark, so it needs no roof
+  bool listing = false;      // --benchmark_list_tests runs no benchmark, so it needs no roof
   for (int i = 0; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i > 0 && arg.starts_with(kRoofTimeFlag)) {  // ours: taken out before the library parses the rest

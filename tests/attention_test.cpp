@@ -62,16 +62,32 @@ struct AttCase {
   bool causal;
   Arr q, k, v, dout, o, scores, dq, dk, dv;
   AttCase(DType t, std::size_t l, std::size_t d, bool c, unsigned off)
-      : len(l), dim(d), causal(c), q(Arr::input(t, l * d, off & 1)), k(Arr::input(t, l * d, (off >> 1) & 1)),
-        v(Arr::input(t, l * d, (off >> 2) & 1)), dout(Arr::input(t, l * d, off & 1)),
-        o(Arr::output(t, l * d, (off >> 1) & 1)), scores(Arr::output(t, l * l, off & 1)),
-        dq(Arr::output(t, l * d, (off >> 2) & 1)), dk(Arr::output(t, l * d, off & 1)),
+      : len(l),
+        dim(d),
+        causal(c),
+        q(Arr::input(t, l * d, off & 1)),
+        k(Arr::input(t, l * d, (off >> 1) & 1)),
+        v(Arr::input(t, l * d, (off >> 2) & 1)),
+        dout(Arr::input(t, l * d, off & 1)),
+        o(Arr::output(t, l * d, (off >> 1) & 1)),
+        scores(Arr::output(t, l * l, off & 1)),
+        dq(Arr::output(t, l * d, (off >> 2) & 1)),
+        dk(Arr::output(t, l * d, off & 1)),
         dv(Arr::output(t, l * d, (off >> 1) & 1)) {}
   AttentionArgs args(bool fwd, bool bwd) {
-    return AttentionArgs{len,         dim,           causal,   q.data(),  k.data(),  v.data(),
-                         fwd ? o.data() : nullptr,   fwd ? scores.data() : nullptr,
-                         bwd ? dout.data() : nullptr, bwd ? dq.data() : nullptr, bwd ? dk.data() : nullptr,
-                         bwd ? dv.data() : nullptr,  1};
+    return AttentionArgs{len,
+                         dim,
+                         causal,
+                         q.data(),
+                         k.data(),
+                         v.data(),
+                         fwd ? o.data() : nullptr,
+                         fwd ? scores.data() : nullptr,
+                         bwd ? dout.data() : nullptr,
+                         bwd ? dq.data() : nullptr,
+                         bwd ? dk.data() : nullptr,
+                         bwd ? dv.data() : nullptr,
+                         1};
   }
 };
 
@@ -127,8 +143,15 @@ Oracle oracle_of(const AttCase& c, bool prescale, double cs, double us, double u
   }
   Oracle r;
   Bounded s;
-  matmul(L, d, L, [&](std::size_t i, std::size_t p) { return VE{qs.v[i * d + p], qs.e[i * d + p]}; },
-         [&](std::size_t p, std::size_t j) { return VE{c.k.value(j * d + p), 0.0}; }, s);
+  matmul(
+      L, d, L,
+      [&](std::size_t i, std::size_t p) {
+        return VE{qs.v[i * d + p], qs.e[i * d + p]};
+      },
+      [&](std::size_t p, std::size_t j) {
+        return VE{c.k.value(j * d + p), 0.0};
+      },
+      s);
   if (!prescale) {
     for (std::size_t i = 0; i < L * L; ++i) {
       s.v[i] *= cs;
@@ -148,14 +171,35 @@ Oracle oracle_of(const AttCase& c, bool prescale, double cs, double us, double u
       p.e[i * L + j] = store(p.v[i * L + j], p.v[i * L + j] * rel);
     }
   }
-  matmul(L, L, d, [&](std::size_t i, std::size_t k) { return VE{p.v[i * L + k], p.e[i * L + k]}; },
-         [&](std::size_t k, std::size_t j) { return VE{c.v.value(k * d + j), 0.0}; }, r.o);
+  matmul(
+      L, L, d,
+      [&](std::size_t i, std::size_t k) {
+        return VE{p.v[i * L + k], p.e[i * L + k]};
+      },
+      [&](std::size_t k, std::size_t j) {
+        return VE{c.v.value(k * d + j), 0.0};
+      },
+      r.o);
   // backward
   Bounded dp;
-  matmul(L, d, L, [&](std::size_t i, std::size_t j) { return VE{c.dout.value(i * d + j), 0.0}; },
-         [&](std::size_t j, std::size_t k) { return VE{c.v.value(k * d + j), 0.0}; }, dp);
-  matmul(L, L, d, [&](std::size_t k, std::size_t i) { return VE{p.v[i * L + k], p.e[i * L + k]}; },
-         [&](std::size_t i, std::size_t j) { return VE{c.dout.value(i * d + j), 0.0}; }, r.dv);
+  matmul(
+      L, d, L,
+      [&](std::size_t i, std::size_t j) {
+        return VE{c.dout.value(i * d + j), 0.0};
+      },
+      [&](std::size_t j, std::size_t k) {
+        return VE{c.v.value(k * d + j), 0.0};
+      },
+      dp);
+  matmul(
+      L, L, d,
+      [&](std::size_t k, std::size_t i) {
+        return VE{p.v[i * L + k], p.e[i * L + k]};
+      },
+      [&](std::size_t i, std::size_t j) {
+        return VE{c.dout.value(i * d + j), 0.0};
+      },
+      r.dv);
   Bounded ds(L * L);
   for (std::size_t i = 0; i < L; ++i) {
     const std::size_t valid = c.causal ? i + 1 : L;
@@ -172,8 +216,8 @@ Oracle oracle_of(const AttCase& c, bool prescale, double cs, double us, double u
       const double t = dp.v[i * L + j] - delta, et = dp.e[i * L + j] + ed;
       const double val = pv * t;
       ds.v[i * L + j] = val;
-      ds.e[i * L + j] = store(val, std::fabs(t) * pe + pv * et + pe * et + 3 * u * (std::fabs(pv) + pe) *
-                                                                           (std::fabs(t) + et));
+      ds.e[i * L + j] =
+          store(val, std::fabs(t) * pe + pv * et + pe * et + 3 * u * (std::fabs(pv) + pe) * (std::fabs(t) + et));
     }
   }
   if (!prescale) {
@@ -183,10 +227,24 @@ Oracle oracle_of(const AttCase& c, bool prescale, double cs, double us, double u
     }
   }
   Bounded dqs;
-  matmul(L, L, d, [&](std::size_t i, std::size_t j) { return VE{ds.v[i * L + j], ds.e[i * L + j]}; },
-         [&](std::size_t j, std::size_t p) { return VE{c.k.value(j * d + p), 0.0}; }, dqs);
-  matmul(L, L, d, [&](std::size_t j, std::size_t i) { return VE{ds.v[i * L + j], ds.e[i * L + j]}; },
-         [&](std::size_t i, std::size_t p) { return VE{qs.v[i * d + p], qs.e[i * d + p]}; }, r.dk);
+  matmul(
+      L, L, d,
+      [&](std::size_t i, std::size_t j) {
+        return VE{ds.v[i * L + j], ds.e[i * L + j]};
+      },
+      [&](std::size_t j, std::size_t p) {
+        return VE{c.k.value(j * d + p), 0.0};
+      },
+      dqs);
+  matmul(
+      L, L, d,
+      [&](std::size_t j, std::size_t i) {
+        return VE{ds.v[i * L + j], ds.e[i * L + j]};
+      },
+      [&](std::size_t i, std::size_t p) {
+        return VE{qs.v[i * d + p], qs.e[i * d + p]};
+      },
+      r.dk);
   r.dq = dqs;
   if (prescale) {
     for (std::size_t i = 0; i < L * d; ++i) {

@@ -60,19 +60,19 @@ class Bfdot : public ::testing::Test {
   }
 };
 
-constexpr std::uint16_t kB0[40] = {
-    0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x3F80, 0xBF80, 0x3F81, 0x4000, 0xC0FF, 0x7F7F, 0xFF7F, 0x7F00,
-    0x0100, 0x8180, 0x1F80, 0x5F80, 0x3E80, 0x4180, 0x3400, 0x4A80, 0xB5A5, 0x7F80, 0xFF80, 0x7FC0, 0x7F81,
-    0xFFC1, 0x3C00, 0x2000, 0x6000, 0x0A00, 0x7500, 0x3F7F, 0xBF7F, 0x4F00, 0x3001, 0x0081, 0x8081, 0x407F, 0x42C8};
+constexpr std::uint16_t kB0[40] = {0x0000, 0x8000, 0x0001, 0x807F, 0x0080, 0x3F80, 0xBF80, 0x3F81, 0x4000, 0xC0FF,
+                                   0x7F7F, 0xFF7F, 0x7F00, 0x0100, 0x8180, 0x1F80, 0x5F80, 0x3E80, 0x4180, 0x3400,
+                                   0x4A80, 0xB5A5, 0x7F80, 0xFF80, 0x7FC0, 0x7F81, 0xFFC1, 0x3C00, 0x2000, 0x6000,
+                                   0x0A00, 0x7500, 0x3F7F, 0xBF7F, 0x4F00, 0x3001, 0x0081, 0x8081, 0x407F, 0x42C8};
 constexpr std::uint16_t kA1[16] = {0x0000, 0x8000, 0x3F80, 0xBF80, 0x0001, 0x7F7F, 0xFF7F, 0x7F80,
                                    0xFF80, 0x7FC0, 0x3401, 0x0080, 0x4B00, 0xC000, 0x1F80, 0x6000};
-constexpr std::uint16_t kB1[12] = {0x3F80, 0xBF80, 0x0000, 0x8000, 0x3F81, 0x0081, 0x7F7F,
-                                   0x7F80, 0x2000, 0x5F00, 0xC2C8, 0x7F81};
-constexpr std::uint32_t kAccs[28] = {
-    0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800001,
-    0x33800000, 0x4B800000, 0xCB7FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
-    0x7FA00001, 0xFFC12345, 0x477FE000, 0xC77FE000, 0x2F800000, 0x3F800001, 0x4F000000, 0x1F800000,
-    0xDF800000, 0x00FFFFFF, 0x3F7FFFFF, 0x40490FDB};
+constexpr std::uint16_t kB1[12] = {0x3F80, 0xBF80, 0x0000, 0x8000, 0x3F81, 0x0081,
+                                   0x7F7F, 0x7F80, 0x2000, 0x5F00, 0xC2C8, 0x7F81};
+constexpr std::uint32_t kAccs[28] = {0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF,
+                                     0x00800000, 0x80800001, 0x33800000, 0x4B800000, 0xCB7FFFFF, 0x7F7FFFFF,
+                                     0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FA00001, 0xFFC12345,
+                                     0x477FE000, 0xC77FE000, 0x2F800000, 0x3F800001, 0x4F000000, 0x1F800000,
+                                     0xDF800000, 0x00FFFFFF, 0x3F7FFFFF, 0x40490FDB};
 
 TEST_F(Bfdot, EveryA0AgainstStructuredOperands) {
   const std::size_t n = 65536;
@@ -211,8 +211,10 @@ TEST_F(Bfmmla, ChainsPairsZeroOneThenTwoThree) {
   std::vector<std::uint32_t> acc(4 * blocks), got(4 * blocks);
   auto value = [&](std::size_t i) -> std::uint16_t {
     switch (rng.bits() % 4) {
-      case 0: return kB0[rng.bits() % std::size(kB0)];
-      case 1: return std::uint16_t(rng.bits());
+      case 0:
+        return kB0[rng.bits() % std::size(kB0)];
+      case 1:
+        return std::uint16_t(rng.bits());
       default: {  // ordinary values of mixed magnitude: where the order of the two steps shows
         const std::uint32_t e = 127 - 12 + std::uint32_t(rng.bits() % 25);
         return std::uint16_t((rng.bits() & 0x8000u) | e << 7 | (rng.bits() & 0x7Fu) | (i & 0));
@@ -232,8 +234,8 @@ TEST_F(Bfmmla, ChainsPairsZeroOneThenTwoThree) {
       const std::uint32_t want = mmla_model(&a[8 * k], &b[8 * k], c, i, j, false);
       if (mmla_model(&a[8 * k], &b[8 * k], c, i, j, true) != g) ++reverse_differs;
       if (g != want && mismatches++ < 10) {
-        ADD_FAILURE() << fmt::format("BFMMLA block {} element ({}, {}) acc {:08X}: got {:08X}, model {:08X}", k, i,
-                                     j, c, g, want);
+        ADD_FAILURE() << fmt::format("BFMMLA block {} element ({}, {}) acc {:08X}: got {:08X}, model {:08X}", k, i, j,
+                                     c, g, want);
       }
     }
   }
@@ -336,9 +338,10 @@ Comparison compare(bool bf16_acc) {
   }
   std::string dist;
   for (const auto& [u, n] : c.by_ulps) dist += fmt::format(" {} ulp: {};", u, n);
-  std::printf("BFDotAdd vs vdpbf16ps (%s accumulators): %zu of %zu ordinary lanes differ (%.2f %%), %.2f %% of them "
-              "by 1 ulp:%s\n",
-              bf16_acc ? "bf16-precision" : "f32", c.differ, c.lanes, 100 * c.share(), 100 * c.one_ulp(), dist.c_str());
+  std::printf(
+      "BFDotAdd vs vdpbf16ps (%s accumulators): %zu of %zu ordinary lanes differ (%.2f %%), %.2f %% of them "
+      "by 1 ulp:%s\n",
+      bf16_acc ? "bf16-precision" : "f32", c.differ, c.lanes, 100 * c.share(), 100 * c.one_ulp(), dist.c_str());
   return c;
 }
 

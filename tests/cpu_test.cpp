@@ -28,8 +28,7 @@ bool is_x86_isa(Isa isa) {
   return isa == Isa::avx2 || isa == Isa::avx512 || isa == Isa::avx512bf16 || isa == Isa::avx512fp16;
 }
 bool is_arm_isa(Isa isa) {
-  return isa == Isa::neon || isa == Isa::neonfp16 || isa == Isa::neonfhm || isa == Isa::neonbf16 ||
-         isa == Isa::sve;
+  return isa == Isa::neon || isa == Isa::neonfp16 || isa == Isa::neonfhm || isa == Isa::neonbf16 || isa == Isa::sve;
 }
 
 #if defined(__x86_64__)
@@ -43,17 +42,28 @@ constexpr bool kX86 = false;
 /// arm64 ref < neon < neonfp16 < {neonfhm, neonbf16, sve} (siblings).
 std::set<Isa> admitted_by(Isa cap) {
   switch (cap) {
-    case Isa::ref: return {Isa::ref};
-    case Isa::avx2: return {Isa::ref, Isa::avx2};
-    case Isa::avx512: return {Isa::ref, Isa::avx2, Isa::avx512};
-    case Isa::avx512bf16: return {Isa::ref, Isa::avx2, Isa::avx512, Isa::avx512bf16};
-    case Isa::avx512fp16: return {Isa::ref, Isa::avx2, Isa::avx512, Isa::avx512fp16};
-    case Isa::neon: return {Isa::ref, Isa::neon};
-    case Isa::neonfp16: return {Isa::ref, Isa::neon, Isa::neonfp16};
-    case Isa::neonfhm: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::neonfhm};
-    case Isa::neonbf16: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::neonbf16};
-    case Isa::sve: return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::sve};
-    case Isa::peer: return {};  // not a cap (HALFMAP_ISA=peer is an error)
+    case Isa::ref:
+      return {Isa::ref};
+    case Isa::avx2:
+      return {Isa::ref, Isa::avx2};
+    case Isa::avx512:
+      return {Isa::ref, Isa::avx2, Isa::avx512};
+    case Isa::avx512bf16:
+      return {Isa::ref, Isa::avx2, Isa::avx512, Isa::avx512bf16};
+    case Isa::avx512fp16:
+      return {Isa::ref, Isa::avx2, Isa::avx512, Isa::avx512fp16};
+    case Isa::neon:
+      return {Isa::ref, Isa::neon};
+    case Isa::neonfp16:
+      return {Isa::ref, Isa::neon, Isa::neonfp16};
+    case Isa::neonfhm:
+      return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::neonfhm};
+    case Isa::neonbf16:
+      return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::neonbf16};
+    case Isa::sve:
+      return {Isa::ref, Isa::neon, Isa::neonfp16, Isa::sve};
+    case Isa::peer:
+      return {};  // not a cap (HALFMAP_ISA=peer is an error)
   }
   return {};
 }
@@ -191,8 +201,7 @@ TEST(Isa, SupportAgreesWithCpuFeatures) {
     } else {
       EXPECT_EQ(f.sve_vector_bits, 0u);
     }
-    EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx512_bf16 || f.avx512_fp16)
-        << "x86 features on arm64";
+    EXPECT_FALSE(f.avx2 || f.fma || f.f16c || f.avx512f || f.avx512_bf16 || f.avx512_fp16) << "x86 features on arm64";
   }
   EXPECT_FALSE(f.model.empty());
   RecordProperty("cpu_model", f.model);
@@ -212,8 +221,8 @@ TEST(HalfmapIsaCap, EnabledIsExactlyCompiledSupportedAndAdmitted) {
   const std::string value = env != nullptr ? env : "";
   RecordProperty("HALFMAP_ISA", value);
   const std::optional<Isa> parsed = parse_isa(value);
-  const bool valid = value.empty() ||
-                     (parsed && (*parsed == Isa::ref || (kX86 ? is_x86_isa(*parsed) : is_arm_isa(*parsed))));
+  const bool valid =
+      value.empty() || (parsed && (*parsed == Isa::ref || (kX86 ? is_x86_isa(*parsed) : is_arm_isa(*parsed))));
   SCOPED_TRACE("HALFMAP_ISA=" + value);
   if (value.empty()) {
     EXPECT_FALSE(isa_cap().has_value());
@@ -291,13 +300,21 @@ TEST(Registry, ModesMatchStorageAndLanes) {
       EXPECT_NE(k.reduce, nullptr);
     }
     switch (k.mode) {
-      case Mode::f32: EXPECT_EQ(k.storage, DType::f32); break;
+      case Mode::f32:
+        EXPECT_EQ(k.storage, DType::f32);
+        break;
       case Mode::f16_f32acc:
       case Mode::f16:
-      case Mode::f16_model: EXPECT_EQ(k.storage, DType::f16); break;
-      case Mode::bf16_f32acc: EXPECT_EQ(k.storage, DType::bf16); break;
+      case Mode::f16_model:
+        EXPECT_EQ(k.storage, DType::f16);
+        break;
+      case Mode::bf16_f32acc:
+        EXPECT_EQ(k.storage, DType::bf16);
+        break;
       case Mode::fp8_f32acc:
-      case Mode::mxfp8_f32acc: EXPECT_EQ(k.storage, DType::f32) << "float32 in and out, fp8 inside"; break;
+      case Mode::mxfp8_f32acc:
+        EXPECT_EQ(k.storage, DType::f32) << "float32 in and out, fp8 inside";
+        break;
     }
     EXPECT_GE(k.lanes, 1u);
     EXPECT_EQ(k.lanes & (k.lanes - 1), 0u) << "lanes must be a power of two to fold: " << k.lanes;
@@ -336,8 +353,8 @@ TEST(Registry, EachKernelFillsTheFieldOfItsOpsKind) {
                        int(k.loss != nullptr) + int(k.softmax != nullptr) + int(k.xent != nullptr) +
                        int(k.norm != nullptr) + int(k.gelu != nullptr) + int(k.attention != nullptr);
     EXPECT_EQ(filled, 1) << k.name;
-    EXPECT_TRUE(kernel_has_fn(k)) << k.name << ": op " << op_name(k.op) << " should fill Kernel::"
-                                  << op_kind_name(op_kind(k.op));
+    EXPECT_TRUE(kernel_has_fn(k)) << k.name << ": op " << op_name(k.op)
+                                  << " should fill Kernel::" << op_kind_name(op_kind(k.op));
   }
 }
 
@@ -359,10 +376,22 @@ TEST(Registry, EveryRowOfTheOpTableHasKernels) {
 // Written from docs/kernels.md's table of ISA paths, independently of src/kernels/ (rows.hpp builds the lists from
 // each path's traits and modes): a row dropped, added twice or filed under another mode fails here. What
 // `halfmap info` lists is kernels(), this registry (plus, in the CLI, the peers').
-constexpr Op kEveryOp[] = {Op::sum,        Op::sumsq,     Op::maxabs,        Op::dot,
-                           Op::dense_fwd,  Op::dense_bwd, Op::mse,           Op::softmax,
-                           Op::softmax_naive, Op::xent,   Op::layernorm,     Op::rmsnorm,
-                           Op::gelu,       Op::gelu_tanh, Op::attention_prescale, Op::attention_postscale};
+constexpr Op kEveryOp[] = {Op::sum,
+                           Op::sumsq,
+                           Op::maxabs,
+                           Op::dot,
+                           Op::dense_fwd,
+                           Op::dense_bwd,
+                           Op::mse,
+                           Op::softmax,
+                           Op::softmax_naive,
+                           Op::xent,
+                           Op::layernorm,
+                           Op::rmsnorm,
+                           Op::gelu,
+                           Op::gelu_tanh,
+                           Op::attention_prescale,
+                           Op::attention_postscale};
 // The scaled fp8 modes: the reductions, dense, mse and softmax.
 constexpr Op kScaledOps[] = {Op::sum,       Op::sumsq,     Op::maxabs, Op::dot,
                              Op::dense_fwd, Op::dense_bwd, Op::mse,    Op::softmax};
@@ -450,8 +479,8 @@ TEST(Registry, DenseBlockingsNameListedDenseKernels) {
 
 // ---- names composed from the fields (src/kernels/common/list.hpp) ------------------------------------------------
 
-// "Adding a kernel" (docs/contributing.md), followed once without adding it to the registry: one entry of a list, and the name
-// and fields it gets.
+// "Adding a kernel" (docs/contributing.md), followed once without adding it to the registry: one entry of a list, and
+// the name and fields it gets.
 float test_only_dot(const void*, const void*, std::size_t) { return 0.0f; }
 void test_only_softmax(const SoftmaxArgs&) {}
 
@@ -485,8 +514,8 @@ TEST(RegistryNames, ComposedAtCompileTime) {
 TEST(RegistryNames, EveryNameRoundTrips) {
   std::set<std::string_view> seen;
   for (const Kernel& k : kernels()) {
-    const std::string want =
-        std::string(paths::name_prefix(k.mode)) + "_" + std::string(op_name(k.op)) + "__" + std::string(isa_name(k.isa));
+    const std::string want = std::string(paths::name_prefix(k.mode)) + "_" + std::string(op_name(k.op)) + "__" +
+                             std::string(isa_name(k.isa));
     EXPECT_EQ(k.name, want);
     EXPECT_EQ(k.storage, paths::storage_of(k.mode)) << k.name;
     EXPECT_TRUE(seen.insert(k.name).second) << "duplicate name " << k.name;

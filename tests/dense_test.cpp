@@ -26,14 +26,13 @@
 //     (Higham, Accuracy and Stability of Numerical Algorithms, 3.1 and 4.2). The second term is the f64 oracle's
 //     own rounding; the third covers f32 underflow (each rounding in the subnormal range errs by at most 2^-150
 //     absolute). F is the flush term of vdpbf16ps on avx512bf16 and of BFDotAdd on neonbf16 only (whose round to
-//     odd errs by less than 1 ulp, 2u, per rounding: at most r of them, as above): it treats subnormal inputs, products and
-//     results as zero (DAZ/FTZ by design), which loses at most 2^-126 (max|x| + max|w| + 2) per k step, so
-//     F = (K + 1) 2^-126 (max|x| + max|w| + 2). The bf16 inputs do hold subnormals, so the flush is exercised.
-//     The stored output is the round-to-nearest image of act(acc) in the storage type, and rounding and relu are
-//     monotonic, so the output must lie in [round(act(E - A)), round(act(E + A))]. This is the bound
-//     |got - E| <= A + half an ulp of the storage type at |E| (2^-11 relative for fp16, 2^-8 for bf16, 0 for f32),
-//     written so that it is exact at ulp boundaries and admits fp16 overflow to inf exactly when E - A rounds to
-//     inf.
+//     odd errs by less than 1 ulp, 2u, per rounding: at most r of them, as above): it treats subnormal inputs, products
+//     and results as zero (DAZ/FTZ by design), which loses at most 2^-126 (max|x| + max|w| + 2) per k step, so F = (K +
+//     1) 2^-126 (max|x| + max|w| + 2). The bf16 inputs do hold subnormals, so the flush is exercised. The stored output
+//     is the round-to-nearest image of act(acc) in the storage type, and rounding and relu are monotonic, so the output
+//     must lie in [round(act(E - A)), round(act(E + A))]. This is the bound |got - E| <= A + half an ulp of the storage
+//     type at |E| (2^-11 relative for fp16, 2^-8 for bf16, 0 for f32), written so that it is exact at ulp boundaries
+//     and admits fp16 overflow to inf exactly when E - A rounds to inf.
 //   * inf and NaN: matched exactly, never "within tolerance": where the f64 oracle (IEEE semantics: inf·0 = NaN,
 //     inf - inf = NaN, relu(NaN) = NaN, relu(-inf) = +0) is NaN the output must be NaN, where it is ±inf the output
 //     must be the same infinity.
@@ -62,9 +61,9 @@
 namespace halfmap {
 namespace {
 
-using test::store_bits;
 using test::load_exact;
 using test::round_to;
+using test::store_bits;
 
 using test::guard_bits;
 using test::hex_bits;
@@ -167,9 +166,7 @@ Tiling tiling_of(const Kernel& k) {
 
 struct Shape {
   std::size_t m, n, k;
-  friend bool operator<(const Shape& a, const Shape& b) {
-    return std::tie(a.k, a.m, a.n) < std::tie(b.k, b.m, b.n);
-  }
+  friend bool operator<(const Shape& a, const Shape& b) { return std::tie(a.k, a.m, a.n) < std::tie(b.k, b.m, b.n); }
 };
 
 /// M and N at 1, tile - 1, tile, tile + 1 and 2 tile + 3 (odd) against small K (1, 2, 3 and 7: odd and even for
@@ -326,10 +323,14 @@ struct Offsets {
 /// mixtures.
 Offsets offsets_for(std::size_t i) {
   switch (i % 4) {
-    case 0: return {0, 0, 0, 0};
-    case 1: return {1, 1, 1, 1};
-    case 2: return {1, 0, 1, 0};
-    default: return {0, 1, 0, 1};
+    case 0:
+      return {0, 0, 0, 0};
+    case 1:
+      return {1, 1, 1, 1};
+    case 2:
+      return {1, 0, 1, 0};
+    default:
+      return {0, 1, 0, 1};
   }
 }
 
@@ -337,15 +338,21 @@ struct FwdCase {
   Matrix x, w, b, y;
   std::size_t m, n, k;
   FwdCase(DType t, std::size_t m_, std::size_t n_, std::size_t k_, Offsets o)
-      : x(input_matrix(t, m_, k_, o.x)), w(input_matrix(t, k_, n_, o.w)), b(input_matrix(t, 1, n_, o.b)),
-        y(output_matrix(t, m_, n_, o.y)), m(m_), n(n_), k(k_) {}
+      : x(input_matrix(t, m_, k_, o.x)),
+        w(input_matrix(t, k_, n_, o.w)),
+        b(input_matrix(t, 1, n_, o.b)),
+        y(output_matrix(t, m_, n_, o.y)),
+        m(m_),
+        n(n_),
+        k(k_) {}
 };
 
 /// Y exact pre-activation (with the bias when `bias`).
 std::vector<Exact> exact_fwd(const FwdCase& c, bool bias) {
   const std::vector<double> x = c.x.values(), w = c.w.values();
-  auto ex = exact_gemm(c.m, c.n, c.k, [&](std::size_t i, std::size_t p) { return x[i * c.k + p]; },
-                       [&](std::size_t p, std::size_t j) { return w[p * c.n + j]; });
+  auto ex = exact_gemm(
+      c.m, c.n, c.k, [&](std::size_t i, std::size_t p) { return x[i * c.k + p]; },
+      [&](std::size_t p, std::size_t j) { return w[p * c.n + j]; });
   if (bias) {
     for (std::size_t i = 0; i < c.m; ++i) {
       for (std::size_t j = 0; j < c.n; ++j) {
@@ -386,7 +393,8 @@ void run_and_check_fwd(const Kernel& k, FwdCase& c, bool bias, Act act) {
     f32acc_model_dense_fwd({c.m, c.n, c.k, c.x.data(), c.w.data(), bias ? c.b.data() : nullptr, want.data(), act});
     expect_bits_equal("Y (f32acc_model_dense_fwd)", c.y, want);
   }
-  if (k.fixed_order == FixedOrder::bfdot) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
+  if (k.fixed_order ==
+      FixedOrder::bfdot) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
     std::vector<f16> want(c.m * c.n);
     bfdot_model_dense_fwd({c.m, c.n, c.k, c.x.data(), c.w.data(), bias ? c.b.data() : nullptr, want.data(), act});
     expect_bits_equal("Y (bfdot_model_dense_fwd)", c.y, want);
@@ -478,9 +486,9 @@ TEST_P(DenseFwdTest, SameBitsAtEveryBlocking) {
     set_gemm_blocks_for_tests(mc, kc, nc);
     c.y.fill_bits(unwritten_bits(c.y.type()));
     k().dense(args);
-    EXPECT_TRUE(c.y.unchanged_since(want)) << "Y differs at blocks mc " << mc << ", kc " << kc << ", nc " << nc
-                                           << " from the blocks of this core's caches (M " << m << ", N " << n
-                                           << ", K " << kk << ")";
+    EXPECT_TRUE(c.y.unchanged_since(want))
+        << "Y differs at blocks mc " << mc << ", kc " << kc << ", nc " << nc
+        << " from the blocks of this core's caches (M " << m << ", N " << n << ", K " << kk << ")";
   }
 }
 
@@ -498,8 +506,8 @@ TEST_P(DenseFwdTest, InfAndNanPropagateExactly) {
         const Act act = combo % 2 == 0 ? Act::identity : Act::relu;
         const bool bias = combo >= 2;
         const std::uint64_t seed = test::case_seed(kk, std::uint64_t(variant), 0x1AF);
-        SCOPED_TRACE(fmt::format("kernel {} M={} N={} K={} variant={} act={} bias={} seed=0x{:016X}", k().name, m,
-                                 n, kk, variant, act_name(act), bias, seed));
+        SCOPED_TRACE(fmt::format("kernel {} M={} N={} K={} variant={} act={} bias={} seed=0x{:016X}", k().name, m, n,
+                                 kk, variant, act_name(act), bias, seed));
         test::Rng rng(seed);
         FwdCase c(st, m, n, kk, offsets_for(std::size_t(combo + variant)));
         for (std::size_t i = 0; i < m; ++i) {
@@ -557,7 +565,10 @@ TEST_P(DenseFwdTest, ReluKeepsNegativeZero) {
   for (int bias_kind = 0; bias_kind < 3; ++bias_kind) {  // none, -0, +0
     for (Act act : {Act::identity, Act::relu}) {
       SCOPED_TRACE(fmt::format("kernel {} M={} N={} K={} bias={} act={}", k().name, m, n, kk,
-                               bias_kind == 0 ? "none" : bias_kind == 1 ? "-0" : "+0", act_name(act)));
+                               bias_kind == 0   ? "none"
+                               : bias_kind == 1 ? "-0"
+                                                : "+0",
+                               act_name(act)));
       FwdCase c(st, m, n, kk, offsets_for(std::size_t(bias_kind) + (act == Act::relu)));
       for (std::size_t i = 0; i < m; ++i) {
         for (std::size_t p = 0; p < kk; ++p) c.x.set(i, p, -0x1p-14);
@@ -616,14 +627,13 @@ TEST_P(DenseFwdTest, Fp16AccumulatorOverflowsOnPartialSums) {
     run_and_check_fwd(k(), c, false, Act::identity);
     for (std::size_t i = 0; i < m * n; ++i) {
       const double g = load_exact(st, c.y.bits_at(i));
-      ASSERT_TRUE(g == want) << "Y[" << i / n << ", " << i % n << "] = " << hex_bits(st, c.y.bits_at(i)) << " = "
-                             << g << ", want " << want;
+      ASSERT_TRUE(g == want) << "Y[" << i / n << ", " << i % n << "] = " << hex_bits(st, c.y.bits_at(i)) << " = " << g
+                             << ", want " << want;
     }
   };
   const bool f16acc = fp16_accumulating(k());
   for (bool kk : {false, true}) {
-    run(kk, {1, 1, -1, -1}, {40960, 24576, 40960, 24576}, f16acc ? kInf : 0.0,
-        "partial sum 65536, final sum 0");
+    run(kk, {1, 1, -1, -1}, {40960, 24576, 40960, 24576}, f16acc ? kInf : 0.0, "partial sum 65536, final sum 0");
     if (fp16_storage) {
       run(kk, {1, 1, -1, -1}, {40960, 24544, 40960, 24544}, 0.0, "partial sum 65504, final sum 0");
       run(kk, {1, 1, 1, 1, 1, 1, 1, 1}, {40960, 24544, 8, 4, 2, 1, 0.5, 0.25}, 65504.0, "final sum 65519.75");
@@ -687,14 +697,16 @@ TEST_P(DenseFwdTest, Bf16KeepsTheRangeOfF32) {
   RecordProperty("max_bf16_storage_relative_error", fmt::format("{:a}", max_store_err));
   EXPECT_LE(max_store_err, 0x1p-8) << "bf16 storage error above half an ulp";
   EXPECT_GT(max_store_err, 0x1p-9) << "the largest bf16 storage error should be close to 2^-8";
-  const auto orig = exact_gemm(m, n, kk, [&](std::size_t i, std::size_t p) { return x[i * kk + p]; },
-                               [&](std::size_t p, std::size_t j) { return w[p * n + j]; });
+  const auto orig = exact_gemm(
+      m, n, kk, [&](std::size_t i, std::size_t p) { return x[i * kk + p]; },
+      [&](std::size_t p, std::size_t j) { return w[p * n + j]; });
   for (std::size_t i = 0; i < m * n; ++i) {
     const double g = load_exact(st, c.y.bits_at(i));
     const double e = orig[i].value, s = orig[i].abs;
-    const double bound = 0x1p-8 * std::fabs(e) + (0x1p-7 + 0x1p-16) * s * (1 + 0x1p-7) + 2 * double(kk + 2) * kU * s * 1.02;
-    EXPECT_LE(std::fabs(g - e), bound) << fmt::format("Y[{}, {}] = {:a}, f64 on the unrounded inputs {:a}",
-                                                      i / n, i % n, g, e);
+    const double bound =
+        0x1p-8 * std::fabs(e) + (0x1p-7 + 0x1p-16) * s * (1 + 0x1p-7) + 2 * double(kk + 2) * kU * s * 1.02;
+    EXPECT_LE(std::fabs(g - e), bound) << fmt::format("Y[{}, {}] = {:a}, f64 on the unrounded inputs {:a}", i / n,
+                                                      i % n, g, e);
   }
 }
 
@@ -732,8 +744,7 @@ TEST_P(DenseFwdTest, ComputesTheDeclaredFmaFlavour) {
       const std::uint32_t want = k().fma == FmaKind::fused ? fused.bits : rounded.bits;
       for (std::size_t i = 0; i < m * n; ++i) {
         ASSERT_EQ(c.y.bits_at(i), want) << "Y[" << i / n << ", " << i % n << "] = " << hex_bits(st, c.y.bits_at(i))
-                                        << "; fused gives " << test::hex(fused) << ", f32_round "
-                                        << test::hex(rounded);
+                                        << "; fused gives " << test::hex(fused) << ", f32_round " << test::hex(rounded);
       }
     }
   }
@@ -747,9 +758,15 @@ struct BwdCase {
   Matrix x, w, dy, dx, dw, db;
   std::size_t m, n, k;
   BwdCase(DType t, std::size_t m_, std::size_t n_, std::size_t k_, Offsets o)
-      : x(input_matrix(t, m_, k_, o.x)), w(input_matrix(t, k_, n_, o.w)), dy(input_matrix(t, m_, n_, o.b)),
-        dx(output_matrix(t, m_, k_, o.y)), dw(output_matrix(t, k_, n_, o.x)), db(output_matrix(t, 1, n_, o.w)),
-        m(m_), n(n_), k(k_) {}
+      : x(input_matrix(t, m_, k_, o.x)),
+        w(input_matrix(t, k_, n_, o.w)),
+        dy(input_matrix(t, m_, n_, o.b)),
+        dx(output_matrix(t, m_, k_, o.y)),
+        dw(output_matrix(t, k_, n_, o.x)),
+        db(output_matrix(t, 1, n_, o.w)),
+        m(m_),
+        n(n_),
+        k(k_) {}
 };
 
 struct BwdExact {
@@ -761,12 +778,15 @@ BwdExact exact_bwd(const BwdCase& c) {
   BwdExact e;
   const std::vector<double> x = c.x.values(), w = c.w.values(), dy = c.dy.values();
   const std::size_t m = c.m, n = c.n, k = c.k;
-  e.dx = exact_gemm(m, k, n, [&](std::size_t i, std::size_t j) { return dy[i * n + j]; },
-                    [&](std::size_t j, std::size_t p) { return w[p * n + j]; });
-  e.dw = exact_gemm(k, n, m, [&](std::size_t p, std::size_t i) { return x[i * k + p]; },
-                    [&](std::size_t i, std::size_t j) { return dy[i * n + j]; });
-  e.db = exact_gemm(1, n, m, [](std::size_t, std::size_t) { return 1.0; },
-                    [&](std::size_t i, std::size_t j) { return dy[i * n + j]; });
+  e.dx = exact_gemm(
+      m, k, n, [&](std::size_t i, std::size_t j) { return dy[i * n + j]; },
+      [&](std::size_t j, std::size_t p) { return w[p * n + j]; });
+  e.dw = exact_gemm(
+      k, n, m, [&](std::size_t p, std::size_t i) { return x[i * k + p]; },
+      [&](std::size_t i, std::size_t j) { return dy[i * n + j]; });
+  e.db = exact_gemm(
+      1, n, m, [](std::size_t, std::size_t) { return 1.0; },
+      [&](std::size_t i, std::size_t j) { return dy[i * n + j]; });
   return e;
 }
 
@@ -796,8 +816,7 @@ void run_and_check_bwd(const Kernel& k, BwdCase& c, Which which) {
   // Outputs not asked for must stay untouched (the kernel got nullptr; it cannot have written them anyway).
   if (fp16_accumulating(k)) {
     std::vector<f16> dx(c.m * c.k), dw(c.k * c.n), db(c.n);
-    const DenseBwdArgs margs{c.m,        c.n,        c.k,       c.x.data(), c.w.data(), c.dy.data(),
-                             dx.data(), dw.data(), db.data()};
+    const DenseBwdArgs margs{c.m, c.n, c.k, c.x.data(), c.w.data(), c.dy.data(), dx.data(), dw.data(), db.data()};
     f16_model_dense_bwd(margs, k.fma);
     if (which.dx) expect_bits_equal("dX", c.dx, dx);
     if (which.dw) expect_bits_equal("dW", c.dw, dw);
@@ -817,7 +836,8 @@ void run_and_check_bwd(const Kernel& k, BwdCase& c, Which which) {
     if (which.dw) expect_bits_equal("dW (f32acc_model_dense_bwd)", c.dw, dw);
     if (which.db) expect_bits_equal("db (f32acc_model_dense_bwd)", c.db, db);
   }
-  if (k.fixed_order == FixedOrder::bfdot) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
+  if (k.fixed_order ==
+      FixedOrder::bfdot) {  // neonbf16's BFMMLA: also bit-exact to the BFDotAdd model (bf16 bits in f16 slots)
     std::vector<f16> dx(c.m * c.k), dw(c.k * c.n), db(c.n);
     bfdot_model_dense_bwd({c.m, c.n, c.k, c.x.data(), c.w.data(), c.dy.data(), dx.data(), dw.data(), db.data()});
     if (which.dx) expect_bits_equal("dX (bfdot_model_dense_bwd)", c.dx, dx);
@@ -885,8 +905,8 @@ TEST_P(DenseBwdTest, InfAndNanPropagateExactly) {
     const std::size_t m = t.mr + 1, n = t.nr + 1;
     for (int variant = 0; variant < 3; ++variant) {
       const std::uint64_t seed = test::case_seed(kk, std::uint64_t(variant), 0xB1AF);
-      SCOPED_TRACE(fmt::format("kernel {} M={} N={} K={} variant={} seed=0x{:016X}", k().name, m, n, kk, variant,
-                               seed));
+      SCOPED_TRACE(
+          fmt::format("kernel {} M={} N={} K={} variant={} seed=0x{:016X}", k().name, m, n, kk, variant, seed));
       test::Rng rng(seed);
       BwdCase c(st, m, n, kk, offsets_for(std::size_t(variant)));
       for (Matrix* in : {&c.x, &c.w, &c.dy}) {
@@ -898,12 +918,16 @@ TEST_P(DenseBwdTest, InfAndNanPropagateExactly) {
       for (std::size_t p = 0; p < kk; p += 2) c.w.set(p, j0, 0.0);
       for (std::size_t p = 1; p < kk; p += 3) c.x.set(i0, p, 0.0);
       switch (variant) {
-        case 0: c.dy.set_bits(i0, j0, inf_bits(st)); break;
+        case 0:
+          c.dy.set_bits(i0, j0, inf_bits(st));
+          break;
         case 1:
           c.dy.set_bits(i0, j0, inf_bits(st));
           c.dy.set_bits(i1, j0, inf_bits(st) | sign_bit(st));
           break;
-        default: c.dy.set_bits(i1, j0, nan_bits(st)); break;
+        default:
+          c.dy.set_bits(i1, j0, nan_bits(st));
+          break;
       }
       run_and_check_bwd(k(), c, {true, true, true});
       const BwdExact e = exact_bwd(c);
@@ -916,9 +940,9 @@ TEST_P(DenseBwdTest, InfAndNanPropagateExactly) {
 }
 
 /// Loss scaling as the frameworks ship it (docs/numerics.md; Keras starts at 2^15): the true gradient G of a
-/// mixed-precision layer is small (here ±2^-22·[0, 1]: in fp16 all of its values are subnormal and one in eight flushes to
-/// zero), so dY = G·2^15 is stored instead. Every kernel's dX, dW, db from that dY must follow its mode exactly:
-/// the f16-mode kernels bit for bit with the model, the others within the bound.
+/// mixed-precision layer is small (here ±2^-22·[0, 1]: in fp16 all of its values are subnormal and one in eight flushes
+/// to zero), so dY = G·2^15 is stored instead. Every kernel's dX, dW, db from that dY must follow its mode exactly: the
+/// f16-mode kernels bit for bit with the model, the others within the bound.
 TEST_P(DenseBwdTest, LossScaledFp16Gradients) {
   const Tiling t = tiling();
   const DType st = storage();
@@ -926,8 +950,7 @@ TEST_P(DenseBwdTest, LossScaledFp16Gradients) {
   const Shape shapes[] = {{t.mr + 1, t.nr + 1, 5}, {2 * t.mr + 3, t.nr - 1, t.kc + 1}, {t.mr, 2 * t.nr + 3, 9}};
   for (const Shape& s : shapes) {
     const std::uint64_t seed = test::case_seed(s.m, s.n * 4099 + s.k, 0x5CA1E);
-    SCOPED_TRACE(fmt::format("kernel {} M={} N={} K={} loss scale 2^15 seed=0x{:016X}", k().name, s.m, s.n, s.k,
-                             seed));
+    SCOPED_TRACE(fmt::format("kernel {} M={} N={} K={} loss scale 2^15 seed=0x{:016X}", k().name, s.m, s.n, s.k, seed));
     test::Rng rng(seed);
     BwdCase c(st, s.m, s.n, s.k, offsets_for(s.k));
     fill_random(c.x, rng);
@@ -978,8 +1001,8 @@ TEST_P(DenseBwdTest, ComputesTheDeclaredFmaFlavour) {
       run_and_check_bwd(k(), c, {true, false, false});
       if (fp16_accumulating(k())) {
         for (std::size_t i = 0; i < m * kk; ++i) {
-          ASSERT_EQ(c.dx.bits_at(i), want) << "dX[" << i / kk << ", " << i % kk << "] = "
-                                           << hex_bits(st, c.dx.bits_at(i));
+          ASSERT_EQ(c.dx.bits_at(i), want)
+              << "dX[" << i / kk << ", " << i % kk << "] = " << hex_bits(st, c.dx.bits_at(i));
         }
       }
     }
@@ -997,8 +1020,8 @@ TEST_P(DenseBwdTest, ComputesTheDeclaredFmaFlavour) {
       run_and_check_bwd(k(), c, {false, true, false});
       if (fp16_accumulating(k())) {
         for (std::size_t i = 0; i < kk * n; ++i) {
-          ASSERT_EQ(c.dw.bits_at(i), want) << "dW[" << i / n << ", " << i % n << "] = "
-                                           << hex_bits(st, c.dw.bits_at(i));
+          ASSERT_EQ(c.dw.bits_at(i), want)
+              << "dW[" << i / n << ", " << i % n << "] = " << hex_bits(st, c.dw.bits_at(i));
         }
       }
     }
@@ -1062,8 +1085,8 @@ TEST(DenseGradient, F32RefBackwardMatchesCentralDifferencesOfTheLoss) {
     };
     (void)loss();
     const double fd_err = 2 * double(s.m * s.n * s.k + s.m * s.n) * 0x1p-53 * scale / (2 * h);
-    kr->dense_bwd(DenseBwdArgs{s.m, s.n, s.k, c.x.data(), c.w.data(), c.dy.data(), c.dx.data(), c.dw.data(),
-                               c.db.data()});
+    kr->dense_bwd(
+        DenseBwdArgs{s.m, s.n, s.k, c.x.data(), c.w.data(), c.dy.data(), c.dx.data(), c.dw.data(), c.db.data()});
     const BwdExact oracle = exact_bwd(c);
     auto check = [&](const char* what, double fd, double got, double oracle_value, double terms_abs,
                      std::size_t inner) {
@@ -1075,15 +1098,13 @@ TEST(DenseGradient, F32RefBackwardMatchesCentralDifferencesOfTheLoss) {
     for (std::size_t i = 0; i < s.m; ++i) {
       for (std::size_t p = 0; p < s.k; ++p) {
         const Exact& e = oracle.dx[i * s.k + p];
-        check(fmt::format("dX[{}, {}]", i, p).c_str(), central(x[i * s.k + p]), c.dx.value(i, p), e.value, e.abs,
-              s.n);
+        check(fmt::format("dX[{}, {}]", i, p).c_str(), central(x[i * s.k + p]), c.dx.value(i, p), e.value, e.abs, s.n);
       }
     }
     for (std::size_t p = 0; p < s.k; ++p) {
       for (std::size_t j = 0; j < s.n; ++j) {
         const Exact& e = oracle.dw[p * s.n + j];
-        check(fmt::format("dW[{}, {}]", p, j).c_str(), central(w[p * s.n + j]), c.dw.value(p, j), e.value, e.abs,
-              s.m);
+        check(fmt::format("dW[{}, {}]", p, j).c_str(), central(w[p * s.n + j]), c.dw.value(p, j), e.value, e.abs, s.m);
       }
     }
     for (std::size_t j = 0; j < s.n; ++j) {

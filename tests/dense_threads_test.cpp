@@ -44,7 +44,9 @@ std::vector<unsigned char> operand(DType t, std::size_t count, std::uint64_t see
     float v = u(rng);
     if (rng() % 97 == 0) v = specials[rng() % std::size(specials)];
     switch (t) {
-      case DType::f32: std::memcpy(&out[i * 4], &v, 4); break;
+      case DType::f32:
+        std::memcpy(&out[i * 4], &v, 4);
+        break;
       case DType::f16: {
         const std::uint16_t b = to_f16(v).bits;
         std::memcpy(&out[i * 2], &b, 2);
@@ -125,8 +127,8 @@ TEST_P(DenseFwdThreads, BitIdenticalToOneThread) {
       DenseArgs args{s.m, s.n, s.k, x.data(), w.data(), b.data(), many.data(), act};
       args.threads = t;
       k.dense(args);
-      EXPECT_TRUE(one == many) << k.name << " " << s.m << "x" << s.n << "x" << s.k << " act " << int(act) << " on "
-                               << t << " threads differs from 1 thread (seed " << seed << ")";
+      EXPECT_TRUE(one == many) << k.name << " " << s.m << "x" << s.n << "x" << s.k << " act " << int(act) << " on " << t
+                               << " threads differs from 1 thread (seed " << seed << ")";
       if (honours_threads(k)) {
         EXPECT_GT(teams_started(), teams) << "no team ran at " << t << " threads";
       }

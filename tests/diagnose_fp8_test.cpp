@@ -102,7 +102,8 @@ void expect_all_match(const std::vector<float>& x) {
   for (std::size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].format, kFp8Storages[k]);
   expect_same(got[0], model_per_tensor(x, Fp8::e4m3), "e4m3");
   expect_same(got[1], model_per_tensor(x, Fp8::e5m2), "e5m2");
-  for (std::size_t k = 0; k < std::size(kMxOrder); ++k) expect_same(got[2 + k], model_mx(x, kMxOrder[k]), mx_name(kMxOrder[k]));
+  for (std::size_t k = 0; k < std::size(kMxOrder); ++k)
+    expect_same(got[2 + k], model_mx(x, kMxOrder[k]), mx_name(kMxOrder[k]));
 }
 
 // Magnitudes over 60 binades, so that every format flushes, keeps subnormals and (MX) clips; odd length, so the

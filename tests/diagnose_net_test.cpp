@@ -81,7 +81,9 @@ TEST_P(NetGradients, MatchFiniteDifferencesOnTheF32Path) {
     // A dense layer before attention computes [q | k | v] of a head of 4; the head gives 4.
     const bool qkv = i + 1 < c.kinds.size() && c.kinds[i + 1] == LayerKind::attention;
     const std::size_t out = k == LayerKind::attention ? width / 3
-                            : k == LayerKind::dense   ? (qkv ? 12 : width == 5 ? 6 : width)
+                            : k == LayerKind::dense   ? (qkv          ? 12
+                                                         : width == 5 ? 6
+                                                                      : width)
                                                       : width;
     Layer l = layer(k, width, out, rng);
     if (k == LayerKind::add) l.skip = 1;  // the first dense layer's output
@@ -147,20 +149,30 @@ TEST_P(NetGradients, MatchFiniteDifferencesOnTheF32Path) {
 INSTANTIATE_TEST_SUITE_P(
     Kinds, NetGradients,
     ::testing::Values(
-        Case{"mse_norm_gelu_residual", Loss::mse,
+        Case{"mse_norm_gelu_residual",
+             Loss::mse,
              {LayerKind::dense, LayerKind::layernorm, LayerKind::gelu, LayerKind::dense, LayerKind::add,
               LayerKind::tanh, LayerKind::dense}},
-        Case{"mse_rms_relu_sigmoid_softmax", Loss::mse,
+        Case{"mse_rms_relu_sigmoid_softmax",
+             Loss::mse,
              {LayerKind::dense, LayerKind::rmsnorm, LayerKind::gelu_tanh, LayerKind::dense, LayerKind::relu,
               LayerKind::dense, LayerKind::sigmoid, LayerKind::dense, LayerKind::softmax}},
-        Case{"xent_softmax_is_the_loss", Loss::xent,
+        Case{"xent_softmax_is_the_loss",
+             Loss::xent,
              {LayerKind::dense, LayerKind::gelu, LayerKind::dense, LayerKind::add, LayerKind::dense,
               LayerKind::softmax}},
-        Case{"mse_attention_postscale", Loss::mse,
-             {LayerKind::dense, LayerKind::attention, LayerKind::dense, LayerKind::gelu, LayerKind::dense}, 5, false,
+        Case{"mse_attention_postscale",
+             Loss::mse,
+             {LayerKind::dense, LayerKind::attention, LayerKind::dense, LayerKind::gelu, LayerKind::dense},
+             5,
+             false,
              false},
-        Case{"xent_attention_prescale_causal", Loss::xent,
-             {LayerKind::dense, LayerKind::attention, LayerKind::dense, LayerKind::softmax}, 4, true, true}),
+        Case{"xent_attention_prescale_causal",
+             Loss::xent,
+             {LayerKind::dense, LayerKind::attention, LayerKind::dense, LayerKind::softmax},
+             4,
+             true,
+             true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -233,8 +233,8 @@ TEST(Diagnose, SquaredErrorOverflowIsCompute) {
 
 TEST(Diagnose, AccumulatedSquaredErrorOverflowIsNamedAndNotKeras) {
   // Labels shifted by 50: every squared error (about 2500) fits fp16, but their sum over a batch of 32 rows
-  // (about 8e4) does not. The paths that accumulate in fp16 (mode f16) overflow at the loss; f16_f32acc (Keras mixed_float16's)
-  // sums in f32 and stays finite, and the verdict says so.
+  // (about 8e4) does not. The paths that accumulate in fp16 (mode f16) overflow at the loss; f16_f32acc (Keras
+  // mixed_float16's) sums in f32 and stays finite, and the verdict says so.
   DiagnoseCase c = diagnose_case("small");
   for (double& y : c.labels) y += 50.0;
   const Report r = run(features_of(c), labels_of(c), small());
@@ -319,8 +319,7 @@ TEST(Diagnose, CollapseAndSkippingAfterTheBackOffAreOptimization) {
     }
     const Verdict v = decide(r);
     EXPECT_EQ(v.boundary, Boundary::optimization) << v.reason;
-    EXPECT_NE(v.reason.find(bad == Outcome::collapses ? "collapses" : "keeps skipping"), std::string::npos)
-        << v.reason;
+    EXPECT_NE(v.reason.find(bad == Outcome::collapses ? "collapses" : "keeps skipping"), std::string::npos) << v.reason;
     EXPECT_NE(v.reason.find("PyTorch"), std::string::npos) << v.reason;
   }
 }
@@ -381,7 +380,7 @@ TEST(Diagnose, JsonHasTheSectionsInOrder) {
   std::vector<std::string> keys;
   for (auto it = j.begin(); it != j.end(); ++it) keys.push_back(it.key());
   EXPECT_EQ(keys, (std::vector<std::string>{"halfmap_diagnose", "options", "data", "compute", "optimization",
-                                             "no_loss_scaling", "verdict"}));
+                                            "no_loss_scaling", "verdict"}));
   EXPECT_EQ(j["verdict"]["boundary"], "optimization");
   EXPECT_EQ(j["data"]["features"].size(), 4u);
   EXPECT_EQ(j["compute"]["paths"].size(), r.compute.size());
@@ -513,9 +512,9 @@ TEST(Diagnose, ColumnStatistics) {
   std::vector<double> v;
   for (int i = 100; i >= 1; --i) v.push_back(i);
   v.push_back(std::numeric_limits<double>::infinity());
-  v.push_back(70000.0);   // overflows fp16, not bf16
-  v.push_back(1e-9);      // flushes in fp16 (below 2^-25), subnormal nowhere
-  v.push_back(1e-6);      // subnormal in fp16
+  v.push_back(70000.0);  // overflows fp16, not bf16
+  v.push_back(1e-9);     // flushes in fp16 (below 2^-25), subnormal nowhere
+  v.push_back(1e-6);     // subnormal in fp16
   npy::Array x;
   x.rows = v.size();
   x.cols = 1;

@@ -167,8 +167,7 @@ TEST(ExhaustiveF16, NarrowingMatchesHardwareAndTheDoublePathOnEveryF32Pattern) {
   RecordProperty("seconds", fmt::format("{:.2f}", seconds));
   std::printf("  %llu patterns against %s in %.2f s\n", static_cast<unsigned long long>(checked), what, seconds);
   EXPECT_EQ(bad.count(), 0u) << "to_f16 (got) differs from " << what << " (want):" << bad.first();
-  EXPECT_EQ(bad_double.count(), 0u) << "to_f16(double) (got) differs from to_f16(float) (want):"
-                                    << bad_double.first();
+  EXPECT_EQ(bad_double.count(), 0u) << "to_f16(double) (got) differs from to_f16(float) (want):" << bad_double.first();
 }
 
 // Widening is exact for every non-NaN pattern, bit for bit with the hardware. For NaNs the hardware (F16C

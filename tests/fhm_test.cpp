@@ -66,10 +66,10 @@ std::vector<std::uint16_t> b_values() {
   return v;
 }
 
-constexpr std::uint32_t kAccs[24] = {
-    0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x80000001, 0x007FFFFF, 0x00800000,
-    0x33800000, 0x4B800000, 0xCB7FFFFF, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
-    0x7FA00000, 0x477FE000, 0xC77FE000, 0x2F800000, 0x3F800001, 0x4F000000, 0x1F800000, 0xDF800000};
+constexpr std::uint32_t kAccs[24] = {0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x80000001,
+                                     0x007FFFFF, 0x00800000, 0x33800000, 0x4B800000, 0xCB7FFFFF, 0x7F7FFFFF,
+                                     0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7FA00000, 0x477FE000,
+                                     0xC77FE000, 0x2F800000, 0x3F800001, 0x4F000000, 0x1F800000, 0xDF800000};
 
 TEST_F(Fmlal, ExhaustiveOverAWithCoveringBAndAccumulators) {
   const std::vector<std::uint16_t> bs = b_values();
@@ -86,8 +86,8 @@ TEST_F(Fmlal, ExhaustiveOverAWithCoveringBAndAccumulators) {
     for (std::size_t i = 0; i < 65536; ++i) {
       const std::uint32_t want = model_bits(a[i], b[i], acc[i]);
       if (got[i] != want && mismatches++ < 10) {
-        ADD_FAILURE() << fmt::format("FMLAL a={:04X} b={:04X} acc={:08X}: got {:08X}, model {:08X}", a[i],
-                                     b[i], acc[i], got[i], want);
+        ADD_FAILURE() << fmt::format("FMLAL a={:04X} b={:04X} acc={:08X}: got {:08X}, model {:08X}", a[i], b[i], acc[i],
+                                     got[i], want);
       }
     }
   }

@@ -17,23 +17,23 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <random>
 #include <span>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "halfmap/conversions.hpp"
 #include "halfmap/fp8.hpp"
 #include "halfmap/mx.hpp"
-#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 #include "test_util.hpp"
 
@@ -64,9 +64,9 @@ std::vector<std::uint32_t> sampled_patterns() {
   // normals and subnormals and half of these, 1, zero and the float32 subnormals, inf and the NaNs; and ties
   // between two normals (1.0625 in E4M3, 1.125 in E5M2) and two subnormals (3·2^-10, 3·2^-17), where a path that
   // rounds to fp16 first lands exactly on the tie for every pattern within ±4096 of it (neonfp16).
-  const float kBoundaries[] = {448.0f,  464.0f,   480.0f,   512.0f,   57344.0f, 61440.0f, 65536.0f, 0x1p-6f,
-                               0x1p-9f, 0x1p-10f, 0x1p-14f, 0x1p-16f, 0x1p-17f, 1.0f,     0.0f,     1.0625f,
-                               1.125f,  0x3p-10f, 0x3p-17f};
+  const float kBoundaries[] = {448.0f,  464.0f,  480.0f,   512.0f,   57344.0f, 61440.0f, 65536.0f,
+                               0x1p-6f, 0x1p-9f, 0x1p-10f, 0x1p-14f, 0x1p-16f, 0x1p-17f, 1.0f,
+                               0.0f,    1.0625f, 1.125f,   0x3p-10f, 0x3p-17f};
   std::vector<std::uint32_t> centres;
   for (float b : kBoundaries) centres.push_back(std::bit_cast<std::uint32_t>(b));
   centres.push_back(0x7F800000u);
@@ -91,7 +91,8 @@ class Mismatches {
   std::string report() {
     std::lock_guard<std::mutex> lock(mu_);
     std::string s;
-    for (const auto& [where, entry] : by_kernel_) s += fmt::format("\n{}: {} mismatches{}", where, entry.first, entry.second);
+    for (const auto& [where, entry] : by_kernel_)
+      s += fmt::format("\n{}: {} mismatches{}", where, entry.first, entry.second);
     return s;
   }
   bool empty() {
@@ -159,8 +160,8 @@ TEST_P(Fp8Encode, EveryFloat32PatternMatchesTheModelOnEveryPath) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::string names;
   for (const Fp8Conversion* c : convs) names += std::string(names.empty() ? "" : ", ") + std::string(c->name);
-  std::printf("  %llu patterns, both overflow modes and the rounding in float32, on %s in %.1f s\n", static_cast<unsigned long long>(checked),
-              names.c_str(), seconds);
+  std::printf("  %llu patterns, both overflow modes and the rounding in float32, on %s in %.1f s\n",
+              static_cast<unsigned long long>(checked), names.c_str(), seconds);
   EXPECT_TRUE(bad.empty()) << "kernel (got) differs from to_fp8 (want):" << bad.report();
 }
 
@@ -184,8 +185,8 @@ TEST_P(Fp8Encode, EveryLengthAndAlignmentWritesExactlyItsOutputs) {
   const Fp8 f = GetParam();
   constexpr std::size_t kMaxN = 3 * 16 + 1, kGuard = 8;
   constexpr std::uint8_t kGuardByte = 0xA5;
-  const float kValues[] = {0.0f,     -0.0f,     1.0f,     -1.5f,     0x1p-8f,  -0x1p-12f, 0x1p-17f,  300.0f,
-                           -464.0f,  470.0f,    6e4f,     -61440.0f, 1e30f,    -1e-30f,   0.1f,      -3.3f};
+  const float kValues[] = {0.0f,    -0.0f,  1.0f, -1.5f,     0x1p-8f, -0x1p-12f, 0x1p-17f, 300.0f,
+                           -464.0f, 470.0f, 6e4f, -61440.0f, 1e30f,   -1e-30f,   0.1f,     -3.3f};
   std::vector<float> src(kMaxN + 16);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = kValues[(i * 7) % std::size(kValues)];
   src[5] = std::numeric_limits<float>::infinity();
@@ -207,8 +208,8 @@ TEST_P(Fp8Encode, EveryLengthAndAlignmentWritesExactlyItsOutputs) {
           for (std::size_t i = 0; i < back.size(); ++i) {
             const bool inside = i >= kGuard + off && i < kGuard + off + n;
             const std::uint32_t want = test::bits_of(inside ? from_fp8(out[i], f) : -7.0f);
-            ASSERT_EQ(test::bits_of(back[i]), want) << fmt::format("{} decode n={} offset={} float {}", c->name, n,
-                                                                   off, i);
+            ASSERT_EQ(test::bits_of(back[i]), want)
+                << fmt::format("{} decode n={} offset={} float {}", c->name, n, off, i);
           }
         }
       }
@@ -222,8 +223,8 @@ TEST_P(Fp8Encode, RoundIsTheScaledCastReadBackTimesTheUnscaleAtEveryLength) {
   const Fp8 f = GetParam();
   constexpr std::size_t kMaxN = 3 * 16 + 1, kGuard = 8;
   constexpr float kGuardValue = -7.0f, kScale = 3.5f, kUnscale = 1.0f / kScale;
-  const float kValues[] = {0.0f,    -0.0f,    1.0f,      -1.5f,  0x1p-8f, -0x1p-12f, 0x1p-17f, 128.0f,
-                           -132.6f, 134.3f,   1.7e4f,    -2e4f,  1e30f,   -1e-30f,   0.1f,     -3.3f};
+  const float kValues[] = {0.0f,    -0.0f,  1.0f,   -1.5f, 0x1p-8f, -0x1p-12f, 0x1p-17f, 128.0f,
+                           -132.6f, 134.3f, 1.7e4f, -2e4f, 1e30f,   -1e-30f,   0.1f,     -3.3f};
   std::vector<float> src(kMaxN + 16);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = kValues[(i * 7) % std::size(kValues)];
   src[5] = std::numeric_limits<float>::infinity();
@@ -239,8 +240,8 @@ TEST_P(Fp8Encode, RoundIsTheScaledCastReadBackTimesTheUnscaleAtEveryLength) {
         for (std::size_t i = 0; i < out.size(); ++i) {
           const bool inside = i >= kGuard + off && i < kGuard + off + n;
           const float want = inside ? want_of(src[i - kGuard]) : kGuardValue;
-          ASSERT_EQ(test::bits_of(out[i]), test::bits_of(want)) << fmt::format("{} n={} offset={} float {}", c->name,
-                                                                               n, off, i);
+          ASSERT_EQ(test::bits_of(out[i]), test::bits_of(want))
+              << fmt::format("{} n={} offset={} float {}", c->name, n, off, i);
           if (inside) {
             ASSERT_EQ(test::bits_of(in_place[i - kGuard - off]), test::bits_of(want))
                 << fmt::format("{} in place n={} offset={}", c->name, n, off);
@@ -265,8 +266,7 @@ TEST(Fp8Conversions, EveryCompiledVectorPathHasBothFormats) {
   for (Isa isa : kPaths) {
     for (Fp8 f : {Fp8::e4m3, Fp8::e5m2}) {
       const auto n = std::count_if(fp8_conversions().begin(), fp8_conversions().end(), [&](const Fp8Conversion& c) {
-        return c.isa == isa && c.format == f &&
-               c.name == fmt::format("{}_convert__{}", fp8_name(f), isa_name(isa));
+        return c.isa == isa && c.format == f && c.name == fmt::format("{}_convert__{}", fp8_name(f), isa_name(isa));
       });
       EXPECT_EQ(n, 1) << fp8_name(f) << " on " << isa_name(isa);
     }

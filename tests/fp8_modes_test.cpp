@@ -19,10 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "halfmap/conversions.hpp"
 #include "halfmap/fp8.hpp"
 #include "halfmap/fp8_scaling.hpp"
 #include "halfmap/mx.hpp"
-#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 #include "kernel_param.hpp"
 #include "test_util.hpp"
@@ -163,7 +163,8 @@ TEST_P(Fp8DenseTest, ForwardIsTheCastOperandsProductWithinF32) {
           const double pre = e;
           if (act == Act::relu && e < 0) e = 0;
           const double bound_mag = mag * std::fabs(d) + std::fabs(pre);
-          EXPECT_TRUE(near(y[i * n + j], e, bound_mag, kk + 2) || (act == Act::relu && std::fabs(pre) <= (kk + 4) * kU * bound_mag))
+          EXPECT_TRUE(near(y[i * n + j], e, bound_mag, kk + 2) ||
+                      (act == Act::relu && std::fabs(pre) <= (kk + 4) * kU * bound_mag))
               << k().name << " " << m << "x" << kk << "x" << n << " at (" << i << ", " << j << ")";
           worst_cast = std::max(worst_cast, std::fabs(pre - (raw + b[j])));
           worst_bound = std::max(worst_bound, (kk + 4) * kU * bound_mag);
@@ -195,7 +196,8 @@ TEST_P(Fp8DenseBwdTest, IsTheCastOperandsProductsWithinF32AndDbIsExact) {
           acc += double(g_dx.q[i * n + j]) * w_dx.q[p * n + j];
           mag += std::fabs(double(g_dx.q[i * n + j]) * w_dx.q[p * n + j]);
         }
-        EXPECT_TRUE(near(dx[i * kk + p], acc * ddx, mag * std::fabs(ddx), n + 1)) << k().name << " dX(" << i << ", " << p << ")";
+        EXPECT_TRUE(near(dx[i * kk + p], acc * ddx, mag * std::fabs(ddx), n + 1))
+            << k().name << " dX(" << i << ", " << p << ")";
       }
     }
     for (std::size_t p = 0; p < kk; ++p) {
@@ -205,7 +207,8 @@ TEST_P(Fp8DenseBwdTest, IsTheCastOperandsProductsWithinF32AndDbIsExact) {
           acc += double(x_dw.q[i * kk + p]) * g_dw.q[i * n + j];
           mag += std::fabs(double(x_dw.q[i * kk + p]) * g_dw.q[i * n + j]);
         }
-        EXPECT_TRUE(near(dw[p * n + j], acc * ddw, mag * std::fabs(ddw), m + 1)) << k().name << " dW(" << p << ", " << j << ")";
+        EXPECT_TRUE(near(dw[p * n + j], acc * ddw, mag * std::fabs(ddw), m + 1))
+            << k().name << " dW(" << p << ", " << j << ")";
       }
     }
     for (std::size_t j = 0; j < n; ++j) {
@@ -274,7 +277,9 @@ TEST_P(Fp8ReduceTest, IsTheCastValuesReductionWithinF32AndMaxabsIsExact) {
       case Op::maxabs:
         EXPECT_EQ(got, float(most) * cx.unscale) << k().name << " n = " << n;
         break;
-      case Op::sum: EXPECT_TRUE(near(got, acc * cx.unscale, mag * cx.unscale, n)) << k().name << " n = " << n; break;
+      case Op::sum:
+        EXPECT_TRUE(near(got, acc * cx.unscale, mag * cx.unscale, n)) << k().name << " n = " << n;
+        break;
       case Op::sumsq: {
         const double d = double(cx.unscale) * cx.unscale;
         EXPECT_TRUE(near(got, acc * d, mag * d, n + 1)) << k().name << " n = " << n;
@@ -305,7 +310,8 @@ TEST_P(Fp8LossSoftmaxTest, IsTheF32KernelOnTheCastValues) {
       for (std::size_t i = 0; i < n; ++i) {
         const float d = cp.q[i] * cp.unscale - cy.q[i] * cy.unscale;  // read back in float32, as the kernel does
         sum += double(d) * d;
-        worst_cast = std::max(worst_cast, std::fabs(double(d) - (double(p[i]) - y[i])) / std::fabs(double(p[i]) - y[i]));
+        worst_cast =
+            std::max(worst_cast, std::fabs(double(d) - (double(p[i]) - y[i])) / std::fabs(double(p[i]) - y[i]));
         EXPECT_TRUE(near(dp[i], double(c) * d, std::fabs(double(c) * d), 2)) << k().name << " dp[" << i << "]";
       }
       EXPECT_TRUE(near(got, sum / double(n), sum / double(n), n + 4)) << k().name << " n = " << n;
@@ -350,7 +356,8 @@ TEST_P(Fp8DenseTest, DelayedScalesAreTheCastsScalesAndTheAmaxesAreReported) {
   DenseArgs a{m, n, kk, x.data(), w.data(), b.data(), y.data(), Act::identity};
   a.fp8 = &sc;
   k().dense(a);
-  for (std::size_t i = 0; i < y.size(); ++i) ASSERT_EQ(test::bits_of(y[i]), test::bits_of(cur[i])) << k().name << " y[" << i << "]";
+  for (std::size_t i = 0; i < y.size(); ++i)
+    ASSERT_EQ(test::bits_of(y[i]), test::bits_of(cur[i])) << k().name << " y[" << i << "]";
   if (mx(k())) {
     EXPECT_EQ(sc.amax_x, -1.0f) << k().name << " must ignore the delayed scales";
     EXPECT_EQ(sc.amax_w, -1.0f) << k().name;
@@ -375,7 +382,8 @@ TEST_P(Fp8DenseTest, DelayedScalesAreTheCastsScalesAndTheAmaxesAreReported) {
     for (std::size_t j = 0; j < n; ++j) {
       const auto [acc, mag] = product(cx, cw, kk, n, i, j);
       const double e = acc * d + b[j];
-      EXPECT_TRUE(near(y[i * n + j], e, mag * std::fabs(d) + std::fabs(e), kk + 2)) << k().name << " (" << i << ", " << j << ")";
+      EXPECT_TRUE(near(y[i * n + j], e, mag * std::fabs(d) + std::fabs(e), kk + 2))
+          << k().name << " (" << i << ", " << j << ")";
       moved += y[i * n + j] != cur[i * n + j];
     }
   }
@@ -389,8 +397,12 @@ TEST_P(Fp8DenseBwdTest, DelayedScalesAtCurrentScalingsValuesAreCurrentScaling) {
   const std::vector<float> x = draw(m * kk, 61, 2.0), w = draw(kk * n, 62, 0.1), dy = draw(m * n, 63, 1e-3);
   std::vector<float> dx0(m * kk), dw0(kk * n), db0(n), dx(m * kk), dw(kk * n), db(n);
   k().dense_bwd({m, n, kk, x.data(), w.data(), dy.data(), dx0.data(), dw0.data(), db0.data()});
-  Fp8Scales sc{fp8_scale(amax_model(x), Fp8::e4m3), fp8_scale(amax_model(w), Fp8::e4m3),
-               fp8_scale(amax_model(dy), Fp8::e5m2), -1.0f, -1.0f, -1.0f};
+  Fp8Scales sc{fp8_scale(amax_model(x), Fp8::e4m3),
+               fp8_scale(amax_model(w), Fp8::e4m3),
+               fp8_scale(amax_model(dy), Fp8::e5m2),
+               -1.0f,
+               -1.0f,
+               -1.0f};
   DenseBwdArgs a{m, n, kk, x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data()};
   a.fp8 = &sc;
   k().dense_bwd(a);
@@ -400,7 +412,8 @@ TEST_P(Fp8DenseBwdTest, DelayedScalesAtCurrentScalingsValuesAreCurrentScaling) {
   const float want[3] = {amax_model(x), amax_model(w), amax_model(dy)};
   const float got[3] = {sc.amax_x, sc.amax_w, sc.amax_dy};
   for (int t = 0; t < 3; ++t) {
-    EXPECT_EQ(test::bits_of(got[t]), mx(k()) ? test::bits_of(-1.0f) : test::bits_of(want[t])) << k().name << " operand " << t;
+    EXPECT_EQ(test::bits_of(got[t]), mx(k()) ? test::bits_of(-1.0f) : test::bits_of(want[t]))
+        << k().name << " operand " << t;
   }
   if (mx(k())) return;
   // dY's scale 2^10 too large: most of dY saturates at E5M2's 57344, which moves dX and dW but not db (uncast).
@@ -426,7 +439,8 @@ TEST_P(Fp8DenseTest, DelayedScalerAcrossASpikeIsCurrentScalingOutsideItsWindow) 
   DelayedScaler dx(Fp8::e4m3, len), dw(Fp8::e4m3, len);
   for (std::size_t t = 0; t < 14; ++t) {
     std::vector<float> x = base;
-    if (t == spike) for (float& v : x) v *= 4096.0f;
+    if (t == spike)
+      for (float& v : x) v *= 4096.0f;
     std::vector<float> cur(m * n), y(m * n);
     k().dense({m, n, kk, x.data(), w.data(), nullptr, cur.data(), Act::identity});
     Fp8Scales sc{dx.scale(), dw.scale(), 1.0f};
@@ -453,7 +467,8 @@ INSTANTIATE_TEST_SUITE_P(Registry, Fp8DenseTest, ::testing::ValuesIn(scaled_of({
                          test::kernel_param_name);
 INSTANTIATE_TEST_SUITE_P(Registry, Fp8DenseBwdTest, ::testing::ValuesIn(scaled_of({Op::dense_bwd})),
                          test::kernel_param_name);
-INSTANTIATE_TEST_SUITE_P(Registry, Fp8ReduceTest, ::testing::ValuesIn(scaled_of({Op::sum, Op::sumsq, Op::maxabs, Op::dot})),
+INSTANTIATE_TEST_SUITE_P(Registry, Fp8ReduceTest,
+                         ::testing::ValuesIn(scaled_of({Op::sum, Op::sumsq, Op::maxabs, Op::dot})),
                          test::kernel_param_name);
 INSTANTIATE_TEST_SUITE_P(Registry, Fp8LossSoftmaxTest, ::testing::ValuesIn(scaled_of({Op::mse, Op::softmax})),
                          test::kernel_param_name);

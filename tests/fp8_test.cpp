@@ -41,8 +41,9 @@ struct Oracle {
   std::uint8_t operator()(float x, Fp8Overflow o) const {
     const Fp8Format F = fp8_format(f);
     const std::uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
-    const std::uint8_t over =
-        sign | (o == Fp8Overflow::saturate ? F.max_bits : f == Fp8::e4m3 ? F.nan_bits : F.inf_bits);
+    const std::uint8_t over = sign | (o == Fp8Overflow::saturate ? F.max_bits
+                                      : f == Fp8::e4m3           ? F.nan_bits
+                                                                 : F.inf_bits);
     if (std::isnan(x)) return sign | F.nan_bits;
     if (std::isinf(x)) return over;
     const double a = std::abs(double(x));
@@ -52,7 +53,7 @@ struct Oracle {
     const double lo = values[i], hi = i + 1 < values.size() ? values[i + 1] : next;
     std::size_t k = i;
     if (a > lo) {
-      const double mid = (lo + hi) / 2;  // exact: both have at most 4 significant bits
+      const double mid = (lo + hi) / 2;                      // exact: both have at most 4 significant bits
       if (a > mid || (a == mid && (i & 1) == 1)) k = i + 1;  // a tie goes to the even pattern
     }
     if (k >= values.size()) return over;

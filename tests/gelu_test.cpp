@@ -160,8 +160,8 @@ TEST_P(GeluTest, SizesAroundTheRegisters) {
       const double lim = variant % 3 == 0 ? 300.0 : 8.0;  // past fp16's x³ and x² overflows, or GELU's curve
       for (std::size_t i = 0; i < n; ++i) {
         const double r = rng.uniform(0.0, 1.0);
-        x.set(i, r < 0.1 && t == DType::f16 ? std::ldexp(double(rng.integer(-1023, 1023)), -24)
-                                            : rng.uniform(-lim, lim));
+        x.set(i,
+              r < 0.1 && t == DType::f16 ? std::ldexp(double(rng.integer(-1023, 1023)), -24) : rng.uniform(-lim, lim));
         dy.set(i, rng.uniform(-2.0, 2.0));
         if (specials && rng.coin(0.03)) {
           (rng.coin(0.5) ? x : dy).set_bits(i, kF16Specials[rng.integer(0, int(std::size(kF16Specials)) - 1)]);

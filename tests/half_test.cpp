@@ -89,8 +89,8 @@ TEST(HalfWiden, AllF16ToF32AndF64AreExact) {
       EXPECT_TRUE(is_nan(h));
     } else {
       EXPECT_EQ(double(f), want) << hex16(h.bits) << " -> " << hex(f);
-      EXPECT_EQ(std::bit_cast<std::uint64_t>(d), std::bit_cast<std::uint64_t>(want)) << hex16(h.bits) << " -> "
-                                                                                      << hex(d);
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(d), std::bit_cast<std::uint64_t>(want))
+          << hex16(h.bits) << " -> " << hex(d);
       EXPECT_EQ(std::signbit(f), (b & 0x8000u) != 0) << hex16(h.bits);  // -0 stays -0
       EXPECT_FALSE(is_nan(h));
       EXPECT_EQ(is_inf(h), std::isinf(want)) << hex16(h.bits);
@@ -272,15 +272,15 @@ TEST(HalfNarrow, Bf16FromF64RoundsOnce) {
     }
   };
   // The double-rounding trap: just above a bf16 midpoint, but within half an f32 ulp of it.
-  const double mid = 1.0 + 0x1p-8;  // between 1 and 1 + 2^-7
-  EXPECT_EQ(to_bf16_exact(mid + 0x1p-40).bits, 0x3F81);  // above the midpoint: up
-  EXPECT_EQ(to_bf16(float(mid + 0x1p-40)).bits, 0x3F80);     // what rounding through f32 gets wrong
-  EXPECT_EQ(to_bf16_exact(mid).bits, 0x3F80);            // the tie: to even
-  EXPECT_EQ(to_bf16_exact(0x1.FFp127).bits, 0x7F80);     // overflow midpoint -> inf (tie to even)
+  const double mid = 1.0 + 0x1p-8;                        // between 1 and 1 + 2^-7
+  EXPECT_EQ(to_bf16_exact(mid + 0x1p-40).bits, 0x3F81);   // above the midpoint: up
+  EXPECT_EQ(to_bf16(float(mid + 0x1p-40)).bits, 0x3F80);  // what rounding through f32 gets wrong
+  EXPECT_EQ(to_bf16_exact(mid).bits, 0x3F80);             // the tie: to even
+  EXPECT_EQ(to_bf16_exact(0x1.FFp127).bits, 0x7F80);      // overflow midpoint -> inf (tie to even)
   EXPECT_EQ(to_bf16_exact(0x1.FEFFFFFFFFp127).bits, 0x7F7F);
   EXPECT_EQ(to_bf16_exact(1e300).bits, 0x7F80);
-  EXPECT_EQ(to_bf16_exact(0x1p-134).bits, 0x0000);              // half the smallest subnormal: tie to 0
-  EXPECT_EQ(to_bf16_exact(0x1p-134 + 0x1p-160).bits, 0x0001);   // above it: the smallest subnormal
+  EXPECT_EQ(to_bf16_exact(0x1p-134).bits, 0x0000);             // half the smallest subnormal: tie to 0
+  EXPECT_EQ(to_bf16_exact(0x1p-134 + 0x1p-160).bits, 0x0001);  // above it: the smallest subnormal
   EXPECT_EQ(to_bf16_exact(-0x1p-200).bits, 0x8000);
   for (int i = 0; i < 200000; ++i) {
     const int e = rng.integer(-140, 130);
@@ -296,14 +296,14 @@ TEST(HalfNarrow, Bf16FromF64RoundsOnce) {
 
 // ---- the boundary patterns of docs/numerics.md ---------------------------------------------------------------------
 
-#define EXPECT_F32_TO_F16(f32bits, want)                                                                     \
-  do {                                                                                                       \
-    const std::uint16_t got_ = f16_bits(f32bits);                                                            \
+#define EXPECT_F32_TO_F16(f32bits, want)                                                                        \
+  do {                                                                                                          \
+    const std::uint16_t got_ = f16_bits(f32bits);                                                               \
     EXPECT_EQ(got_, (want)) << fmt::format("0x{:08X} -> 0x{:04X}, want 0x{:04X}", std::uint32_t(f32bits), got_, \
-                                           std::uint16_t(want));                                             \
-    const std::uint16_t neg_ = f16_bits(std::uint32_t(f32bits) ^ 0x80000000u);                               \
-    EXPECT_EQ(neg_, std::uint16_t((want) ^ 0x8000u))                                                         \
-        << fmt::format("negative mirror 0x{:08X} -> 0x{:04X}", std::uint32_t(f32bits) ^ 0x80000000u, neg_);   \
+                                           std::uint16_t(want));                                                \
+    const std::uint16_t neg_ = f16_bits(std::uint32_t(f32bits) ^ 0x80000000u);                                  \
+    EXPECT_EQ(neg_, std::uint16_t((want) ^ 0x8000u))                                                            \
+        << fmt::format("negative mirror 0x{:08X} -> 0x{:04X}", std::uint32_t(f32bits) ^ 0x80000000u, neg_);     \
   } while (0)
 
 TEST(F16Boundary, JustBelowOverflowGivesLargestFinite) { EXPECT_F32_TO_F16(0x477FEFFFu, 0x7BFF); }
@@ -373,13 +373,13 @@ TEST(F16Boundary, NaNStaysNaNAndComesOutQuiet) {
 
 // ---- bf16 facts ----------------------------------------------------------------------------------------------
 
-#define EXPECT_F32_TO_BF16(f32bits, want)                                                                      \
-  do {                                                                                                         \
-    const std::uint16_t got_ = bf16_bits(f32bits);                                                             \
+#define EXPECT_F32_TO_BF16(f32bits, want)                                                                       \
+  do {                                                                                                          \
+    const std::uint16_t got_ = bf16_bits(f32bits);                                                              \
     EXPECT_EQ(got_, (want)) << fmt::format("0x{:08X} -> 0x{:04X}, want 0x{:04X}", std::uint32_t(f32bits), got_, \
-                                           std::uint16_t(want));                                               \
-    const std::uint16_t neg_ = bf16_bits(std::uint32_t(f32bits) ^ 0x80000000u);                                \
-    EXPECT_EQ(neg_, std::uint16_t((want) ^ 0x8000u))                                                           \
+                                           std::uint16_t(want));                                                \
+    const std::uint16_t neg_ = bf16_bits(std::uint32_t(f32bits) ^ 0x80000000u);                                 \
+    EXPECT_EQ(neg_, std::uint16_t((want) ^ 0x8000u))                                                            \
         << fmt::format("negative mirror 0x{:08X} -> 0x{:04X}", std::uint32_t(f32bits) ^ 0x80000000u, neg_);     \
   } while (0)
 

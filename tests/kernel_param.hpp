@@ -24,7 +24,8 @@ class Arr : public GuardedArray {
  public:
   static constexpr std::size_t kGuard = 48;
 
-  Arr(DType t, std::size_t n, std::size_t offset, std::uint32_t outside) : GuardedArray(t, n, kGuard, offset, outside) {}
+  Arr(DType t, std::size_t n, std::size_t offset, std::uint32_t outside)
+      : GuardedArray(t, n, kGuard, offset, outside) {}
   static Arr input(DType t, std::size_t n, std::size_t offset) { return Arr(t, n, offset, nan_bits(t)); }
   static Arr output(DType t, std::size_t n, std::size_t offset) {
     Arr a(t, n, offset, guard_bits(t));
@@ -35,8 +36,8 @@ class Arr : public GuardedArray {
 
 /// fp16 patterns that must flow through the fp16 paths exactly: infinities, NaNs with and without payloads (and a
 /// signalling one), the largest finite values, subnormals and signed zeros.
-constexpr std::uint16_t kF16Specials[] = {0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7D01, 0x7F3A, 0xFD55,
-                                          0x7BFF, 0xFBFF, 0x0001, 0x8001, 0x03FF, 0x8200, 0x0000, 0x8000};
+constexpr std::uint16_t kF16Specials[] = {0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7D01, 0x7F3A, 0xFD55, 0x7BFF,
+                                          0xFBFF, 0x0001, 0x8001, 0x03FF, 0x8200, 0x0000, 0x8000};
 
 /// Runs `check(i)` over n elements and reports the first few failures and the count.
 template <class F>

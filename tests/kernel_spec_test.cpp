@@ -56,8 +56,7 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     const bool f16 = k.mode == Mode::f16 || k.mode == Mode::f16_model;
     EXPECT_EQ(s.accumulator, f16 ? "f16" : "f32");
     if (is_scaled(k.mode)) {
-      EXPECT_EQ(std::string(s.recipe),
-                std::string(op_name(k.op)) + (k.mode == Mode::fp8_f32acc ? "/fp8" : "/mxfp8"));
+      EXPECT_EQ(std::string(s.recipe), std::string(op_name(k.op)) + (k.mode == Mode::fp8_f32acc ? "/fp8" : "/mxfp8"));
     } else if (k.op == Op::maxabs) {
       EXPECT_EQ(s.recipe, "maxabs");
     } else {
@@ -92,9 +91,8 @@ TEST(KernelSpec, EveryKernelHasARecipeThatFitsItsEntry) {
     if (k.fixed_order == FixedOrder::bfdot && is_reduction(k.op)) {
       EXPECT_EQ(s.order.rfind("pair i mod " + std::to_string(k.lanes) + ", fold ", 0), 0u) << s.order;
     }
-    const bool fma_rounds = f16 && (k.op == Op::sumsq || k.op == Op::dot || k.op == Op::mse ||
-                                    k.op == Op::dense_fwd || k.op == Op::dense_bwd || is_norm(k.op) ||
-                                    is_gelu(k.op) || is_attention(k.op));
+    const bool fma_rounds = f16 && (k.op == Op::sumsq || k.op == Op::dot || k.op == Op::mse || k.op == Op::dense_fwd ||
+                                    k.op == Op::dense_bwd || is_norm(k.op) || is_gelu(k.op) || is_attention(k.op));
     EXPECT_EQ(s.fma != "-", fma_rounds) << s.fma;
   }
 }

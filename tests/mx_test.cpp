@@ -89,10 +89,9 @@ TEST_P(MxElemTest, RoundsAsTheOracleOnStridedAndBoundaryPatterns) {
     const float x = std::bit_cast<float>(u);
     const std::uint8_t got = mx_round_elem(x, t);
     // The FP8 elements are fp8.hpp's saturating conversion (but for a NaN, which the scale carries).
-    const std::uint8_t want =
-        t == MxElem::e4m3 && !std::isnan(x)   ? to_fp8(x, Fp8::e4m3, Fp8Overflow::saturate)
-        : t == MxElem::e5m2 && !std::isnan(x) ? to_fp8(x, Fp8::e5m2, Fp8Overflow::saturate)
-                                              : oracle(x, t, v);
+    const std::uint8_t want = t == MxElem::e4m3 && !std::isnan(x)   ? to_fp8(x, Fp8::e4m3, Fp8Overflow::saturate)
+                              : t == MxElem::e5m2 && !std::isnan(x) ? to_fp8(x, Fp8::e5m2, Fp8Overflow::saturate)
+                                                                    : oracle(x, t, v);
     if (got != want && ++mismatches <= 10)
       ADD_FAILURE() << mx_name(t) << " 0x" << std::hex << u << ": got 0x" << int(got) << ", want 0x" << int(want);
   };

@@ -13,8 +13,7 @@
 namespace halfmap::onnx::testing {
 
 /// Every value of the network on `rows` rows of x (row-major): values[0] is x, values[k] layers[k - 1]'s output.
-inline std::vector<std::vector<double>> forward64(const Network& net, const std::vector<double>& x,
-                                                  std::size_t rows) {
+inline std::vector<std::vector<double>> forward64(const Network& net, const std::vector<double>& x, std::size_t rows) {
   std::vector<std::vector<double>> values{x};
   std::size_t width = net.features;
   for (const Layer& l : net.layers) {
@@ -82,14 +81,23 @@ inline std::vector<std::vector<double>> forward64(const Network& net, const std:
           for (std::size_t j = 0; j < width; ++j) {
             const double v = in[j];
             switch (l.kind) {
-              case LayerKind::relu: out[j] = v < 0 ? 0 : v; break;
-              case LayerKind::sigmoid: out[j] = 1 / (1 + std::exp(-v)); break;
-              case LayerKind::tanh: out[j] = std::tanh(v); break;
-              case LayerKind::gelu: out[j] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); break;
+              case LayerKind::relu:
+                out[j] = v < 0 ? 0 : v;
+                break;
+              case LayerKind::sigmoid:
+                out[j] = 1 / (1 + std::exp(-v));
+                break;
+              case LayerKind::tanh:
+                out[j] = std::tanh(v);
+                break;
+              case LayerKind::gelu:
+                out[j] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+                break;
               case LayerKind::gelu_tanh:
                 out[j] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
                 break;
-              default: break;
+              default:
+                break;
             }
           }
       }

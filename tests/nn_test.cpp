@@ -52,11 +52,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <ostream>
 #include <set>
 #include <string>
-#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -67,25 +67,25 @@
 #include "halfmap/math.hpp"
 #include "halfmap/models.hpp"
 #include "halfmap/registry.hpp"
+#include "kernel_param.hpp"
 #include "kernels/common/nn.hpp"  // quotient_by_reciprocal (vmath.hpp), row_range_bits (softmax_row.hpp)
 #include "models/model_math.hpp"
-#include "kernel_param.hpp"
 #include "test_util.hpp"
 
 namespace halfmap {
 namespace {
 
-using test::store_bits;
 using test::load_exact;
 using test::round_to;
+using test::store_bits;
 
-using test::guard_bits;
-using test::hex_bits;
-using test::nan_bits;
-using test::unwritten_bits;
 using test::Arr;
 using test::expect_all;
+using test::guard_bits;
+using test::hex_bits;
 using test::kF16Specials;
+using test::nan_bits;
+using test::unwritten_bits;
 
 constexpr double kU = 0x1p-24;
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -125,8 +125,8 @@ void expect_bits_equal(const char* what, const Arr& got, const std::vector<f16>&
   if (flush_subnormal && got == 0 && std::min(std::fabs(e - a), std::fabs(e + a)) < 0x1p-126) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << "got " << test::hex(got) << ", oracle " << test::hex(e) << ", bound "
-                                       << a << ", allowed [" << test::hex(lo) << ", " << test::hex(hi) << "]";
+  return ::testing::AssertionFailure() << "got " << test::hex(got) << ", oracle " << test::hex(e) << ", bound " << a
+                                       << ", allowed [" << test::hex(lo) << ", " << test::hex(hi) << "]";
 }
 
 // ---- random values ---------------------------------------------------------------------------------------------
@@ -220,8 +220,8 @@ float run_mse(const Kernel& k, MseCase& c, float loss_scale, bool with_dp) {
   if (fp16_mode(k)) {
     const auto pm = c.p.as_f16(), ym = c.y.as_f16();
     std::vector<f16> dm(n);
-    const float lm = f16_model_mse({n, pm.data(), ym.data(), loss_scale, with_dp ? dm.data() : nullptr}, k.lanes,
-                                   k.fma);
+    const float lm =
+        f16_model_mse({n, pm.data(), ym.data(), loss_scale, with_dp ? dm.data() : nullptr}, k.lanes, k.fma);
     EXPECT_EQ(test::bits_of(loss), test::bits_of(lm)) << "loss " << test::hex(loss) << ", model " << test::hex(lm);
     if (with_dp) expect_bits_equal("dp", c.dp, dm);
     return loss;
@@ -287,7 +287,7 @@ TEST_P(MseTest, Fp16SquaredErrorOverflowsFrom256) {
     double f16_loss, f32acc_loss;
   };
   const Case cases[] = {
-      {1, 255.875, 0, 65472, 65472}, {1, 256, 0, kInf, kInf}, {1, 0, -256, kInf, kInf},
+      {1, 255.875, 0, 65472, 65472},    {1, 256, 0, kInf, kInf},    {1, 0, -256, kInf, kInf},
       {1, -128, 127.875, 65472, 65472}, {1, 128, -128, kInf, kInf}, {2, 256, 0, kInf, 32768},
       {2, 255.875, 0, 32736, 32736},
   };
@@ -315,10 +315,11 @@ TEST_P(MseTest, Fp16GradientUnderflowBoundary) {
   };
   const float up = 1.0f + 0x1p-20f, down = 1.0f - 0x1p-20f;
   const Case cases[] = {
-      {0x1p-24, 0, 0.25f * down, 0x0000}, {0x1p-24, 0, 0.25f, 0x0000}, {0x1p-24, 0, 0.25f * up, 0x0001},
-      {0, 0x1p-24, 0.25f * down, 0x8000}, {0, 0x1p-24, 0.25f * up, 0x8001},
-      {1, 0, 0x1p-26f * down, 0x0000},    {1, 0, 0x1p-26f * up, 0x0001},
-      {0.25, 0, 0x1p16f, 0x7800},         {0.5, 0, 0x1p16f, 0x7C00},  // c·d = 2^15; 2^16 overflows to inf
+      {0x1p-24, 0, 0.25f * down, 0x0000}, {0x1p-24, 0, 0.25f, 0x0000},
+      {0x1p-24, 0, 0.25f * up, 0x0001},   {0, 0x1p-24, 0.25f * down, 0x8000},
+      {0, 0x1p-24, 0.25f * up, 0x8001},   {1, 0, 0x1p-26f * down, 0x0000},
+      {1, 0, 0x1p-26f * up, 0x0001},      {0.25, 0, 0x1p16f, 0x7800},
+      {0.5, 0, 0x1p16f, 0x7C00},  // c·d = 2^15; 2^16 overflows to inf
   };
   for (const Case& cs : cases) {
     SCOPED_TRACE(fmt::format("kernel {} p={} y={} loss_scale={:a}", k().name, cs.p, cs.y, cs.ls));
@@ -428,7 +429,7 @@ RowOracle softmax_oracle(const std::vector<double>& x, bool stable_path) {
     s += es[j];
     if (es[j] > 0) serr += es[j] * aj[j];  // an e* of 0 is f32 +0 or subnormal: the absolute term covers it
   }
-  const double sigma = serr / s + 2 * double(cols) * kU;   // relative error of the f32 sum
+  const double sigma = serr / s + 2 * double(cols) * kU;    // relative error of the f32 sum
   const double s_path = stable_path ? s : s * std::exp(m);  // the sum as the kernel sees it (naive: unscaled)
   for (std::size_t j = 0; j < cols; ++j) {
     o.e[j] = es[j] / s;
@@ -454,7 +455,9 @@ void run_softmax(const Kernel& k, SoftmaxCase& c, bool in_place = false) {
   const auto xs = c.x.snapshot();
   Arr& out = in_place ? c.x : c.y;
   k.softmax({c.rows, c.cols, c.x.data(), out.data()});
-  if (!in_place) { EXPECT_TRUE(c.x.unchanged_since(xs)) << "x was modified"; }
+  if (!in_place) {
+    EXPECT_TRUE(c.x.unchanged_since(xs)) << "x was modified";
+  }
   EXPECT_EQ(out.guard_damage(), "") << "y";
   if (fp16_mode(k)) {
     std::vector<f16> ym(c.rows * c.cols);
@@ -500,8 +503,8 @@ TEST_P(SoftmaxTest, SizesAroundTheTiles) {
       // range so that exps underflow to subnormals and zero.
       const double lim = stable() ? 24.0 : (fp16_mode(k()) ? 10.0 : 16.0);
       const std::uint64_t seed = test::case_seed(rows, cols, variant + 0x50F);
-      SCOPED_TRACE(fmt::format("kernel {} {}x{} specials={} offsets {} seed=0x{:016X}", k().name, rows, cols,
-                               specials, variant % 4, seed));
+      SCOPED_TRACE(fmt::format("kernel {} {}x{} specials={} offsets {} seed=0x{:016X}", k().name, rows, cols, specials,
+                               variant % 4, seed));
       test::Rng rng(seed);
       SoftmaxCase c(storage(), rows, cols, variant % 4);
       fill_softmax(c, rng, lim, specials);
@@ -608,11 +611,15 @@ TEST_P(SoftmaxTest, PinnedOverflowFacts) {
   switch (k().mode) {
     case Mode::f16:
     case Mode::f16_model:
-      cases = {{{11.09375, 0, 1, -2}, "N000"}, {{11.0859375, 0, 1, -2}, "ffff"}, {{11.0859375, 11.0859375}, "00"},
+      cases = {{{11.09375, 0, 1, -2}, "N000"},
+               {{11.0859375, 0, 1, -2}, "ffff"},
+               {{11.0859375, 11.0859375}, "00"},
                {{60000, 59000, -60000}, "NN0"}};
       break;
     case Mode::f16_f32acc:
-      cases = {{{11.09375, 0, 1, -2}, "ffff"}, {{88.6875, 0, 1}, "fff"}, {{88.75, 0, 1}, "N00"},
+      cases = {{{11.09375, 0, 1, -2}, "ffff"},
+               {{88.6875, 0, 1}, "fff"},
+               {{88.75, 0, 1}, "N00"},
                {{60000, 59000, -60000}, "NN0"}};
       break;
     case Mode::f32:
@@ -622,7 +629,8 @@ TEST_P(SoftmaxTest, PinnedOverflowFacts) {
       cases = {{{88.5, 0, 1}, "fff"}, {{89.0, 0, 1}, "N00"}, {{1e30, -1e30, 9e29}, "N0N"}};
       break;
     case Mode::fp8_f32acc:
-    case Mode::mxfp8_f32acc: break;  // not instantiated here (fp8_modes_test)
+    case Mode::mxfp8_f32acc:
+      break;  // not instantiated here (fp8_modes_test)
   }
   for (const Case& cs : cases) {
     SCOPED_TRACE(fmt::format("kernel {} row ({})", k().name, fmt::join(cs.x, ", ")));
@@ -633,7 +641,10 @@ TEST_P(SoftmaxTest, PinnedOverflowFacts) {
     double sum = 0;
     for (std::size_t j = 0; j < cs.x.size(); ++j) {
       const double y = c.y.value(j);
-      const char got = std::isnan(y) ? 'N' : (y == 0 && !std::signbit(y)) ? '0' : (std::isfinite(y) && y > 0) ? 'f' : '?';
+      const char got = std::isnan(y)                  ? 'N'
+                       : (y == 0 && !std::signbit(y)) ? '0'
+                       : (std::isfinite(y) && y > 0)  ? 'f'
+                                                      : '?';
       // a finite element may underflow to +0 (1/e^88, exp(-1e29)): that is finite too
       EXPECT_TRUE(got == want[j] || (want[j] == 'f' && got == '0'))
           << "y" << j << " = " << hex_bits(storage(), c.y.bits(j)) << ", expected " << want[j];
@@ -659,8 +670,12 @@ struct XentCase {
   Arr x, probs, dl;
   std::vector<std::int32_t> labels;
   XentCase(DType t, std::size_t r, std::size_t c, std::size_t o)
-      : rows(r), cols(c), x(Arr::input(t, r * c, o & 1)), probs(Arr::output(t, r * c, (o >> 1) & 1)),
-        dl(Arr::output(t, r * c, (o >> 2) & 1)), labels(r, 0) {}
+      : rows(r),
+        cols(c),
+        x(Arr::input(t, r * c, o & 1)),
+        probs(Arr::output(t, r * c, (o >> 1) & 1)),
+        dl(Arr::output(t, r * c, (o >> 2) & 1)),
+        labels(r, 0) {}
 };
 
 /// The softmax kernel of the same mode and path as an xent kernel (the contract: xent's probabilities are exactly
@@ -678,14 +693,18 @@ float run_xent(const Kernel& k, XentCase& c, float loss_scale, bool with_probs, 
   EXPECT_TRUE(c.x.unchanged_since(xs)) << "logits were modified";
   EXPECT_EQ(c.probs.guard_damage(), "") << "probs";
   EXPECT_EQ(c.dl.guard_damage(), "") << "dlogits";
-  if (!with_probs) { EXPECT_EQ(c.probs.bits(0), unwritten_bits(k.storage)) << "probs written although null"; }
-  if (!with_dl) { EXPECT_EQ(c.dl.bits(0), unwritten_bits(k.storage)) << "dlogits written although null"; }
+  if (!with_probs) {
+    EXPECT_EQ(c.probs.bits(0), unwritten_bits(k.storage)) << "probs written although null";
+  }
+  if (!with_dl) {
+    EXPECT_EQ(c.dl.bits(0), unwritten_bits(k.storage)) << "dlogits written although null";
+  }
   const std::size_t n = c.rows * c.cols;
   if (fp16_mode(k)) {
     const auto xm = c.x.as_f16();
     std::vector<f16> pm(n), dm(n);
-    const float lm = f16_model_xent({c.rows, c.cols, xm.data(), c.labels.data(), loss_scale, pm.data(), dm.data()},
-                                    k.lanes);
+    const float lm =
+        f16_model_xent({c.rows, c.cols, xm.data(), c.labels.data(), loss_scale, pm.data(), dm.data()}, k.lanes);
     EXPECT_EQ(test::bits_of(loss), test::bits_of(lm)) << "loss " << test::hex(loss) << ", model " << test::hex(lm);
     if (with_probs) expect_bits_equal("probs", c.probs, pm);
     if (with_dl) expect_bits_equal("dlogits", c.dl, dm);
@@ -751,9 +770,10 @@ TEST_P(XentTest, SizesAroundTheTiles) {
         ++variant;
         const std::uint64_t seed = test::case_seed(rows, cols, variant + 0xE47);
         const bool with_probs = variant % 4 != 3, with_dl = variant % 5 != 4;
-        SCOPED_TRACE(fmt::format("kernel {} {}x{} specials={} loss_scale={} probs={} dlogits={} offsets {} "
-                                 "seed=0x{:016X}",
-                                 k().name, rows, cols, specials, ls, with_probs, with_dl, variant % 8, seed));
+        SCOPED_TRACE(
+            fmt::format("kernel {} {}x{} specials={} loss_scale={} probs={} dlogits={} offsets {} "
+                        "seed=0x{:016X}",
+                        k().name, rows, cols, specials, ls, with_probs, with_dl, variant % 8, seed));
         test::Rng rng(seed);
         XentCase c(storage(), rows, cols, variant % 8);
         fill_xent(c, rng, 12.0, specials);
@@ -801,8 +821,9 @@ TEST(ExpF32, WithinOneUlpOfCorrectlyRoundedOnAStridedSweep) {
     if (diff == 0) {
       ++exact;
     } else if (diff > 1 || diff < -1 || std::isinf(got) != std::isinf(want)) {
-      if (bad++ < 5) ADD_FAILURE() << "exp_f32(" << test::hex(x) << ") = " << test::hex(got) << ", correctly rounded "
-                                   << test::hex(want);
+      if (bad++ < 5)
+        ADD_FAILURE() << "exp_f32(" << test::hex(x) << ") = " << test::hex(got) << ", correctly rounded "
+                      << test::hex(want);
     }
   };
   for (std::uint32_t b = 0; b <= pos_end; b += 997) check(b);
@@ -859,8 +880,8 @@ TEST(SoftmaxDivision, QuotientByReciprocalEqualsDivision) {
                     << test::hex(want);
     }
   };
-  std::vector<std::uint32_t> edges = {0x3F800000u, 0x3F800001u, 0x3F800002u, 0x3FFFFFFFu, 0x3FFFFFFEu, 0x3FC00000u,
-                                      0x3FAAAAABu, 0x3FB504F3u};
+  std::vector<std::uint32_t> edges = {0x3F800000u, 0x3F800001u, 0x3F800002u, 0x3FFFFFFFu,
+                                      0x3FFFFFFEu, 0x3FC00000u, 0x3FAAAAABu, 0x3FB504F3u};
   for (std::uint32_t k = 2; k < 23; k += 2) edges.push_back(0x3F800000u | ((1u << k) - 1));
   for (std::uint32_t k = 1; k < 23; k += 3) edges.push_back(0x3FFFFFFFu ^ ((1u << k) - 1));
   for (std::size_t i = 0; i < edges.size(); ++i) {
@@ -889,8 +910,7 @@ void check_row_range() {
   constexpr int kBits = int(sizeof(U)) * 8;
   constexpr U kSign = U(U(1) << (kBits - 1)), kInf = detail::StorageBits<kStorage>::kAbsInf;
   const U one = kStorage == DType::f32 ? 0x3F800000u : kStorage == DType::f16 ? 0x3C00u : 0x3F80u;
-  std::vector<U> pos = {0, 1, 2, one, U(one + 1), U(kInf - 1), kInf, U(kInf + 1), U(kInf | (kInf >> 1)),
-                        U(kSign - 1)};
+  std::vector<U> pos = {0, 1, 2, one, U(one + 1), U(kInf - 1), kInf, U(kInf + 1), U(kInf | (kInf >> 1)), U(kSign - 1)};
   std::vector<U> pats;
   for (U p : pos) {
     pats.push_back(p);
@@ -918,8 +938,9 @@ void check_row_range() {
   test::Rng rng(test::case_seed(0xA7, kBits));
   for (int i = 0; i < 20000; ++i) {
     std::vector<U> row(std::size_t(rng.integer(1, 5)));
-    for (U& u : row) u = rng.coin(0.8) ? pats[std::size_t(rng.integer(0, int(pats.size()) - 1))]
-                                       : U(std::uint32_t(rng.integer(0, (1 << 16) - 1)) << (kBits - 16));
+    for (U& u : row)
+      u = rng.coin(0.8) ? pats[std::size_t(rng.integer(0, int(pats.size()) - 1))]
+                        : U(std::uint32_t(rng.integer(0, (1 << 16) - 1)) << (kBits - 16));
     check(row);
   }
   EXPECT_GT(rows, 20000u);
@@ -995,8 +1016,12 @@ TEST(ExpF16, OverflowAndUnderflowBoundaries) {
   EXPECT_EQ(test::decode_f16(first_inf), 11.09375);
   for (std::uint16_t h = 0x8000; h < 0xFC00; ++h) {
     const double v = test::decode_f16(h);
-    if (v < -17.33) { EXPECT_EQ(exp_f16(f16{h}).bits, 0) << test::hex16(h); }
-    if (v > -17.32) { EXPECT_NE(exp_f16(f16{h}).bits, 0) << test::hex16(h); }
+    if (v < -17.33) {
+      EXPECT_EQ(exp_f16(f16{h}).bits, 0) << test::hex16(h);
+    }
+    if (v > -17.32) {
+      EXPECT_NE(exp_f16(f16{h}).bits, 0) << test::hex16(h);
+    }
   }
 }
 

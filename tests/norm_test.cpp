@@ -70,10 +70,17 @@ struct NormCase {
   bool rms;
   Arr x, gamma, beta, dy, y, dx, dgamma, dbeta;
   NormCase(DType t, std::size_t r, std::size_t c, bool rms_, unsigned o)
-      : rows(r), cols(c), rms(rms_), x(Arr::input(t, r * c, o & 1)), gamma(Arr::input(t, c, (o >> 1) & 1)),
-        beta(Arr::input(t, c, (o >> 2) & 1)), dy(Arr::input(t, r * c, (o >> 3) & 1)),
-        y(Arr::output(t, r * c, o & 1)), dx(Arr::output(t, r * c, (o >> 1) & 1)),
-        dgamma(Arr::output(t, c, (o >> 2) & 1)), dbeta(Arr::output(t, c, (o >> 3) & 1)) {}
+      : rows(r),
+        cols(c),
+        rms(rms_),
+        x(Arr::input(t, r * c, o & 1)),
+        gamma(Arr::input(t, c, (o >> 1) & 1)),
+        beta(Arr::input(t, c, (o >> 2) & 1)),
+        dy(Arr::input(t, r * c, (o >> 3) & 1)),
+        y(Arr::output(t, r * c, o & 1)),
+        dx(Arr::output(t, r * c, (o >> 1) & 1)),
+        dgamma(Arr::output(t, c, (o >> 2) & 1)),
+        dbeta(Arr::output(t, c, (o >> 3) & 1)) {}
 };
 
 /// What one call asks for.
@@ -189,11 +196,15 @@ void run_and_check(const Kernel& k, NormCase& c, const Want& w, float eps) {
   const bool rms = k.op == Op::rmsnorm;
   const auto xs = c.x.snapshot(), gs = c.gamma.snapshot(), bs = c.beta.snapshot(), ds = c.dy.snapshot();
   std::vector<float> mean(c.rows, -1.0f), var(c.rows, -1.0f);
-  const NormArgs a{c.rows,          c.cols,
-                   c.x.data(),      w.gamma ? c.gamma.data() : nullptr,
+  const NormArgs a{c.rows,
+                   c.cols,
+                   c.x.data(),
+                   w.gamma ? c.gamma.data() : nullptr,
                    w.beta ? c.beta.data() : nullptr,
-                   eps,             w.fwd ? c.y.data() : nullptr,
-                   mean.data(),     var.data(),
+                   eps,
+                   w.fwd ? c.y.data() : nullptr,
+                   mean.data(),
+                   var.data(),
                    w.bwd ? c.dy.data() : nullptr,
                    w.bwd ? c.dx.data() : nullptr,
                    w.bwd && w.dgamma ? c.dgamma.data() : nullptr,
@@ -213,8 +224,7 @@ void run_and_check(const Kernel& k, NormCase& c, const Want& w, float eps) {
     std::vector<f16> ym(total), dxm(total), dgm(c.cols), dbm(c.cols);
     std::vector<float> mm(c.rows, -1.0f), vm(c.rows, -1.0f);
     f16_model_norm({c.rows, c.cols, xm.data(), w.gamma ? gm.data() : nullptr, w.beta ? bm.data() : nullptr, eps,
-                    ym.data(), mm.data(), vm.data(), w.bwd ? dym.data() : nullptr, dxm.data(), dgm.data(),
-                    dbm.data()},
+                    ym.data(), mm.data(), vm.data(), w.bwd ? dym.data() : nullptr, dxm.data(), dgm.data(), dbm.data()},
                    rms, k.lanes, k.fma);
     for (std::size_t i = 0; i < c.rows; ++i) {
       EXPECT_EQ(test::bits_of(mean[i]), test::bits_of(mm[i])) << "mean[" << i << "] " << mean[i] << " model " << mm[i];
@@ -288,8 +298,8 @@ TEST_P(NormTest, SizesAroundTheTiles) {
         if (specials && !fp16_mode(k())) continue;  // f32-acc modes: finite inputs against the oracle
         ++variant;
         const std::uint64_t seed = test::case_seed(cols, rows * 16 + variant, 0x4E0);
-        SCOPED_TRACE(fmt::format("kernel {} rows={} cols={} specials={} seed=0x{:016X}", k().name, rows, cols,
-                                 specials, seed));
+        SCOPED_TRACE(
+            fmt::format("kernel {} rows={} cols={} specials={} seed=0x{:016X}", k().name, rows, cols, specials, seed));
         test::Rng rng(seed);
         NormCase c(k().storage, rows, cols, k().op == Op::rmsnorm, variant);
         fill(c, rng, specials);
@@ -322,8 +332,8 @@ TEST_P(NormTest, Fp16StatisticsOverflowAtTheSquaresStated) {
     c.x.set(0, xv);
     if (!rms) c.x.set(1, -xv);
     float var = 0;
-    const NormArgs a{1, cols, c.x.data(), nullptr, nullptr, eps(), c.y.data(), nullptr, &var,
-                     nullptr, nullptr, nullptr, nullptr};
+    const NormArgs a{1,       cols, c.x.data(), nullptr, nullptr, eps(),  c.y.data(),
+                     nullptr, &var, nullptr,    nullptr, nullptr, nullptr};
     k().norm(a);
     if (fp16_mode(k()) && (xv == 256.0 || xv == 181.0)) {
       EXPECT_TRUE(std::isinf(var)) << var;

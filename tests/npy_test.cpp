@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <ostream>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,8 +40,7 @@ Bytes npy_file(const std::string& dict, const Bytes& data = {}, int major = 1) {
 }
 
 std::string dict_of(const std::string& descr, const std::string& shape, bool fortran = false) {
-  return "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape +
-         ", }";
+  return "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
 }
 
 /// The Error's sentence, or "no error" if parse accepted the bytes.
@@ -103,9 +102,7 @@ struct Case {
   int ndim;
 };
 
-void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.descr << (c.fortran ? " Fortran " : " C ") << c.ndim << "-D";
-}
+void PrintTo(const Case& c, std::ostream* os) { *os << c.descr << (c.fortran ? " Fortran " : " C ") << c.ndim << "-D"; }
 
 class NpyRoundTrip : public testing::TestWithParam<Case> {};
 
@@ -180,8 +177,15 @@ TEST(NpySerialize, RoundsToTheDtypeAndRefusesWhatAnIntegerCannotHold) {
   expect_same(a.values[1], kInf, "65520 -> inf");
   expect_same(a.values[2], 0.0, "2^-25 ties to even zero");
   expect_same(a.values[3], 0x1p-24, "1.5 * 2^-25 -> the smallest subnormal");
-  for (auto [value, descr] : {std::pair{128.0, "|i1"}, {-129.0, "|i1"}, {0.5, "<i4"}, {-1.0, "<u8"},
-                              {0x1p65, "<u8"}, {0x1p64, "<i8"}, {-0x1p64, "<i8"}, {kNaN, "<i2"}, {2.0, "|b1"}}) {
+  for (auto [value, descr] : {std::pair{128.0, "|i1"},
+                              {-129.0, "|i1"},
+                              {0.5, "<i4"},
+                              {-1.0, "<u8"},
+                              {0x1p65, "<u8"},
+                              {0x1p64, "<i8"},
+                              {-0x1p64, "<i8"},
+                              {kNaN, "<i2"},
+                              {2.0, "|b1"}}) {
     EXPECT_THROW(serialize(std::vector<double>{value}, 1, 1, 1, descr), Error) << value << " as " << descr;
   }
   EXPECT_THROW(serialize(std::vector<double>{1.0}, 1, 1, 1, "<c8"), Error);
@@ -412,9 +416,8 @@ TEST(NpyErrors, HostileHeaderLengthsAreRefusedCheaply) {
 class NpyFiles : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("halfmap-npy-test-" + std::to_string(::getpid()) + "-" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("halfmap-npy-test-" + std::to_string(::getpid()) + "-" +
+                                                     testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }

@@ -49,7 +49,8 @@ TEST_P(TorchMlp, ReadsEveryLayerAndComputesWhatPyTorchComputes) {
   EXPECT_EQ(net.layers[0].bias.name, "0.bias");
   EXPECT_EQ(net.layers[0].in, 8u);
   EXPECT_EQ(net.layers[0].out, 16u);
-  EXPECT_EQ(net.layers[1].ops, GetParam() == 17 ? "LayerNormalization" : "ReduceMean+Sub+Pow+ReduceMean+Add+Sqrt+Div+Mul+Add");
+  EXPECT_EQ(net.layers[1].ops,
+            GetParam() == 17 ? "LayerNormalization" : "ReduceMean+Sub+Pow+ReduceMean+Add+Sqrt+Div+Mul+Add");
   EXPECT_EQ(net.layers[1].weight.name, "1.weight");
   EXPECT_EQ(net.layers[1].bias.name, "1.bias");
   EXPECT_FLOAT_EQ(float(net.layers[1].epsilon), 1e-5f);
@@ -130,8 +131,8 @@ TEST_P(TorchAttention, ReadsOneHeadAsItsFusedProjectionAndTheHead) {
 TEST_P(TorchAttention, ReadsAPreNormCausalDecoderBlock) {
   const Network net = load(kCorpus + "/good_torch_decoder_opset" + std::to_string(GetParam()) + ".onnx");
   using K = LayerKind;
-  ASSERT_EQ(kinds(net), (std::vector<K>{K::layernorm, K::dense, K::attention, K::dense, K::add, K::layernorm,
-                                        K::dense, K::gelu, K::dense, K::add, K::dense}));
+  ASSERT_EQ(kinds(net), (std::vector<K>{K::layernorm, K::dense, K::attention, K::dense, K::add, K::layernorm, K::dense,
+                                        K::gelu, K::dense, K::add, K::dense}));
   EXPECT_TRUE(net.layers[2].prescale);  // q / √d before the product
   EXPECT_TRUE(net.layers[2].causal);
   EXPECT_EQ(net.layers[4].skip, 0u);  // x + out(attn(ln1(x))): the input
@@ -191,8 +192,7 @@ TEST_P(OnnxRefuses, WithOneSentenceNamingTheFile) {
 INSTANTIATE_TEST_SUITE_P(
     Corpus, OnnxRefuses,
     ::testing::Values(
-        Bad{"bad_not_protobuf.onnx", "does not parse as an ONNX ModelProto"},
-        Bad{"bad_empty.onnx", "does not parse"},
+        Bad{"bad_not_protobuf.onnx", "does not parse as an ONNX ModelProto"}, Bad{"bad_empty.onnx", "does not parse"},
         Bad{"bad_unsupported_op.onnx", "node 'conv1' (Conv) is not supported; halfmap reads Gemm"},
         Bad{"bad_cycle.onnx", "node 'a' (Relu) reads 'z', which no initializer, input or earlier node writes"},
         Bad{"bad_raw_data_short.onnx", "initializer 'W' declares 12 elements (48 bytes) but holds 44 bytes"},
@@ -209,8 +209,7 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"bad_double_weight.onnx", "initializer 'W' has element type DOUBLE (11)"},
         Bad{"bad_f16_int32_data.onnx", "holds 70000 in its int32_data"},
         Bad{"bad_written_twice.onnx", "node 'again' (Relu) writes 'y', which is already defined"},
-        Bad{"bad_fake_gelu.onnx", "form no layer halfmap knows"},
-        Bad{"bad_branch.onnx", "branch from"}),
+        Bad{"bad_fake_gelu.onnx", "form no layer halfmap knows"}, Bad{"bad_branch.onnx", "branch from"}),
     [](const auto& info) {
       std::string n = info.param.file;
       n = n.substr(4, n.size() - 9);  // bad_<name>.onnx

@@ -46,8 +46,8 @@
 namespace halfmap {
 namespace {
 
-using test::store_bits;
 using test::load_exact;
+using test::store_bits;
 
 using test::AlignedBuffer;
 using test::Dist;
@@ -128,8 +128,7 @@ class Array {
 
 struct Inputs {
   Array x, y;
-  Inputs(DType t, std::size_t n, std::size_t x_offset, std::size_t y_offset)
-      : x(t, n, x_offset), y(t, n, y_offset) {}
+  Inputs(DType t, std::size_t n, std::size_t x_offset, std::size_t y_offset) : x(t, n, x_offset), y(t, n, y_offset) {}
 };
 
 float call(const Kernel& k, Inputs& in) {
@@ -139,8 +138,8 @@ float call(const Kernel& k, Inputs& in) {
 // ---- references -----------------------------------------------------------------------------------------------
 
 struct Exact {
-  double value = 0;     // the exact result, up to the f64 rounding that the bound accounts for
-  double abs_terms = 0; // S: sum of |terms|
+  double value = 0;      // the exact result, up to the f64 rounding that the bound accounts for
+  double abs_terms = 0;  // S: sum of |terms|
 };
 
 Exact exact_reduce(Op op, const Inputs& in) {
@@ -150,11 +149,21 @@ Exact exact_reduce(Op op, const Inputs& in) {
     const double x = in.x.value(i);
     double t = 0;
     switch (op) {
-      case Op::sum: t = x; break;
-      case Op::sumsq: t = x * x; break;  // exact in f64: at most 2 * 24 significant bits
-      case Op::dot: t = x * in.y.value(i); break;
-      case Op::maxabs: e.value = std::max(e.value, std::fabs(x)); continue;
-      default: ADD_FAILURE() << "not a reduction: " << op_name(op); return e;
+      case Op::sum:
+        t = x;
+        break;
+      case Op::sumsq:
+        t = x * x;
+        break;  // exact in f64: at most 2 * 24 significant bits
+      case Op::dot:
+        t = x * in.y.value(i);
+        break;
+      case Op::maxabs:
+        e.value = std::max(e.value, std::fabs(x));
+        continue;
+      default:
+        ADD_FAILURE() << "not a reduction: " << op_name(op);
+        return e;
     }
     e.value += t;
     e.abs_terms += std::fabs(t);
@@ -171,9 +180,12 @@ f16 model_of(const Kernel& k, const Inputs& in) {
 /// Rounds to the kernel's output type, widened back to f32 (f16_f32acc: fp16; bf16_f32acc: bf16; f32: f32).
 float round_output(Mode mode, double v) {
   switch (mode) {
-    case Mode::f16_f32acc: return to_f32(to_f16(v));
-    case Mode::bf16_f32acc: return to_f32(to_bf16(float(v)));
-    default: return float(v);
+    case Mode::f16_f32acc:
+      return to_f32(to_f16(v));
+    case Mode::bf16_f32acc:
+      return to_f32(to_bf16(float(v)));
+    default:
+      return float(v);
   }
 }
 
@@ -302,9 +314,15 @@ enum class Want { pos_inf, neg_inf, nan };
 
 void expect_special(float got, Want want) {
   switch (want) {
-    case Want::pos_inf: EXPECT_TRUE(std::isinf(got) && got > 0) << "want +inf, got " << hex(got); break;
-    case Want::neg_inf: EXPECT_TRUE(std::isinf(got) && got < 0) << "want -inf, got " << hex(got); break;
-    case Want::nan: EXPECT_TRUE(std::isnan(got)) << "want NaN, got " << hex(got); break;
+    case Want::pos_inf:
+      EXPECT_TRUE(std::isinf(got) && got > 0) << "want +inf, got " << hex(got);
+      break;
+    case Want::neg_inf:
+      EXPECT_TRUE(std::isinf(got) && got < 0) << "want -inf, got " << hex(got);
+      break;
+    case Want::nan:
+      EXPECT_TRUE(std::isnan(got)) << "want NaN, got " << hex(got);
+      break;
   }
 }
 
@@ -314,7 +332,9 @@ TEST_P(ReduceTest, SpecialValuesPropagateExactly) {
   const std::uint32_t sign = t == DType::f32 ? 0x80000000u : 0x8000u;
   // quiet, negative quiet and signalling NaNs of the storage type
   const std::uint32_t nans[] = {nan_pattern(t), nan_pattern(t) | sign,
-                                t == DType::f32 ? 0x7F800001u : t == DType::f16 ? 0x7C01u : 0x7F81u};
+                                t == DType::f32   ? 0x7F800001u
+                                : t == DType::f16 ? 0x7C01u
+                                                  : 0x7F81u};
   const std::size_t tile = tile_of(k());
   std::set<std::size_t> lengths = {1, 2, 7, tile + 1, 2 * tile + 3, 257};
   const Op op = k().op;
@@ -419,8 +439,7 @@ TEST_P(ReduceTest, SumOfOnesStallsOnlyInAnFp16Accumulator) {
     SCOPED_TRACE(fmt::format("kernel {} lanes={} n={}", kk.name, lanes, n));
     Inputs in = constant_inputs(storage(), n, 1.0);
     const float got = call(kk, in);
-    const float want = 2048.0 * double(lanes) >= 65520.0 ? std::numeric_limits<float>::infinity()
-                                                          : float(2048 * lanes);
+    const float want = 2048.0 * double(lanes) >= 65520.0 ? std::numeric_limits<float>::infinity() : float(2048 * lanes);
     EXPECT_EQ(got, want) << "each lane should stall at 2048";
     if (lanes == 1) {
       EXPECT_EQ(got, 2048.0f);
@@ -431,8 +450,8 @@ TEST_P(ReduceTest, SumOfOnesStallsOnlyInAnFp16Accumulator) {
     EXPECT_EQ(call(kk, half), to_f32(model_of(kk, half)));
     return;
   }
-  for (std::size_t n : {std::size_t{4096}, std::size_t{65504}, std::size_t{65519}, std::size_t{65520},
-                        std::size_t{70001}}) {
+  for (std::size_t n :
+       {std::size_t{4096}, std::size_t{65504}, std::size_t{65519}, std::size_t{65520}, std::size_t{70001}}) {
     SCOPED_TRACE(fmt::format("kernel {} n={}", kk.name, n));
     Inputs in = constant_inputs(storage(), n, 1.0);
     const float got = call(kk, in);
@@ -461,7 +480,9 @@ TEST_P(ReduceTest, SquareOverflowsFp16From256) {
       const float got = call(kk, in);
       switch (kk.op) {
         case Op::sum:
-        case Op::maxabs: EXPECT_EQ(got, float(v)); break;
+        case Op::maxabs:
+          EXPECT_EQ(got, float(v));
+          break;
         case Op::sumsq:
         case Op::dot:
           if (v == 256.0) {
@@ -470,7 +491,9 @@ TEST_P(ReduceTest, SquareOverflowsFp16From256) {
             EXPECT_EQ(got, fp16_out ? 65472.0f : 65472.015625f) << hex(got);
           }
           break;
-        default: ADD_FAILURE() << "not a reduction: " << op_name(kk.op); break;
+        default:
+          ADD_FAILURE() << "not a reduction: " << op_name(kk.op);
+          break;
       }
     }
   }

@@ -167,8 +167,8 @@ TEST_F(Sve, HalfPrecisionReductionsGiveTheNeonPathsBits) {
       for (std::size_t n : kSizes) {
         const std::vector<f16> x = f16_values(n, 3 + n), y = f16_values(n, 5 + n);
         const float a = k.reduce(x.data(), y.data(), n), b = o->reduce(x.data(), y.data(), n);
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(a), std::bit_cast<std::uint32_t>(b)) << k.name << " vs " << o->name
-                                                                                    << " n=" << n;
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(a), std::bit_cast<std::uint32_t>(b))
+            << k.name << " vs " << o->name << " n=" << n;
         ++compared;
       }
     }

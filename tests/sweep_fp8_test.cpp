@@ -16,9 +16,7 @@
 namespace halfmap::sweep {
 namespace {
 
-json settings() {
-  return json{{"seed", 7}, {"dists", {"normal", "lognormal"}}, {"sizes", {{"n", 1000}}}};
-}
+json settings() { return json{{"seed", 7}, {"dists", {"normal", "lognormal"}}, {"sizes", {{"n", 1000}}}}; }
 
 TEST(SweepFp8, SpikeSharesMatchTheModelCastValueByValue) {
   const json fp8 = fp8_json(settings());
@@ -55,7 +53,8 @@ TEST(SweepFp8, SpikeSharesMatchTheModelCastValueByValue) {
     if (one > 1) {
       EXPECT_LT(fl[one - 2].get<double>(), 0.01);
     }
-    for (const auto& [h, steps] : t["steps_with_the_spike_scale"].items()) EXPECT_EQ(std::to_string(steps.get<int>()), h);
+    for (const auto& [h, steps] : t["steps_with_the_spike_scale"].items())
+      EXPECT_EQ(std::to_string(steps.get<int>()), h);
   }
 }
 

@@ -31,14 +31,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "halfmap/atomic_file.hpp"
+#include "halfmap/detmath.hpp"
 #include "halfmap/f16_model.hpp"
+#include "halfmap/half.hpp"
 #include "halfmap/models.hpp"
 #include "halfmap/progress.hpp"
 #include "halfmap/registry.hpp"
 #include "halfmap/sweep.hpp"
-#include "halfmap/atomic_file.hpp"
-#include "halfmap/detmath.hpp"
-#include "halfmap/half.hpp"
 #include "sweep/cell.hpp"
 #include "sweep/lattice.hpp"
 #include "test_util.hpp"
@@ -164,7 +164,8 @@ TEST(SweepDetMath, ElementaryFunctionsAreAccurate) {
   for (double x = -700; x <= 700; x += 0.37) {
     EXPECT_NEAR(det::exp(x) / std::exp(x), 1.0, 1e-14) << x;
   }
-  for (double x = 1e-300; x < 1e300; x *= 3.3) EXPECT_NEAR(det::log(x), std::log(x), 1e-13 * std::fabs(std::log(x)) + 1e-15) << x;
+  for (double x = 1e-300; x < 1e300; x *= 3.3)
+    EXPECT_NEAR(det::log(x), std::log(x), 1e-13 * std::fabs(std::log(x)) + 1e-15) << x;
   for (int k = -1000; k <= 1000; ++k) EXPECT_EQ(det::exp2(double(k)), std::ldexp(1.0, k)) << k;
   EXPECT_NEAR(det::exp2(0.5), std::sqrt(2.0), 4e-16);
   EXPECT_EQ(det::log2(0x1p-40), -40.0);
@@ -181,12 +182,14 @@ TEST(SweepDetMath, BaseDrawsArePinned) {
   const double u0 = r2.symmetric();
   const double e0 = det::exp(n0);
   const double l0 = det::log(3.0);
-  const std::string got = fmt::format("{:016x} {:016x} {:016x} {:016x} {:016x} {:016x}",
-                                      std::bit_cast<std::uint64_t>(n0), std::bit_cast<std::uint64_t>(n1),
-                                      std::bit_cast<std::uint64_t>(n2), std::bit_cast<std::uint64_t>(u0),
-                                      std::bit_cast<std::uint64_t>(e0), std::bit_cast<std::uint64_t>(l0));
-  EXPECT_EQ(got, "bfec9165ba157ed9 3fef55e739098fb7 3ff69a77e7b9be72 bfdf1be73bf20144 3fda35b7291e4396 "
-                 "3ff193ea7aad030b") << "the base draws changed";
+  const std::string got =
+      fmt::format("{:016x} {:016x} {:016x} {:016x} {:016x} {:016x}", std::bit_cast<std::uint64_t>(n0),
+                  std::bit_cast<std::uint64_t>(n1), std::bit_cast<std::uint64_t>(n2), std::bit_cast<std::uint64_t>(u0),
+                  std::bit_cast<std::uint64_t>(e0), std::bit_cast<std::uint64_t>(l0));
+  EXPECT_EQ(got,
+            "bfec9165ba157ed9 3fef55e739098fb7 3ff69a77e7b9be72 bfdf1be73bf20144 3fda35b7291e4396 "
+            "3ff193ea7aad030b")
+      << "the base draws changed";
 }
 
 // ---- determinism: runs, threads, shards ----------------------------------------------------------------------
@@ -373,7 +376,8 @@ TEST(SweepDeterminism, CsvRowsHaveTheHeadersColumns) {
 ///     share of zeros (never by the relative error);
 ///   * xent with fp16 storage: a label's probability stored as zero gives loss = -log 0 = inf (registry.hpp);
 ///   * GELU (both forms) on every path: x/2·(1 + erf or tanh) is 0 for x below about -5.5 (the sum cancels in f32,
-///     docs/findings.md, "GELU"), and lognormal draws reach -33: fwd_underflow by the share of zeros, never by the error.
+///     docs/findings.md, "GELU"), and lognormal draws reach -33: fwd_underflow by the share of zeros, never by the
+///     error.
 bool may_cross_at_unit_scale(const Experiment& e, Dist d, const Cell& c) {
   if (d != Dist::lognormal) return false;
   const bool fp16_arith = e.fwd.mode == Mode::f16 || e.fwd.mode == Mode::f16_model;
@@ -513,20 +517,22 @@ TEST(SweepAgreement, Fp16AccumulatingPathsEqualTheirModelTwin) {
     Experiment twin = real;
     const bool fused = k.fma == FmaKind::fused;
     if (k.op == Op::mse) {
-      twin.fwd.loss = fused ? by_lanes<LossFn>(k.lanes, []<unsigned L>() { return &model_mse<L, FmaKind::fused>; },
-                                               LanePowers{})
-                            : by_lanes<LossFn>(k.lanes, []<unsigned L>() { return &model_mse<L, FmaKind::f32_round>; },
-                                               LanePowers{});
+      twin.fwd.loss = fused
+                          ? by_lanes<LossFn>(
+                                k.lanes, []<unsigned L>() { return &model_mse<L, FmaKind::fused>; }, LanePowers{})
+                          : by_lanes<LossFn>(
+                                k.lanes, []<unsigned L>() { return &model_mse<L, FmaKind::f32_round>; }, LanePowers{});
       ASSERT_NE(twin.fwd.loss, nullptr) << k.name;
     } else if (k.op == Op::softmax || k.op == Op::softmax_naive) {
       twin.fwd.softmax = k.op == Op::softmax
-                             ? by_lanes<SoftmaxFn>(k.lanes, []<unsigned L>() { return &model_softmax<L, true>; },
-                                                   LanePowers{})
-                             : by_lanes<SoftmaxFn>(k.lanes, []<unsigned L>() { return &model_softmax<L, false>; },
-                                                   LanePowers{});
+                             ? by_lanes<SoftmaxFn>(
+                                   k.lanes, []<unsigned L>() { return &model_softmax<L, true>; }, LanePowers{})
+                             : by_lanes<SoftmaxFn>(
+                                   k.lanes, []<unsigned L>() { return &model_softmax<L, false>; }, LanePowers{});
       ASSERT_NE(twin.fwd.softmax, nullptr) << k.name;
     } else if (k.op == Op::xent) {
-      twin.fwd.xent = by_lanes<XentFn>(k.lanes, []<unsigned L>() { return &model_xent<L>; }, LanePowers{});
+      twin.fwd.xent = by_lanes<XentFn>(
+          k.lanes, []<unsigned L>() { return &model_xent<L>; }, LanePowers{});
       ASSERT_NE(twin.fwd.xent, nullptr) << k.name;
     } else if (is_attention(k.op)) {
       const bool pre = k.op == Op::attention_prescale;
@@ -542,8 +548,8 @@ TEST(SweepAgreement, Fp16AccumulatingPathsEqualTheirModelTwin) {
     } else if (k.op == Op::dense_fwd) {
       twin.fwd.dense = k.fma == FmaKind::fused ? model_fwd<FmaKind::fused> : model_fwd<FmaKind::f32_round>;
       if (twin.bwd) {
-        twin.bwd->dense_bwd = twin.bwd->fma == FmaKind::fused ? model_bwd<FmaKind::fused>
-                                                              : model_bwd<FmaKind::f32_round>;
+        twin.bwd->dense_bwd =
+            twin.bwd->fma == FmaKind::fused ? model_bwd<FmaKind::fused> : model_bwd<FmaKind::f32_round>;
       }
     } else {
       twin.fwd.reduce = k.op == Op::sum     ? model_twin_fn<Op::sum>(k.lanes, k.fma)
@@ -659,14 +665,16 @@ TEST(SweepAnalytic, FwdSumOfOnesOverflowsAndStalls) {
   for (const Kernel* k : enabled(Op::sum, Mode::f16_f32acc)) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
     ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(15.99609375)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(15.99609375)), 0x1p-10)
+        << k->name << " " << t.s_overflow.onset.text;
     EXPECT_GE(t.s_overflow.onset.value, 15.99609375) << k->name;
   }
   for (const Kernel* k : enabled(Op::sum, Mode::f16_model)) {
     const Experiment e = experiment_of(*k);
     const Thresholds t = thresholds_of(o, e);
     ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(16.0078125)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(16.0078125)), 0x1p-10)
+        << k->name << " " << t.s_overflow.onset.text;
     EXPECT_GT(t.s_overflow.onset.value, 16.0078125) << k->name;
     Options one = o;
     const Cell c = evaluate_cell(one, e, Dist::uniform, 0.0, std::nullopt);
@@ -716,7 +724,8 @@ TEST(SweepAnalytic, Bf16NaiveSoftmaxOverflowsWhereF32ExpDoes) {
   for (const Kernel* k : naive) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
     ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
-    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(88.75)), 0x1p-10) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_LE(std::fabs(t.s_overflow.onset.log2 - std::log2(88.75)), 0x1p-10)
+        << k->name << " " << t.s_overflow.onset.text;
   }
 }
 
@@ -754,15 +763,16 @@ TEST(SweepAnalytic, NaiveSoftmaxOverflowsAtExpLimit) {
   for (const Kernel* k : naive) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
     ASSERT_EQ(t.s_overflow.onset.kind, Bound::Kind::found) << k->name;
-    EXPECT_EQ(to_f16(t.s_overflow.onset.value).bits, to_f16(11.09375f).bits) << k->name << " " << t.s_overflow.onset.text;
+    EXPECT_EQ(to_f16(t.s_overflow.onset.value).bits, to_f16(11.09375f).bits)
+        << k->name << " " << t.s_overflow.onset.text;
     EXPECT_LT(to_f32(to_f16(det::exp2(t.s_overflow.onset.bracket_lo))), 11.09375f) << k->name;
   }
   for (const Kernel* k : enabled(Op::softmax)) {
     const Thresholds t = thresholds_of(o, experiment_of(*k));
     if (t.s_overflow.onset.kind == Bound::Kind::above_grid) continue;
     ASSERT_EQ(t.storage_overflow.onset.kind, Bound::Kind::found) << k->name;
-    EXPECT_GE(t.s_overflow.onset.log2, t.storage_overflow.onset.log2) << k->name << ": the stable softmax overflowed at "
-                                                          << t.s_overflow.onset.text << " before its inputs did";
+    EXPECT_GE(t.s_overflow.onset.log2, t.storage_overflow.onset.log2)
+        << k->name << ": the stable softmax overflowed at " << t.s_overflow.onset.text << " before its inputs did";
   }
 }
 
@@ -980,7 +990,7 @@ TEST(SweepGridIndependence, DefaultAndFourTimesFinerStepsGiveTheSameThresholds) 
   o.dists = {Dist::normal, Dist::uniform};
   sample_dists_where_slow(o);
   o.threads = kThreads;
-  std::vector<std::string> ops = {"sum",       "sumsq",   "dot",  "mse",      "xent",
+  std::vector<std::string> ops = {"sum",       "sumsq",     "dot",     "mse",  "xent",
                                   "dense_fwd", "layernorm", "rmsnorm", "gelu", "gelu_tanh"};
 #if !defined(HALFMAP_TEST_NO_THREADS) && !defined(__SANITIZE_ADDRESS__)
   // attention in the release preset only: under the emulator and ASan it alone would take minutes
@@ -1119,10 +1129,9 @@ TEST(SweepThresholdDefinitions, EveryOnsetAndSaturationHoldsAtTheLatticePointsAr
   o.experiments = plan_experiments({"sum", "dot", "mse", "dense_fwd"}, {});
   sample_dists_where_slow(o);
 #else
-  o.experiments =
-      plan_experiments({"sum", "sumsq", "maxabs", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm", "gelu",
-                        "gelu_tanh", "attention_prescale", "attention_postscale"},
-                       {}, {16});
+  o.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "mse", "xent", "dense_fwd", "layernorm", "rmsnorm",
+                                    "gelu", "gelu_tanh", "attention_prescale", "attention_postscale"},
+                                   {}, {16});
 #endif
   const Result r = run(o);
   const std::size_t checked = check_threshold_definitions(o, r);

@@ -29,9 +29,7 @@ namespace halfmap::test {
 inline std::string hex16(std::uint16_t bits) { return fmt::format("0x{:04X}", bits); }
 inline std::string hex32(std::uint32_t bits) { return fmt::format("0x{:08X}", bits); }
 inline std::string hex(float v) { return fmt::format("0x{:08X} ({:a} = {})", std::bit_cast<std::uint32_t>(v), v, v); }
-inline std::string hex(double v) {
-  return fmt::format("0x{:016X} ({:a} = {})", std::bit_cast<std::uint64_t>(v), v, v);
-}
+inline std::string hex(double v) { return fmt::format("0x{:016X} ({:a} = {})", std::bit_cast<std::uint64_t>(v), v, v); }
 inline std::string hex(f16 h) { return fmt::format("0x{:04X}", h.bits); }
 inline std::string hex(bf16 b) { return fmt::format("0x{:04X}", b.bits); }
 
@@ -139,27 +137,34 @@ class Rng {
 
 /// Input distributions for the reduction tests; each is a double, later rounded to the storage type.
 enum class Dist {
-  uniform,     // uniform in [-1, 1]
-  scaled,      // uniform in [-1, 1] times 2^k, k uniform in [-10, 3]: a wide spread of exponents
-  subnormal,   // uniform in [-1, 1], one element in four replaced by an fp16 subnormal (and f32/bf16 tiny values)
-  positive,    // uniform in [0, 1]: sums without cancellation
+  uniform,    // uniform in [-1, 1]
+  scaled,     // uniform in [-1, 1] times 2^k, k uniform in [-10, 3]: a wide spread of exponents
+  subnormal,  // uniform in [-1, 1], one element in four replaced by an fp16 subnormal (and f32/bf16 tiny values)
+  positive,   // uniform in [0, 1]: sums without cancellation
 };
 
 inline const char* dist_name(Dist d) {
   switch (d) {
-    case Dist::uniform: return "uniform";
-    case Dist::scaled: return "scaled";
-    case Dist::subnormal: return "subnormal";
-    case Dist::positive: return "positive";
+    case Dist::uniform:
+      return "uniform";
+    case Dist::scaled:
+      return "scaled";
+    case Dist::subnormal:
+      return "subnormal";
+    case Dist::positive:
+      return "positive";
   }
   return "?";
 }
 
 inline double draw(Rng& rng, Dist d, DType storage) {
   switch (d) {
-    case Dist::uniform: return rng.uniform(-1.0, 1.0);
-    case Dist::scaled: return std::ldexp(rng.uniform(-1.0, 1.0), rng.integer(-10, 3));
-    case Dist::positive: return rng.uniform(0.0, 1.0);
+    case Dist::uniform:
+      return rng.uniform(-1.0, 1.0);
+    case Dist::scaled:
+      return std::ldexp(rng.uniform(-1.0, 1.0), rng.integer(-10, 3));
+    case Dist::positive:
+      return rng.uniform(0.0, 1.0);
     case Dist::subnormal:
       if (!rng.coin(0.25)) return rng.uniform(-1.0, 1.0);
       if (storage == DType::f16) {  // an fp16 subnormal: k * 2^-24, k in [1, 1023], either sign
@@ -177,7 +182,7 @@ inline double draw(Rng& rng, Dist d, DType storage) {
 class AlignedBuffer {
  public:
   explicit AlignedBuffer(std::size_t bytes)
-      : bytes_(bytes), p_(static_cast<std::byte*>(::operator new(bytes == 0 ? 64 : bytes, std::align_val_t{64}))) {
+      : bytes_(bytes), p_(static_cast<std::byte*>(::operator new (bytes == 0 ? 64 : bytes, std::align_val_t{64}))) {
     std::memset(p_.get(), 0, bytes == 0 ? 64 : bytes);
   }
   std::byte* data() { return p_.get(); }
@@ -185,7 +190,7 @@ class AlignedBuffer {
 
  private:
   struct Free {
-    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{64}); }
+    void operator()(std::byte* p) const { ::operator delete (p, std::align_val_t{64}); }
   };
   std::size_t bytes_;
   std::unique_ptr<std::byte, Free> p_;
@@ -199,10 +204,14 @@ inline bool is_reduction_kernel(const Kernel& k) { return is_reduction(k.op); }
 /// Why a kernel of this ISA may not be called here, or empty if it may. Tests GTEST_SKIP() with it.
 inline std::string disabled_reason(Isa isa) {
   switch (isa_state(isa)) {
-    case IsaState::enabled: return {};
-    case IsaState::not_compiled: return fmt::format("{} is not compiled into this build", isa_name(isa));
-    case IsaState::unsupported: return fmt::format("CPU lacks {} ({})", isa_name(isa), isa_requirements(isa));
-    case IsaState::capped: break;
+    case IsaState::enabled:
+      return {};
+    case IsaState::not_compiled:
+      return fmt::format("{} is not compiled into this build", isa_name(isa));
+    case IsaState::unsupported:
+      return fmt::format("CPU lacks {} ({})", isa_name(isa), isa_requirements(isa));
+    case IsaState::capped:
+      break;
   }
   const char* env = std::getenv("HALFMAP_ISA");
   return fmt::format("{} is above the cap HALFMAP_ISA={}", isa_name(isa), env != nullptr ? env : "");
@@ -211,9 +220,12 @@ inline std::string disabled_reason(Isa isa) {
 /// The bit pattern that stores `v` (rounded to nearest even) in the storage type.
 inline std::uint32_t store_bits(DType t, double v) {
   switch (t) {
-    case DType::f32: return std::bit_cast<std::uint32_t>(float(v));
-    case DType::f16: return to_f16(v).bits;
-    case DType::bf16: return to_bf16(float(v)).bits;
+    case DType::f32:
+      return std::bit_cast<std::uint32_t>(float(v));
+    case DType::f16:
+      return to_f16(v).bits;
+    case DType::bf16:
+      return to_bf16(float(v)).bits;
   }
   return 0;
 }
@@ -221,9 +233,12 @@ inline std::uint32_t store_bits(DType t, double v) {
 /// The exact value of a stored bit pattern, decoded independently of half.hpp.
 inline double load_exact(DType t, std::uint32_t bits) {
   switch (t) {
-    case DType::f32: return double(std::bit_cast<float>(bits));
-    case DType::f16: return decode_f16(std::uint16_t(bits));
-    case DType::bf16: return decode_bf16(std::uint16_t(bits));
+    case DType::f32:
+      return double(std::bit_cast<float>(bits));
+    case DType::f16:
+      return decode_f16(std::uint16_t(bits));
+    case DType::bf16:
+      return decode_bf16(std::uint16_t(bits));
   }
   return 0;
 }
@@ -232,9 +247,12 @@ inline double load_exact(DType t, std::uint32_t bits) {
 /// which is still monotonic, all that interval checks need).
 inline double round_to(DType t, double v) {
   switch (t) {
-    case DType::f32: return double(float(v));
-    case DType::f16: return double(to_f32(to_f16(v)));
-    case DType::bf16: return double(to_f32(to_bf16(float(v))));
+    case DType::f32:
+      return double(float(v));
+    case DType::f16:
+      return double(to_f32(to_f16(v)));
+    case DType::bf16:
+      return double(to_f32(to_bf16(float(v))));
   }
   return 0;
 }
@@ -257,8 +275,13 @@ inline std::uint32_t unwritten_bits(DType t) {
 class GuardedArray {
  public:
   GuardedArray(DType t, std::size_t n, std::size_t guard, std::size_t offset, std::uint32_t outside)
-      : t_(t), n_(n), start_(guard + offset), esize_(dtype_size(t)), total_(guard + offset + n + guard),
-        outside_(outside), buf_(total_ * esize_) {
+      : t_(t),
+        n_(n),
+        start_(guard + offset),
+        esize_(dtype_size(t)),
+        total_(guard + offset + n + guard),
+        outside_(outside),
+        buf_(total_ * esize_) {
     for (std::size_t i = 0; i < total_; ++i) put_raw(i, outside);
   }
 

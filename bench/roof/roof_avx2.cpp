@@ -99,7 +99,8 @@ float f16c_memory(std::size_t reps) {
 #pragma GCC unroll 8
     for (int c = 0; c < kF16cMemoryChains; ++c) {
       auto* q = reinterpret_cast<__m128i*>(acc + 8 * c);
-      __m128i h = _mm256_cvtps_ph(_mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(q)), a, a), _MM_FROUND_TO_NEAREST_INT);
+      __m128i h =
+          _mm256_cvtps_ph(_mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(q)), a, a), _MM_FROUND_TO_NEAREST_INT);
       // Converted into a register and stored, as the kernels' store_f16 compiles: GCC would otherwise fuse the
       // two into vcvtps2ph to memory, which some cores (Zen 5 here: 28 against 48 GFLOP/s on avx2) run slowly.
       asm("" : "+x"(h));

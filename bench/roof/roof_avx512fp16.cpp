@@ -25,8 +25,6 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_avx512fp16() {
-  return {"vfmadd*ph zmm (fp16)", 32.0 * 2 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr};
-}
+IsaLoops loops_avx512fp16() { return {"vfmadd*ph zmm (fp16)", 32.0 * 2 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr}; }
 
 }  // namespace halfmap::bench::roof

@@ -75,8 +75,11 @@ void copy_nt_baseline(const unsigned char* src, unsigned char* dst, std::size_t 
 
 IsaLoops loops_baseline() {
   static_assert(kShapeRegs[0] == 2 && kShapeRegs[1] == 4 && kShapeRegs[2] == 8 && kShapeRegs[3] == 16);
-  IsaLoops loops{"", 0, nullptr, {read_baseline<2>, read_baseline<4>, read_baseline<8>, read_baseline<16>}, 16,
-                 {copy_baseline<2>, copy_baseline<4>, copy_baseline<8>, copy_baseline<16>}, nullptr, 0, nullptr};
+  IsaLoops loops{"",      0,
+                 nullptr, {read_baseline<2>, read_baseline<4>, read_baseline<8>, read_baseline<16>},
+                 16,      {copy_baseline<2>, copy_baseline<4>, copy_baseline<8>, copy_baseline<16>},
+                 nullptr, 0,
+                 nullptr};
 #if defined(__x86_64__)
   loops.copy_nt[0] = copy_nt_baseline<2>;
   loops.copy_nt[1] = copy_nt_baseline<4>;

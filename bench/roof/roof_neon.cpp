@@ -27,8 +27,6 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neon() {
-  return {"fmla .4s (f32)", 4.0 * 2 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr};
-}
+IsaLoops loops_neon() { return {"fmla .4s (f32)", 4.0 * 2 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr}; }
 
 }  // namespace halfmap::bench::roof

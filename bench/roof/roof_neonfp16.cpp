@@ -25,8 +25,6 @@ float fma(std::size_t reps) {
 
 }  // namespace
 
-IsaLoops loops_neonfp16() {
-  return {"fmla .8h (fp16)", 8.0 * 2 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr};
-}
+IsaLoops loops_neonfp16() { return {"fmla .8h (fp16)", 8.0 * 2 * kAcc, fma, {}, 0, {}, nullptr, 0, nullptr}; }
 
 }  // namespace halfmap::bench::roof

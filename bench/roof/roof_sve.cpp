@@ -30,8 +30,7 @@ float fma(std::size_t reps) {
 }  // namespace
 
 IsaLoops loops_sve() {
-  return {"fmla z.s (f32, vector-length agnostic)", double(svcntw()) * 2 * 8, fma, {}, 0, {}, nullptr, 0,
-          nullptr};
+  return {"fmla z.s (f32, vector-length agnostic)", double(svcntw()) * 2 * 8, fma, {}, 0, {}, nullptr, 0, nullptr};
 }
 
 }  // namespace halfmap::bench::roof

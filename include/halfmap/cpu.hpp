@@ -30,10 +30,9 @@ inline constexpr bool kHostIsX86 = false;
 /// peers, is held back by any HALFMAP_ISA cap, cannot be a cap itself, and is not in kAllIsas.
 enum class Isa { ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, neonfhm, neonbf16, sve, peer };
 
-inline constexpr std::array<Isa, 10> kAllIsas = {Isa::ref,        Isa::avx2,     Isa::avx512,
-                                                 Isa::avx512bf16, Isa::avx512fp16, Isa::neon,
-                                                 Isa::neonfp16,   Isa::neonfhm,    Isa::neonbf16,
-                                                 Isa::sve};
+inline constexpr std::array<Isa, 10> kAllIsas = {Isa::ref,        Isa::avx2, Isa::avx512,   Isa::avx512bf16,
+                                                 Isa::avx512fp16, Isa::neon, Isa::neonfp16, Isa::neonfhm,
+                                                 Isa::neonbf16,   Isa::sve};
 
 std::string_view isa_name(Isa isa);
 std::optional<Isa> parse_isa(std::string_view name);

@@ -92,7 +92,8 @@
 //    "data": {rows, feature_columns, batches, features: [column...], labels: column},
 //      column = {name, count, nan, inf, first_nonfinite_row (null), min, max, p01, p99, abs_max, mean, std,
 //                near_zero_spread, f16: {overflow, flushed, subnormal}, bf16: {...},
-//                fp8: [{format, scale (null for MX), clipped, flushed, subnormal, lost}...]}   (null for undefined stats)
+//                fp8: [{format, scale (null for MX), clipped, flushed, subnormal, lost}...]}   (null for undefined
+//                stats)
 //    "compute": {baseline: forward, paths: [forward...]},
 //      forward = {path, mode, isa, storage, keras_like, loss, max_batch_loss, nonfinite_batches, finite,
 //                 first_nonfinite: null | {stage, row, column, value, accumulated}}
@@ -122,7 +123,7 @@
 
 namespace halfmap::diagnose {
 
-inline constexpr int kWindowMaxLog2 = 40;          // the window is searched over S = 2^0 .. 2^40
+inline constexpr int kWindowMaxLog2 = 40;           // the window is searched over S = 2^0 .. 2^40
 inline constexpr std::size_t kWindowBatches = 256;  // the most batches the window is measured on
 inline constexpr std::size_t kDefaultSteps = 200;   // simulation steps when neither steps nor epochs is given
 inline constexpr std::size_t kWorstBatches = 3;     // worst batches listed per scale
@@ -135,17 +136,17 @@ inline constexpr std::size_t kMaxColumns = 65536;
 struct Options {
   std::size_t hidden = 16;
   std::uint64_t seed = 1;
-  std::size_t batch = 32;                 // rows per batch; 0: all rows in one batch
-  std::optional<std::size_t> steps;       // simulation steps (exclusive with epochs)
-  std::optional<std::size_t> epochs;      // simulation epochs
-  std::optional<std::uint64_t> shuffle;   // seed of a per-epoch row permutation; absent: rows in order
+  std::size_t batch = 32;                // rows per batch; 0: all rows in one batch
+  std::optional<std::size_t> steps;      // simulation steps (exclusive with epochs)
+  std::optional<std::size_t> epochs;     // simulation epochs
+  std::optional<std::uint64_t> shuffle;  // seed of a per-epoch row permutation; absent: rows in order
   double lr = 0.01;
   std::optional<std::size_t> growth_interval;  // absent: each framework's default (2000)
   double underflow_share = 0.01;
-  bool all_paths = false;                 // every enabled path, not only each mode's best ISA
-  std::string path_first;                 // a path to put first ("<mode>/<isa>"), or empty
-  unsigned threads = 0;                   // 0: the hardware's
-  Progress progress = Progress::off;      // on stderr (include/halfmap/progress.hpp); the CLI sets it
+  bool all_paths = false;             // every enabled path, not only each mode's best ISA
+  std::string path_first;             // a path to put first ("<mode>/<isa>"), or empty
+  unsigned threads = 0;               // 0: the hardware's
+  Progress progress = Progress::off;  // on stderr (include/halfmap/progress.hpp); the CLI sets it
   std::chrono::milliseconds progress_interval = kProgressLineInterval;  // of Progress::lines (a test sets less)
 };
 
@@ -168,9 +169,7 @@ class Table {
   /// Column c, `rows()` values; exactly one of the two is non-null.
   const float* column_f32(std::size_t c) const { return is_f32() ? f32_.data() + c * rows_ : nullptr; }
   const double* column_f64(std::size_t c) const { return is_f32() ? nullptr : f64_.data() + c * rows_; }
-  double at(std::size_t r, std::size_t c) const {
-    return is_f32() ? double(f32_[c * rows_ + r]) : f64_[c * rows_ + r];
-  }
+  double at(std::size_t r, std::size_t c) const { return is_f32() ? double(f32_[c * rows_ + r]) : f64_[c * rows_ + r]; }
   std::size_t bytes() const { return f32_.size() * sizeof(float) + f64_.size() * sizeof(double); }
 
  private:
@@ -339,8 +338,8 @@ std::string_view boundary_name(Boundary b);
 
 struct Verdict {
   Boundary boundary = Boundary::ok;
-  std::string reason;  // one or more sentences: what was crossed, where
-  std::string fix;     // the smallest fix the evidence supports
+  std::string reason;              // one or more sentences: what was crossed, where
+  std::string fix;                 // the smallest fix the evidence supports
   std::vector<std::string> notes;  // how the scalers behaved, and the no-loss-scaling warning
 };
 

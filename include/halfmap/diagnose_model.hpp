@@ -126,8 +126,8 @@ struct WeightCheck {
   std::string name;  // the initializer
   onnx::Stored stored = onnx::Stored::f32;
   std::size_t count = 0, nan = 0, inf = 0;
-  std::optional<std::size_t> first_nonfinite;  // index in the layer's layout (dense: in × out, row-major)
-  double abs_max = 0;                          // over the finite values
+  std::optional<std::size_t> first_nonfinite;       // index in the layer's layout (dense: in × out, row-major)
+  double abs_max = 0;                               // over the finite values
   std::size_t f16_overflow = 0, bf16_overflow = 0;  // finite values that become inf when stored
 };
 
@@ -189,9 +189,9 @@ struct PathForward {
   PathInfo path;
   bool baseline = false;
   std::vector<LayerForward> layers;
-  std::optional<PathLoss> loss;   // with a loss
-  std::vector<LayerGrads> grads;  // with a loss: per layer (low-precision paths)
-  NetWindow window;               // with a loss (low-precision paths)
+  std::optional<PathLoss> loss;         // with a loss
+  std::vector<LayerGrads> grads;        // with a loss: per layer (low-precision paths)
+  NetWindow window;                     // with a loss (low-precision paths)
   std::vector<Simulation> simulations;  // with --train (low-precision paths): Keras's, then PyTorch's
   /// The first layer (network order) with a non-finite output, if any.
   std::optional<std::size_t> first_nonfinite_layer() const;

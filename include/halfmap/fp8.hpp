@@ -39,12 +39,12 @@ constexpr std::string_view fp8_name(Fp8 f) { return f == Fp8::e4m3 ? "e4m3" : "e
 
 /// The parameters of a format.
 struct Fp8Format {
-  int mant_bits;         // stored mantissa bits
+  int mant_bits;  // stored mantissa bits
   int bias;
-  int emin, emax;        // unbiased exponents of the smallest and largest normal binade
-  std::uint8_t max_bits; // the largest finite (positive)
-  std::uint8_t nan_bits; // the NaN written (positive; the sign is the input's)
-  std::uint8_t inf_bits; // the infinity (E5M2), or 0 where there is none
+  int emin, emax;         // unbiased exponents of the smallest and largest normal binade
+  std::uint8_t max_bits;  // the largest finite (positive)
+  std::uint8_t nan_bits;  // the NaN written (positive; the sign is the input's)
+  std::uint8_t inf_bits;  // the infinity (E5M2), or 0 where there is none
   float max;
 };
 
@@ -88,7 +88,7 @@ struct MiniFormat {
 constexpr std::uint32_t round_mini(std::uint32_t a, MiniFormat F) {
   const int e = int(a >> 23) - 127;  // unbiased; float32 subnormals are far below every value of these formats
   if (e > F.emax + 1) return F.max_bits + 1;
-  if (e < F.emin - F.mant_bits - 1) return 0;  // below half the smallest subnormal: zero
+  if (e < F.emin - F.mant_bits - 1) return 0;           // below half the smallest subnormal: zero
   const std::uint32_t m = (a & 0x7FFFFFu) | 0x800000u;  // significand with the implicit bit
   // Units of the result: 2^(e − mant_bits) for normals, 2^(emin − mant_bits) for subnormals.
   const int shift = e >= F.emin ? 23 - F.mant_bits : 23 - F.mant_bits + (F.emin - e);
@@ -164,10 +164,11 @@ constexpr std::uint8_t to_fp8(float x, Fp8 f, Fp8Overflow o) {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
   const auto sign = static_cast<std::uint8_t>((u >> 24) & 0x80);
   const std::uint32_t a = u & 0x7FFFFFFFu;
-  const std::uint8_t overflow = static_cast<std::uint8_t>(
-      sign | (o == Fp8Overflow::saturate ? F.max_bits : f == Fp8::e4m3 ? F.nan_bits : F.inf_bits));
+  const std::uint8_t overflow = static_cast<std::uint8_t>(sign | (o == Fp8Overflow::saturate ? F.max_bits
+                                                                  : f == Fp8::e4m3           ? F.nan_bits
+                                                                                             : F.inf_bits));
   if (a > 0x7F800000u) return static_cast<std::uint8_t>(sign | F.nan_bits);  // NaN
-  if (a == 0x7F800000u) return overflow;                                      // ±inf
+  if (a == 0x7F800000u) return overflow;                                     // ±inf
   const std::uint32_t enc = detail::round_mini(a, {F.mant_bits, F.emin, F.emax, F.max_bits});
   if (enc > F.max_bits) return overflow;
   return static_cast<std::uint8_t>(sign | enc);

@@ -28,7 +28,7 @@
 namespace halfmap {
 
 inline constexpr std::size_t kTeAmaxHistoryLen = 1024;  // DelayedScaling's default amax_history_len
-inline constexpr int kTeMargin = 0;                      // and margin
+inline constexpr int kTeMargin = 0;                     // and margin
 
 /// Transformer Engine's scaling factor: (fp8_max / amax) / 2^margin in float32, or `previous` where amax is not a
 /// positive finite number, and the largest float32 where the quotient overflows (an amax below fp8_max / FLT_MAX,

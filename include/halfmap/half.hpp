@@ -42,8 +42,8 @@ constexpr std::uint16_t round_to_f16_bits(F value) {
   static_assert(std::is_same_v<F, float> || std::is_same_v<F, double>);
   using U = std::conditional_t<sizeof(F) == 4, std::uint32_t, std::uint64_t>;
   constexpr int kWidth = int(sizeof(F)) * 8;
-  constexpr int kMant = std::numeric_limits<F>::digits - 1;         // 23 or 52 stored significand bits
-  constexpr int kBias = std::numeric_limits<F>::max_exponent - 1;   // 127 or 1023
+  constexpr int kMant = std::numeric_limits<F>::digits - 1;        // 23 or 52 stored significand bits
+  constexpr int kBias = std::numeric_limits<F>::max_exponent - 1;  // 127 or 1023
   constexpr U kAbsMask = ~(U{1} << (kWidth - 1));
   constexpr U kExpMask = kAbsMask & ~((U{1} << kMant) - 1);
 
@@ -55,7 +55,7 @@ constexpr std::uint16_t round_to_f16_bits(F value) {
   }
   const int e = int(a >> kMant) - kBias;  // unbiased exponent; subnormal inputs land far below -25
   if (e > 15) return static_cast<std::uint16_t>(sign | 0x7C00u);  // >= 65536 (and inf): inf
-  if (e < -25) return sign;                                        // < 2^-25: rounds to zero
+  if (e < -25) return sign;                                       // < 2^-25: rounds to zero
   const U m = (a & ((U{1} << kMant) - 1)) | (U{1} << kMant);      // significand with the implicit bit
   // Units of the result: 2^(e-10) for fp16 normals (e >= -14), 2^-24 for fp16 subnormals.
   const int shift = e >= -14 ? kMant - 10 : kMant - 24 - e;
@@ -117,7 +117,7 @@ inline bf16 to_bf16_exact(double v) {
   if (double(f) != v) {
     std::uint32_t b = std::bit_cast<std::uint32_t>(f);
     if (std::fabs(double(f)) > std::fabs(v)) --b;  // step back towards zero: truncation (inf -> FLT_MAX)
-    b |= 1u;                                        // sticky bit: round to odd
+    b |= 1u;                                       // sticky bit: round to odd
     f = std::bit_cast<float>(b);
   }
   return to_bf16(f);
@@ -131,10 +131,10 @@ constexpr bool is_nan(bf16 b) { return (b.bits & 0x7FFFu) > 0x7F80u; }
 
 /// The fp16 constants of docs/numerics.md, so tests and the sweep name them rather than retype them.
 namespace f16_limits {
-inline constexpr float kMax = 65504.0f;                 // 0x7BFF
-inline constexpr float kOverflowFrom = 65520.0f;        // rounds to inf from here up
-inline constexpr float kMinNormal = 0x1p-14f;           // 6.10e-5
-inline constexpr float kMinSubnormal = 0x1p-24f;        // 5.96e-8
+inline constexpr float kMax = 65504.0f;           // 0x7BFF
+inline constexpr float kOverflowFrom = 65520.0f;  // rounds to inf from here up
+inline constexpr float kMinNormal = 0x1p-14f;     // 6.10e-5
+inline constexpr float kMinSubnormal = 0x1p-24f;  // 5.96e-8
 inline constexpr float kEpsilon = 0x1p-10f;
 inline constexpr std::uint16_t kInfBits = 0x7C00;
 }  // namespace f16_limits

@@ -40,11 +40,16 @@ enum class MxElem { e4m3, e5m2, e3m2, e2m3, e2m1 };
 
 constexpr std::string_view mx_name(MxElem t) {
   switch (t) {
-    case MxElem::e4m3: return "mxfp8_e4m3";
-    case MxElem::e5m2: return "mxfp8_e5m2";
-    case MxElem::e3m2: return "mxfp6_e3m2";
-    case MxElem::e2m3: return "mxfp6_e2m3";
-    case MxElem::e2m1: return "mxfp4_e2m1";
+    case MxElem::e4m3:
+      return "mxfp8_e4m3";
+    case MxElem::e5m2:
+      return "mxfp8_e5m2";
+    case MxElem::e3m2:
+      return "mxfp6_e3m2";
+    case MxElem::e2m3:
+      return "mxfp6_e2m3";
+    case MxElem::e2m1:
+      return "mxfp4_e2m1";
   }
   return "?";
 }
@@ -60,11 +65,16 @@ struct MxElemFormat {
 
 constexpr MxElemFormat mx_format(MxElem t) {
   switch (t) {
-    case MxElem::e4m3: return {3, 7, -6, 8, 0x7E, 8, 448.0f};
-    case MxElem::e5m2: return {2, 15, -14, 15, 0x7B, 8, 57344.0f};
-    case MxElem::e3m2: return {2, 3, -2, 4, 0x1F, 6, 28.0f};
-    case MxElem::e2m3: return {3, 1, 0, 2, 0x1F, 6, 7.5f};
-    case MxElem::e2m1: return {1, 1, 0, 2, 0x7, 4, 6.0f};
+    case MxElem::e4m3:
+      return {3, 7, -6, 8, 0x7E, 8, 448.0f};
+    case MxElem::e5m2:
+      return {2, 15, -14, 15, 0x7B, 8, 57344.0f};
+    case MxElem::e3m2:
+      return {2, 3, -2, 4, 0x1F, 6, 28.0f};
+    case MxElem::e2m3:
+      return {3, 1, 0, 2, 0x1F, 6, 7.5f};
+    case MxElem::e2m1:
+      return {1, 1, 0, 2, 0x7, 4, 6.0f};
   }
   return {};
 }
@@ -113,7 +123,7 @@ constexpr float e8m0_value(std::uint8_t bits) {
 }
 
 struct MxBlock {
-  std::uint8_t scale = 0;                    // E8M0
+  std::uint8_t scale = 0;                      // E8M0
   std::array<std::uint8_t, kMxBlock> elems{};  // each in its low mx_format(t).bits bits
 };
 

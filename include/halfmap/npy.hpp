@@ -2,9 +2,10 @@
 //
 // What is accepted: format versions 1.0, 2.0 and 3.0; dtypes f2, f4, f8, signed ('i') and unsigned ('u')
 // integers of 1, 2, 4 and 8 bytes and bool ('b1' as NumPy writes it, or '?'), each little- or big-endian ('<',
-// '>'; '|' and '=' mean this machine's order, as in NumPy); C or Fortran order; 1-D or 2-D shapes. Everything else (object arrays, structured dtypes, complex,
-// 0-D or 3-D+ shapes, a pickle) is rejected with one sentence. Values are converted exactly to double (fp16,
-// fp32, fp64 and integers of up to 53 bits; larger integers round to nearest), row-major.
+// '>'; '|' and '=' mean this machine's order, as in NumPy); C or Fortran order; 1-D or 2-D shapes. Everything else
+// (object arrays, structured dtypes, complex, 0-D or 3-D+ shapes, a pickle) is rejected with one sentence. Values are
+// converted exactly to double (fp16, fp32, fp64 and integers of up to 53 bits; larger integers round to nearest),
+// row-major.
 //
 // The header is validated before any allocation: the declared data size must match the bytes that follow it
 // and fit the memory limit, so a hostile file can neither crash the reader nor make it allocate more than the

@@ -79,9 +79,9 @@ struct Layer {
                      // "/encoder/mlp/act/Div" .. "/encoder/mlp/act/Mul_1", else its first node's), else its output's
   std::string ops;   // the ONNX ops it was read from, e.g. "Gemm", "MatMul+Add", "Div+Erf+Add+Mul+Mul"
   std::size_t in = 0, out = 0;  // features in and out (equal except for dense)
-  Param weight;   // dense: in × out, row-major (x·W); layernorm and rmsnorm: γ (out)
-  Param bias;     // dense: out, or empty; layernorm: β (out), or empty
-  double epsilon = 0;  // layernorm, rmsnorm
+  Param weight;                 // dense: in × out, row-major (x·W); layernorm and rmsnorm: γ (out)
+  Param bias;                   // dense: out, or empty; layernorm: β (out), or empty
+  double epsilon = 0;           // layernorm, rmsnorm
   /// add (a residual connection): the value added to the previous layer's output: 0 the network's input, k the
   /// output of layers[k - 1] (k <= this layer's index).
   std::size_t skip = 0;

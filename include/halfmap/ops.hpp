@@ -11,6 +11,8 @@
 
 namespace halfmap {
 
+// The enum and the table below are aligned by hand (.clang-format leaves them).
+// clang-format off
 enum class Op {
   sum, sumsq, maxabs, dot,   // reductions (ReduceFn)
   dense_fwd,                 // Y = act(X·W + b) (DenseFn)
@@ -26,6 +28,7 @@ enum class Op {
   attention_prescale,        // one attention head, 1/√d applied to Q before QKᵀ (AttentionFn)
   attention_postscale,       // one attention head, 1/√d applied to QKᵀ after the product (AttentionFn)
 };
+// clang-format on
 
 /// Which function pointer of Kernel (registry.hpp) an op's kernels fill: the field of the same name, whose type
 /// states the op's signature and contract (ReduceFn, DenseFn, DenseBwdFn, LossFn, SoftmaxFn, XentFn, NormFn,
@@ -52,7 +55,7 @@ struct OpInfo {
   bool wide_s_grid;  // the sweep's wide grid of scales applies to its f32 and bf16 kernels (plan.cpp)
   Gradient gradient;
   BenchFamily bench;
-  bool rounds_fma;   // its f16 kernels round through an fp16 FMA, so their `fma` matters (kernel_spec.cpp)
+  bool rounds_fma;  // its f16 kernels round through an fp16 FMA, so their `fma` matters (kernel_spec.cpp)
 };
 
 namespace detail::op_rows {
@@ -61,6 +64,7 @@ using S = SweepFamily;
 using G = Gradient;
 using B = BenchFamily;
 // One row per Op, in the enum's order (checked below).
+// clang-format off
 inline constexpr std::array kRows = {
     //     op                       name                   kind          sweep         swept  wide   gradient
     //     bench         fma
@@ -97,6 +101,7 @@ inline constexpr std::array kRows = {
     OpInfo{Op::attention_postscale, "attention_postscale", K::attention, S::attention, true,  true,  G::own,
            B::attention, true},
 };
+// clang-format on
 }  // namespace detail::op_rows
 
 /// The table: every op's row (OpInfo).
@@ -120,7 +125,7 @@ constexpr bool is_gelu(Op op) { return op_kind(op) == OpKind::gelu; }
 constexpr bool is_attention(Op op) { return op_kind(op) == OpKind::attention; }
 
 constexpr std::string_view op_kind_name(OpKind k) {
-  constexpr std::string_view names[] = {"reduce", "dense", "dense_bwd", "loss", "softmax",
+  constexpr std::string_view names[] = {"reduce", "dense", "dense_bwd", "loss",     "softmax",
                                         "xent",   "norm",  "gelu",      "attention"};
   return names[static_cast<std::size_t>(k)];
 }
@@ -154,21 +159,31 @@ enum class DType { f32, f16, bf16 };
 
 constexpr std::string_view mode_name(Mode mode) {
   switch (mode) {
-    case Mode::f32: return "f32";
-    case Mode::f16_f32acc: return "f16_f32acc";
-    case Mode::f16: return "f16";
-    case Mode::f16_model: return "f16_model";
-    case Mode::bf16_f32acc: return "bf16_f32acc";
-    case Mode::fp8_f32acc: return "fp8_f32acc";
-    case Mode::mxfp8_f32acc: return "mxfp8_f32acc";
+    case Mode::f32:
+      return "f32";
+    case Mode::f16_f32acc:
+      return "f16_f32acc";
+    case Mode::f16:
+      return "f16";
+    case Mode::f16_model:
+      return "f16_model";
+    case Mode::bf16_f32acc:
+      return "bf16_f32acc";
+    case Mode::fp8_f32acc:
+      return "fp8_f32acc";
+    case Mode::mxfp8_f32acc:
+      return "mxfp8_f32acc";
   }
   return "?";
 }
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
+    case DType::f32:
+      return "f32";
+    case DType::f16:
+      return "f16";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
 }

@@ -178,13 +178,13 @@ struct NormArgs {
   const void* gamma;  // cols values, or null
   const void* beta;   // cols values, or null (rmsnorm ignores it)
   float eps;
-  void* y;            // rows × cols, or null: no forward output
-  float* mean;        // rows, or null
-  float* var;         // rows, or null
-  const void* dy;     // rows × cols, or null: no backward
-  void* dx;           // rows × cols (backward)
-  void* dgamma;       // cols, or null
-  void* dbeta;        // cols, or null
+  void* y;         // rows × cols, or null: no forward output
+  float* mean;     // rows, or null
+  float* var;      // rows, or null
+  const void* dy;  // rows × cols, or null: no backward
+  void* dx;        // rows × cols (backward)
+  void* dgamma;    // cols, or null
+  void* dbeta;     // cols, or null
 };
 using NormFn = void (*)(const NormArgs&);
 /// The frameworks' default ε: PyTorch's LayerNorm 1e-5, Keras's LayerNormalization 1e-3, RMSNorm 1e-6 (as
@@ -238,10 +238,10 @@ struct AttentionArgs {
   const void* q;
   const void* k;
   const void* v;
-  void* o;            // len × dim, or null: no forward output
-  void* scores;       // len × len, or null
-  const void* dout;   // len × dim, or null: no backward
-  void* dq;           // len × dim (backward)
+  void* o;           // len × dim, or null: no forward output
+  void* scores;      // len × len, or null
+  const void* dout;  // len × dim, or null: no backward
+  void* dq;          // len × dim (backward)
   void* dk;
   void* dv;
   unsigned threads = 1;  // as DenseArgs::threads, for the dense kernels inside
@@ -277,14 +277,14 @@ struct Kernel {
   FmaKind fma;
   /// Which fixed order an f32-accumulating kernel keeps, if any (FixedOrder); none for every other kernel.
   FixedOrder fixed_order = FixedOrder::none;
-  ReduceFn reduce = nullptr;      // ops sum, sumsq, maxabs, dot
-  DenseFn dense = nullptr;        // op dense_fwd
-  DenseBwdFn dense_bwd = nullptr; // op dense_bwd
-  LossFn loss = nullptr;          // op mse
-  SoftmaxFn softmax = nullptr;    // ops softmax, softmax_naive
-  XentFn xent = nullptr;          // op xent
-  NormFn norm = nullptr;          // ops layernorm, rmsnorm
-  GeluFn gelu = nullptr;          // ops gelu, gelu_tanh
+  ReduceFn reduce = nullptr;        // ops sum, sumsq, maxabs, dot
+  DenseFn dense = nullptr;          // op dense_fwd
+  DenseBwdFn dense_bwd = nullptr;   // op dense_bwd
+  LossFn loss = nullptr;            // op mse
+  SoftmaxFn softmax = nullptr;      // ops softmax, softmax_naive
+  XentFn xent = nullptr;            // op xent
+  NormFn norm = nullptr;            // ops layernorm, rmsnorm
+  GeluFn gelu = nullptr;            // ops gelu, gelu_tanh
   AttentionFn attention = nullptr;  // ops attention_prescale, attention_postscale
   /// A kernel with a gradient (mse, xent, layernorm) that computes its forward only: a peer whose library refuses
   /// the gradient for its type (PyTorch 1.13's fp16 mse). It must not be called with a gradient output; the sweep
@@ -295,15 +295,24 @@ struct Kernel {
 /// Whether the kernel's function of its op's kind is set: the field named by op_kind(k.op) (ops.hpp).
 inline bool kernel_has_fn(const Kernel& k) {
   switch (op_kind(k.op)) {
-    case OpKind::reduce: return k.reduce != nullptr;
-    case OpKind::dense: return k.dense != nullptr;
-    case OpKind::dense_bwd: return k.dense_bwd != nullptr;
-    case OpKind::loss: return k.loss != nullptr;
-    case OpKind::softmax: return k.softmax != nullptr;
-    case OpKind::xent: return k.xent != nullptr;
-    case OpKind::norm: return k.norm != nullptr;
-    case OpKind::gelu: return k.gelu != nullptr;
-    case OpKind::attention: return k.attention != nullptr;
+    case OpKind::reduce:
+      return k.reduce != nullptr;
+    case OpKind::dense:
+      return k.dense != nullptr;
+    case OpKind::dense_bwd:
+      return k.dense_bwd != nullptr;
+    case OpKind::loss:
+      return k.loss != nullptr;
+    case OpKind::softmax:
+      return k.softmax != nullptr;
+    case OpKind::xent:
+      return k.xent != nullptr;
+    case OpKind::norm:
+      return k.norm != nullptr;
+    case OpKind::gelu:
+      return k.gelu != nullptr;
+    case OpKind::attention:
+      return k.attention != nullptr;
   }
   return false;
 }
@@ -312,15 +321,24 @@ inline bool kernel_has_fn(const Kernel& k) {
 /// type: KernelFn<op>. The kernel lists set and read an op's function through it (kernels/common/list.hpp, rows.hpp).
 template <OpKind kKind>
 constexpr auto kernel_field() {
-  if constexpr (kKind == OpKind::reduce) return &Kernel::reduce;
-  else if constexpr (kKind == OpKind::dense) return &Kernel::dense;
-  else if constexpr (kKind == OpKind::dense_bwd) return &Kernel::dense_bwd;
-  else if constexpr (kKind == OpKind::loss) return &Kernel::loss;
-  else if constexpr (kKind == OpKind::softmax) return &Kernel::softmax;
-  else if constexpr (kKind == OpKind::xent) return &Kernel::xent;
-  else if constexpr (kKind == OpKind::norm) return &Kernel::norm;
-  else if constexpr (kKind == OpKind::gelu) return &Kernel::gelu;
-  else return &Kernel::attention;
+  if constexpr (kKind == OpKind::reduce)
+    return &Kernel::reduce;
+  else if constexpr (kKind == OpKind::dense)
+    return &Kernel::dense;
+  else if constexpr (kKind == OpKind::dense_bwd)
+    return &Kernel::dense_bwd;
+  else if constexpr (kKind == OpKind::loss)
+    return &Kernel::loss;
+  else if constexpr (kKind == OpKind::softmax)
+    return &Kernel::softmax;
+  else if constexpr (kKind == OpKind::xent)
+    return &Kernel::xent;
+  else if constexpr (kKind == OpKind::norm)
+    return &Kernel::norm;
+  else if constexpr (kKind == OpKind::gelu)
+    return &Kernel::gelu;
+  else
+    return &Kernel::attention;
 }
 namespace detail {
 template <class M>
@@ -344,7 +362,7 @@ std::span<const Kernel> kernels();
 /// A peer library the build was configured with: `built` and its version, or not and why (missing package,
 /// HALFMAP_PEERS=OFF, unsupported here, failed its check). Empty in binaries that link no peers.
 struct PeerLibrary {
-  std::string_view name;    // onednn, xnnpack, eigen, openblas, or a peer kernel's name when one was dropped
+  std::string_view name;  // onednn, xnnpack, eigen, openblas, or a peer kernel's name when one was dropped
   bool built;
   std::string_view detail;  // version and threading if built, else the reason, one sentence
 };

@@ -23,9 +23,12 @@ inline double min_subnormal(DType t) { return t == DType::f16 ? 0x1p-24 : t == D
 /// The largest finite value of a storage type.
 inline double max_finite(DType t) {
   switch (t) {
-    case DType::f16: return 65504.0;
-    case DType::bf16: return 0x1.FEp127;
-    case DType::f32: return double(std::numeric_limits<float>::max());
+    case DType::f16:
+      return 65504.0;
+    case DType::bf16:
+      return 0x1.FEp127;
+    case DType::f32:
+      return double(std::numeric_limits<float>::max());
   }
   return 0;
 }
@@ -88,9 +91,12 @@ inline double store(DType t, void* buf, std::size_t i, double v) {
 /// Element i of a buffer of type t, widened exactly.
 inline double load(DType t, const void* buf, std::size_t i) {
   switch (t) {
-    case DType::f32: return static_cast<const float*>(buf)[i];
-    case DType::f16: return to_f64(static_cast<const f16*>(buf)[i]);
-    case DType::bf16: return double(to_f32(static_cast<const bf16*>(buf)[i]));
+    case DType::f32:
+      return static_cast<const float*>(buf)[i];
+    case DType::f16:
+      return to_f64(static_cast<const f16*>(buf)[i]);
+    case DType::bf16:
+      return double(to_f32(static_cast<const bf16*>(buf)[i]));
   }
   return 0;
 }

@@ -59,12 +59,12 @@ struct Grid {
 };
 
 struct Sizes {
-  std::size_t n = 4096;                                      // reductions, mse, gelu and gelu_tanh
-  std::size_t dense_m = 32, dense_k = 64, dense_n = 32;      // dense: X m×k, W k×n, Y m×n
-  std::size_t softmax_rows = 32, softmax_cols = 64;          // softmax, softmax_naive
-  std::size_t xent_rows = 32, xent_cols = 16;                // xent
-  std::size_t norm_rows = 8, norm_cols = 1024;               // layernorm, rmsnorm (rows of a hidden size)
-  std::size_t attn_len = 32;                                 // attention: queries = keys
+  std::size_t n = 4096;                                  // reductions, mse, gelu and gelu_tanh
+  std::size_t dense_m = 32, dense_k = 64, dense_n = 32;  // dense: X m×k, W k×n, Y m×n
+  std::size_t softmax_rows = 32, softmax_cols = 64;      // softmax, softmax_naive
+  std::size_t xent_rows = 32, xent_cols = 16;            // xent
+  std::size_t norm_rows = 8, norm_cols = 1024;           // layernorm, rmsnorm (rows of a hidden size)
+  std::size_t attn_len = 32;                             // attention: queries = keys
   /// attention: one experiment per head dimension (BERT-base and GPT-2 heads have 64, Llama's 128)
   std::vector<std::size_t> head_dims{64, 128};
 };
@@ -107,7 +107,7 @@ struct Options {
   std::uint64_t seed = 1;
   double underflow_share = 0.001;
   unsigned threads = 1;
-  Progress progress = Progress::off;  // on stderr (include/halfmap/progress.hpp)
+  Progress progress = Progress::off;                                    // on stderr (include/halfmap/progress.hpp)
   std::chrono::milliseconds progress_interval = kProgressLineInterval;  // of Progress::lines (a test sets less)
   unsigned shard_k = 1, shard_n = 1;  // run the items i with i % shard_n == shard_k - 1
   /// Test hook: the scaled first input (x, X, p, logits) gets a NaN at this index before it is stored.
@@ -136,7 +136,7 @@ struct Cell {
   std::size_t in_count = 0, in_nonfinite = 0, in_nonzero = 0, in_inf = 0, in_flushed = 0, in_subnormal = 0;
   // compute: the forward outputs against the f64 oracle of the stored inputs
   std::size_t fwd_count = 0, fwd_nonfinite = 0, fwd_oracle_nonzero = 0, fwd_zero = 0;
-  double fwd_rel_err = 0;                        // NaN when no output and oracle is finite
+  double fwd_rel_err = 0;  // NaN when no output and oracle is finite
   // every output's terms flushed when stored, or every output of the given data rounds to zero in the output type
   // (docs/thresholds.md: vanished; monotone in s)
   bool fwd_vanished = false;
@@ -160,7 +160,7 @@ inline constexpr double kWindowLattice = 0x1p-10, kWindowScan = 0x1p-5, kWindowC
 struct Bound {
   enum class Kind { found, below_grid, above_grid };
   Kind kind = Kind::found;
-  double value = 0, log2 = 0;        // found: the reported scale (a lattice point observed); beyond: the range's end
+  double value = 0, log2 = 0;  // found: the reported scale (a lattice point observed); beyond: the range's end
   double bracket_lo = 0, bracket_hi = 0;  // found: log2 of the two adjacent lattice points the switch lies between
   std::string text;
 };
@@ -187,9 +187,9 @@ struct Window {
 };
 
 struct Thresholds {
-  Boundary s_overflow, s_underflow;            // the forward (compute)
+  Boundary s_overflow, s_underflow;              // the forward (compute)
   Boundary storage_overflow, storage_underflow;  // the inputs when stored (data), as context: monotone in s
-  std::vector<Window> windows;                 // ops with a gradient only, at kWindowScales
+  std::vector<Window> windows;                   // ops with a gradient only, at kWindowScales
 };
 
 /// Input scales at which the loss-scale window is reported.

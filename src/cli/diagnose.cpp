@@ -17,13 +17,13 @@
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
-#include "halfmap/parallel.hpp"
+#include "halfmap/atomic_file.hpp"
 #include "halfmap/diagnose.hpp"
 #include "halfmap/diagnose_model.hpp"
-#include "halfmap/onnx.hpp"
-#include "halfmap/npy.hpp"
-#include "halfmap/atomic_file.hpp"
 #include "halfmap/loss_scale.hpp"
+#include "halfmap/npy.hpp"
+#include "halfmap/onnx.hpp"
+#include "halfmap/parallel.hpp"
 
 namespace halfmap::cli {
 namespace {
@@ -55,7 +55,8 @@ std::string check_out(const std::string& out) {
   const std::filesystem::path p(out);
   const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return fmt::format("--out {}: the folder {} does not exist.", out, dir.string());
+  if (!std::filesystem::is_directory(dir, ec))
+    return fmt::format("--out {}: the folder {} does not exist.", out, dir.string());
   if (std::filesystem::is_directory(p, ec)) return fmt::format("--out {} is a folder; give a file name.", out);
   return {};
 }
@@ -74,7 +75,8 @@ int run_model(DiagnoseArgs& a) {
     if (training && (opt == a.lr_option || opt == a.growth_option)) continue;
     if (opt == a.lr_option || opt == a.growth_option)
       return refuse(fmt::format("{} applies to --train with --model (or to the seed model).", opt->get_name()));
-    return refuse(fmt::format("{} applies to the seed model; with --model the network is the file's.", opt->get_name()));
+    return refuse(
+        fmt::format("{} applies to the seed model; with --model the network is the file's.", opt->get_name()));
   }
   if (training) {
     if (a.loss == diagnose::Loss::none)
@@ -85,8 +87,9 @@ int run_model(DiagnoseArgs& a) {
     if (a.growth_option->count() > 0) a.o.growth_interval = a.growth_interval;
   }
   if (a.loss == diagnose::Loss::none && !a.labels.empty())
-    return refuse("--labels needs --loss mse or --loss xent with --model (without a loss the network's forward is "
-                  "diagnosed).");
+    return refuse(
+        "--labels needs --loss mse or --loss xent with --model (without a loss the network's forward is "
+        "diagnosed).");
   if (a.loss != diagnose::Loss::none && a.labels.empty())
     return refuse(fmt::format("--loss {} needs --labels.", diagnose::loss_name(a.loss)));
   if (a.o.threads == 0) a.o.threads = threads_env().value_or(0);
@@ -123,8 +126,10 @@ int run_diagnose(DiagnoseArgs& a) {
   if (!a.model.empty()) return run_model(a);
   if (a.train_option->count() > 0)
     return refuse("--train applies to --model; the seed model trains for --steps or --epochs.");
-  if (a.loss_option->count() > 0) return refuse("--loss applies to --model; the seed model's loss is the squared error.");
-  if (a.labels.empty()) return refuse("--labels is required (the labels of the seed model's squared loss), unless --model is given.");
+  if (a.loss_option->count() > 0)
+    return refuse("--loss applies to --model; the seed model's loss is the squared error.");
+  if (a.labels.empty())
+    return refuse("--labels is required (the labels of the seed model's squared loss), unless --model is given.");
   if (a.growth_option->count() > 0) a.o.growth_interval = a.growth_interval;
   if (a.steps_option->count() > 0) a.o.steps = a.steps;
   if (a.epochs_option->count() > 0) a.o.epochs = a.epochs;
@@ -195,7 +200,9 @@ CLI::App* add_subcommand(CLI::App& parent) {
 /// The inputs: the features, the labels or the network, and the report's form and loss.
 void add_input_options(CLI::App* sub, DiagnoseArgs& a) {
   sub->add_option("--features", a.features, "Features: a .npy file, rows x columns (1-D: one column)")->required();
-  sub->add_option("--labels", a.labels, "Labels: a .npy file, one per row (shape (n,) or (n, 1); with --model --loss mse: rows x the network's outputs); required without --model");
+  sub->add_option("--labels", a.labels,
+                  "Labels: a .npy file, one per row (shape (n,) or (n, 1); with --model --loss mse: rows x the "
+                  "network's outputs); required without --model");
   sub->add_option("--model", a.model,
                   fmt::format("Diagnose this ONNX network (torch.onnx.export, tf2onnx) instead of the seed model: its "
                               "forward on the features, layer by layer, on every path. It reads {}.",
@@ -209,14 +216,17 @@ void add_input_options(CLI::App* sub, DiagnoseArgs& a) {
 
 /// The seed model's and the training simulation's options (--lr and --growth-interval also shape --train).
 void add_training_options(CLI::App* sub, DiagnoseArgs& a) {
-  a.seed_model_options.push_back(sub->add_option("--hidden", a.o.hidden,
-                  fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden)));
-  a.seed_model_options.push_back(sub->add_option("--seed", a.o.seed, "Seed of the Glorot-uniform initial weights (default 1)"));
-  sub->add_option("--batch", a.o.batch, "Rows per mini-batch, or sequences for a --model of sequences (default 32, Keras fit's default; 0: all rows)");
-  a.steps_option = sub->add_option(
-      "--steps", a.steps,
-      fmt::format("Training steps of the loss-scaling simulation (default {}, 1 to {})", diagnose::kDefaultSteps,
-                  diagnose::kMaxSteps));
+  a.seed_model_options.push_back(
+      sub->add_option("--hidden", a.o.hidden,
+                      fmt::format("Hidden units of Dense(hidden, ReLU) (default 16, 1 to {})", diagnose::kMaxHidden)));
+  a.seed_model_options.push_back(
+      sub->add_option("--seed", a.o.seed, "Seed of the Glorot-uniform initial weights (default 1)"));
+  sub->add_option(
+      "--batch", a.o.batch,
+      "Rows per mini-batch, or sequences for a --model of sequences (default 32, Keras fit's default; 0: all rows)");
+  a.steps_option = sub->add_option("--steps", a.steps,
+                                   fmt::format("Training steps of the loss-scaling simulation (default {}, 1 to {})",
+                                               diagnose::kDefaultSteps, diagnose::kMaxSteps));
   a.epochs_option =
       sub->add_option("--epochs", a.epochs,
                       fmt::format("Train the simulation for this many epochs instead of --steps (not both; at most "
@@ -233,9 +243,10 @@ void add_training_options(CLI::App* sub, DiagnoseArgs& a) {
                   "on every low-precision path with Keras's and PyTorch's dynamic loss scaling (--lr, "
                   "--growth-interval apply)",
                   diagnose::kMaxSteps));
-  a.growth_option = sub->add_option("--growth-interval", a.growth_interval,
-                  fmt::format("Good steps before the loss scale doubles (default: the frameworks' {}, 1 to {})",
-                              loss_scale::kGrowthInterval, diagnose::kMaxSteps));
+  a.growth_option =
+      sub->add_option("--growth-interval", a.growth_interval,
+                      fmt::format("Good steps before the loss scale doubles (default: the frameworks' {}, 1 to {})",
+                                  loss_scale::kGrowthInterval, diagnose::kMaxSteps));
 }
 
 /// How the diagnosis runs and judges: the underflow share, the paths, the threads and where the report goes.
@@ -247,7 +258,8 @@ void add_run_options(CLI::App* sub, DiagnoseArgs& a) {
                 "Run every enabled path: the lower ISAs and the scalar ref twins of each mode too");
   sub->add_option("--path", a.o.path_first,
                   "Put this path (<mode>/<isa>, e.g. f16/avx512fp16) first, adding it if it is not a default one");
-  sub->add_option("--threads", a.o.threads, "Threads (default: HALFMAP_THREADS, else 0: one per hardware thread; at most 1024)");
+  sub->add_option("--threads", a.o.threads,
+                  "Threads (default: HALFMAP_THREADS, else 0: one per hardware thread; at most 1024)");
   sub->add_option("--out", a.out, "Write the report to this file (through a temporary file) instead of stdout");
 }
 

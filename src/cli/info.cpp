@@ -1,6 +1,7 @@
 // `halfmap info`: what this build and this machine can run, and the conditions results are produced under:
 // the CPU and its raw feature flags, every ISA path (compiled / supported / enabled under HALFMAP_ISA), every
-// registered kernel and fp8 and MX conversion, the floating-point environment (read, never changed) and the build. Text for people,
+// registered kernel and fp8 and MX conversion, the floating-point environment (read, never changed) and the build. Text
+// for people,
 // `--json` for scripts; both come from the same facts, gathered once. `--kernel-spec`: every kernel's recipe
 // (include/halfmap/kernel_spec.hpp) as Markdown, docs/kernel-spec.md's tables.
 #include <algorithm>
@@ -17,12 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "halfmap/conversions.hpp"
 #include "halfmap/cpu.hpp"
 #include "halfmap/fp_env.hpp"
 #include "halfmap/isa_arith.hpp"
-#include "halfmap/parallel.hpp"
 #include "halfmap/kernel_spec.hpp"
-#include "halfmap/conversions.hpp"
+#include "halfmap/parallel.hpp"
 #include "halfmap/registry.hpp"
 
 namespace halfmap::cli {
@@ -40,10 +41,14 @@ std::string_view yes_no(bool b) { return b ? "yes" : "no"; }
 /// Why an ISA's kernels may not be called here, in a few words; empty when they may.
 std::string why_disabled(Isa isa) {
   switch (isa_state(isa)) {
-    case IsaState::enabled: return {};
-    case IsaState::not_compiled: return "not compiled in";
-    case IsaState::unsupported: return "CPU lacks it";
-    case IsaState::capped: break;
+    case IsaState::enabled:
+      return {};
+    case IsaState::not_compiled:
+      return "not compiled in";
+    case IsaState::unsupported:
+      return "CPU lacks it";
+    case IsaState::capped:
+      break;
   }
   const std::optional<Isa> cap = isa_cap();
   return cap ? fmt::format("above HALFMAP_ISA={}", isa_name(*cap)) : std::string("held back by HALFMAP_ISA");
@@ -114,13 +119,13 @@ std::size_t kernels_text(Lines& line) {
     kisa_w = std::max(kisa_w, isa_name(k.isa).size());
   }
   line("Kernels ({} registered, {} can run here)", all.size(), runnable);
-  line("  {:<{}}  {:<13}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", "name", name_w, "op", "mode", mode_w, "isa",
-       kisa_w, "storage", "lanes", "fma", "runs here");
+  line("  {:<{}}  {:<13}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", "name", name_w, "op", "mode", mode_w, "isa", kisa_w,
+       "storage", "lanes", "fma", "runs here");
   for (const Kernel& k : all) {
     const std::string why = why_disabled(k.isa);
-    line("  {:<{}}  {:<13}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", k.name, name_w, op_name(k.op),
-         mode_name(k.mode), mode_w, isa_name(k.isa), kisa_w, dtype_name(k.storage), k.lanes,
-         kernel_fma_name(k).value_or("-"), kernel_enabled(k) ? std::string("yes") : fmt::format("no ({})", why));
+    line("  {:<{}}  {:<13}  {:<{}}  {:<{}}  {:<7}  {:>5}  {:<9}  {}", k.name, name_w, op_name(k.op), mode_name(k.mode),
+         mode_w, isa_name(k.isa), kisa_w, dtype_name(k.storage), k.lanes, kernel_fma_name(k).value_or("-"),
+         kernel_enabled(k) ? std::string("yes") : fmt::format("no ({})", why));
   }
   line("");
   return kisa_w;
@@ -271,7 +276,7 @@ std::string format_json(const FpEnv& env) {
                                    {"supported", conversion_enabled(c)}});
   }
 
-  j["fp_env"] = {{"arch", env.arch}, {"ftz", env.ftz},   {"daz", env.daz},
+  j["fp_env"] = {{"arch", env.arch}, {"ftz", env.ftz}, {"daz", env.daz},
                  {"fz16", env.fz16}, {"raw", env.raw}, {"ieee", env.ieee()}};
   j["isa_cap"] = cap ? json(isa_name(*cap)) : json(nullptr);
   const std::optional<unsigned> env_threads = threads_env();

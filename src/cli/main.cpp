@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/command.hpp"
 #include "halfmap/cpu.hpp"
@@ -20,11 +20,8 @@ using halfmap::cli::Command;
 /// command.hpp and one source file.
 using AddCommand = Command (*)(CLI::App&);
 constexpr AddCommand kCommands[] = {
-    halfmap::cli::add_info_command,
-    halfmap::cli::add_sweep_command,
-    halfmap::cli::add_merge_command,
-    halfmap::cli::add_compare_command,
-    halfmap::cli::add_diagnose_command,
+    halfmap::cli::add_info_command,    halfmap::cli::add_sweep_command,    halfmap::cli::add_merge_command,
+    halfmap::cli::add_compare_command, halfmap::cli::add_diagnose_command,
 };
 
 std::string version_line() {
@@ -69,8 +66,7 @@ std::string describe(const CLI::ParseError& e, const CLI::App& failing, const CL
     }
     return fmt::format("unexpected argument '{}' for '{}'.", first, full_name(failing));
   }
-  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && &failing == &root &&
-      root.get_subcommands().empty()) {
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && &failing == &root && root.get_subcommands().empty()) {
     return fmt::format("no subcommand given; expected one of: {}.", subcommand_names(root));
   }
   std::string what = e.what();
@@ -87,9 +83,10 @@ std::string usage(const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"halfmap maps where fp16 and bf16 arithmetic overflows, underflows or loses precision, kernel by "
-               "kernel and ISA path by ISA path.",
-               "halfmap"};
+  CLI::App app{
+      "halfmap maps where fp16 and bf16 arithmetic overflows, underflows or loses precision, kernel by "
+      "kernel and ISA path by ISA path.",
+      "halfmap"};
   app.set_version_flag("--version", version_line(), "Print the version and git commit, then exit");
   app.require_subcommand(1);  // exactly one; describe() words the error when there is none
 

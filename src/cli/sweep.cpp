@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -110,14 +110,18 @@ std::string shard_from_slurm(unsigned& k, unsigned& n) {
   for (int i = 0; i < 4; ++i) {
     const char* e = std::getenv(names[i]);
     if (e == nullptr || !parse_uint(std::string_view(e), v[i])) {
-      return fmt::format("--shard slurm needs {} set to a non-negative integer, as Slurm sets it in each task of a "
-                         "job array (sbatch --array=1-N).", names[i]);
+      return fmt::format(
+          "--shard slurm needs {} set to a non-negative integer, as Slurm sets it in each task of a "
+          "job array (sbatch --array=1-N).",
+          names[i]);
     }
   }
   const auto [id, lo, hi, count] = std::tuple(v[0], v[1], v[2], v[3]);
   if (count == 0 || count > 1u << 20 || lo > hi || hi - lo + 1 != count || id < lo || id > hi) {
-    return fmt::format("--shard slurm: SLURM_ARRAY_TASK_ID={} MIN={} MAX={} COUNT={} is not a task of a contiguous "
-                       "job array (e.g. --array=1-4 or 0-3).", id, lo, hi, count);
+    return fmt::format(
+        "--shard slurm: SLURM_ARRAY_TASK_ID={} MIN={} MAX={} COUNT={} is not a task of a contiguous "
+        "job array (e.g. --array=1-4 or 0-3).",
+        id, lo, hi, count);
   }
   k = static_cast<unsigned>(id - lo + 1);
   n = static_cast<unsigned>(count);
@@ -149,8 +153,7 @@ std::string parse_attention(const SweepArgs& a, sweep::Options& o) {
     for (const std::string& d : split_list(a.head_dims)) {
       std::size_t v = 0;
       if (!parse_uint(d, v) || v == 0 || v > 4096) {
-        return fmt::format("--head-dims '{}' is not a comma list of head dimensions between 1 and 4096.",
-                           a.head_dims);
+        return fmt::format("--head-dims '{}' is not a comma list of head dimensions between 1 and 4096.", a.head_dims);
       }
       z.head_dims.push_back(v);
     }
@@ -194,7 +197,8 @@ std::string parse_grids(const SweepArgs& a, sweep::Options& o) {
     const auto step = parse_step(*g.step);
     if (!lo) return fmt::format("--{}-min '{}' is not a scale: give 2^E or a positive number.", g.name, *g.lo);
     if (!hi) return fmt::format("--{}-max '{}' is not a scale: give 2^E or a positive number.", g.name, *g.hi);
-    if (!step) return fmt::format("--{}-step '{}' is not a step: give 2^E (E > 0) or a factor above 1.", g.name, *g.step);
+    if (!step)
+      return fmt::format("--{}-step '{}' is not a step: give 2^E (E > 0) or a factor above 1.", g.name, *g.step);
     *g.grid = sweep::Grid{*lo, *hi, *step};
   }
   // An input-scale range given on the command line is every experiment's: the wide default grid is for defaults.
@@ -302,10 +306,11 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
 
 Command add_sweep_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
-      "sweep", "Map, for every kernel and path, where data, compute and optimization first overflow or underflow "
-               "over input scales s and loss scales S; writes cells.csv, thresholds.json/.md, meta.json and, when "
-               "peer paths ran, peers.md. The environment variable HALFMAP_TORCH=1 adds PyTorch's CPU kernels "
-               "(tools/torch_peer.py) to the peer paths");
+      "sweep",
+      "Map, for every kernel and path, where data, compute and optimization first overflow or underflow "
+      "over input scales s and loss scales S; writes cells.csv, thresholds.json/.md, meta.json and, when "
+      "peer paths ran, peers.md. The environment variable HALFMAP_TORCH=1 adds PyTorch's CPU kernels "
+      "(tools/torch_peer.py) to the peer paths");
   auto a = std::make_shared<SweepArgs>();
   sub->add_option("--kernels", a->kernels, "Comma list of kernel names or ops (e.g. sum,dense_fwd); default: all");
   sub->add_option("--paths", a->paths, "Comma list of ISA paths and/or modes (e.g. avx512,f16); default: all");
@@ -337,14 +342,18 @@ Command add_sweep_command(CLI::App& parent) {
   sub->add_option("--head-dims", a->head_dims, "Attention's head dimensions, one experiment each (default 64,128)");
   sub->add_flag("--causal", a->causal, "Mask attention's scores above the diagonal (default: not masked)");
   sub->add_option("--seed", a->seed, "Seed of the base inputs (default 1)");
-  sub->add_option("--underflow-share", a->share,
-                  "Share of non-zero values that may flush to zero before a boundary counts as crossed (default 0.001)");
-  sub->add_option("--threads", a->threads, "Worker threads (default: HALFMAP_THREADS, else every CPU this process may run on)");
-  sub->add_option("--shard", a->shard, "Run only shard K of N of the work items (K/N), for 'halfmap merge'; 'slurm' takes K/N "
+  sub->add_option(
+      "--underflow-share", a->share,
+      "Share of non-zero values that may flush to zero before a boundary counts as crossed (default 0.001)");
+  sub->add_option("--threads", a->threads,
+                  "Worker threads (default: HALFMAP_THREADS, else every CPU this process may run on)");
+  sub->add_option("--shard", a->shard,
+                  "Run only shard K of N of the work items (K/N), for 'halfmap merge'; 'slurm' takes K/N "
                   "from the job array's SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT (tools/sweep_slurm.sh)");
   sub->add_option("--plant-nan", a->plant_nan, "Testing aid: put a NaN at this index of the first input");
   sub->add_option("--out", a->out, "Output folder (default sweep-out)");
-  sub->add_flag("--quiet", a->quiet, "No progress on stderr (else a line redrawn on a terminal, or a line a minute in a log)");
+  sub->add_flag("--quiet", a->quiet,
+                "No progress on stderr (else a line redrawn on a terminal, or a line a minute in a log)");
   return {sub, [a] {
             sweep::Options o;
             bool sharded = false;
@@ -352,11 +361,11 @@ Command add_sweep_command(CLI::App& parent) {
             const sweep::Result r = sweep::run(o);
             sweep::write_outputs(a->out, o, r, sharded);
             if (a->quiet) return kExitOk;
-            return write_stdout(fmt::format("halfmap sweep: {} cells, {} kernels x {} distributions{}, {:.1f} s on {} "
-                                            "threads -> {}/\n",
-                                            r.cells, o.experiments.size(), o.dists.size(),
-                                            sharded ? fmt::format(" (shard {}/{})", o.shard_k, o.shard_n) : "",
-                                            r.seconds, o.threads, a->out));
+            return write_stdout(fmt::format(
+                "halfmap sweep: {} cells, {} kernels x {} distributions{}, {:.1f} s on {} "
+                "threads -> {}/\n",
+                r.cells, o.experiments.size(), o.dists.size(),
+                sharded ? fmt::format(" (shard {}/{})", o.shard_k, o.shard_n) : "", r.seconds, o.threads, a->out));
           }};
 }
 
@@ -375,8 +384,9 @@ Command add_merge_command(CLI::App& parent) {
 
 Command add_compare_command(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand(
-      "compare", "One Markdown table of thresholds per op across result folders (machines), marking paths of the "
-                 "same mode that disagree");
+      "compare",
+      "One Markdown table of thresholds per op across result folders (machines), marking paths of the "
+      "same mode that disagree");
   auto dirs = std::make_shared<std::vector<std::string>>();
   auto out = std::make_shared<std::string>();
   sub->add_option("dirs", *dirs, "Result folders of 'halfmap sweep' (e.g. results/<machine>)")->required();

@@ -20,7 +20,8 @@ void write_file_atomic(const std::string& path, std::string_view text) {
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   std::string tmpl = dir + "/." + base + ".XXXXXX";
   const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) throw std::runtime_error(fmt::format("cannot create a temporary file in {}: {}", dir, std::strerror(errno)));
+  if (fd < 0)
+    throw std::runtime_error(fmt::format("cannot create a temporary file in {}: {}", dir, std::strerror(errno)));
   std::size_t off = 0;
   bool ok = true;
   while (off < text.size()) {

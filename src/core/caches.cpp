@@ -80,8 +80,8 @@ bool from_cpuid(CacheSizes& c) {
     if (type == 2) continue;
     const unsigned level = (eax >> 5) & 0x7;
     const std::size_t sharing = ((eax >> 14) & 0xFFF) + 1;
-    const std::size_t size = std::size_t((ebx >> 22) + 1) * (((ebx >> 12) & 0x3FF) + 1) * ((ebx & 0xFFF) + 1) *
-                             (std::size_t(ecx) + 1);
+    const std::size_t size =
+        std::size_t((ebx >> 22) + 1) * (((ebx >> 12) & 0x3FF) + 1) * ((ebx & 0xFFF) + 1) * (std::size_t(ecx) + 1);
     any = true;
     if (level == 1) c.l1d = size;
     if (level == 2) c.l2 = size;

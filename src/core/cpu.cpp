@@ -26,7 +26,7 @@ struct IsaInfo {
   std::string_view name;
   std::string_view requirements;
   bool x86;
-  int rank;  // position in its architecture's chain; the HALFMAP_ISA cap admits ranks at or below its own
+  int rank;         // position in its architecture's chain; the HALFMAP_ISA cap admits ranks at or below its own
   Isa f32;          // isa_f32_path (halfmap/isa_arith.hpp)
   bool f16_per_op;  // isa_f16_per_op
 };
@@ -130,17 +130,28 @@ bool hardware_has(Isa isa) {
   const bool avx2 = f.avx2 && f.fma && f.f16c;
   const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl;
   switch (isa) {
-    case Isa::ref: return true;
-    case Isa::avx2: return avx2;
-    case Isa::avx512: return avx512;
-    case Isa::avx512bf16: return avx512 && f.avx512_bf16;
-    case Isa::avx512fp16: return avx512 && f.avx512_fp16;
-    case Isa::neon: return f.asimd;
-    case Isa::neonfp16: return f.asimd && f.fphp && f.asimdhp;
-    case Isa::neonfhm: return f.asimd && f.fphp && f.asimdhp && f.asimdfhm;
-    case Isa::neonbf16: return f.asimd && f.bf16;
-    case Isa::sve: return f.asimd && f.fphp && f.asimdhp && f.sve;
-    case Isa::peer: return true;  // each peer kernel is checked on this CPU when the peers' list is built
+    case Isa::ref:
+      return true;
+    case Isa::avx2:
+      return avx2;
+    case Isa::avx512:
+      return avx512;
+    case Isa::avx512bf16:
+      return avx512 && f.avx512_bf16;
+    case Isa::avx512fp16:
+      return avx512 && f.avx512_fp16;
+    case Isa::neon:
+      return f.asimd;
+    case Isa::neonfp16:
+      return f.asimd && f.fphp && f.asimdhp;
+    case Isa::neonfhm:
+      return f.asimd && f.fphp && f.asimdhp && f.asimdfhm;
+    case Isa::neonbf16:
+      return f.asimd && f.bf16;
+    case Isa::sve:
+      return f.asimd && f.fphp && f.asimdhp && f.sve;
+    case Isa::peer:
+      return true;  // each peer kernel is checked on this CPU when the peers' list is built
   }
   return false;
 }
@@ -180,36 +191,48 @@ const CpuFeatures& cpu_features() {
 
 bool isa_compiled(Isa isa) {
   switch (isa) {
-    case Isa::ref: return true;
+    case Isa::ref:
+      return true;
 #if defined(HALFMAP_WITH_AVX2)
-    case Isa::avx2: return true;
+    case Isa::avx2:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_AVX512)
-    case Isa::avx512: return true;
+    case Isa::avx512:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_AVX512BF16)
-    case Isa::avx512bf16: return true;
+    case Isa::avx512bf16:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_AVX512FP16)
-    case Isa::avx512fp16: return true;
+    case Isa::avx512fp16:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_NEON)
-    case Isa::neon: return true;
+    case Isa::neon:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_NEONFP16)
-    case Isa::neonfp16: return true;
+    case Isa::neonfp16:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_NEONFHM)
-    case Isa::neonfhm: return true;
+    case Isa::neonfhm:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_NEONBF16)
-    case Isa::neonbf16: return true;
+    case Isa::neonbf16:
+      return true;
 #endif
 #if defined(HALFMAP_WITH_SVE)
-    case Isa::sve: return true;
+    case Isa::sve:
+      return true;
 #endif
-    case Isa::peer: return peers_linked();
-    default: return false;
+    case Isa::peer:
+      return peers_linked();
+    default:
+      return false;
   }
 }
 

@@ -142,8 +142,7 @@ const EnvState& env_state() {
     if (env == nullptr || *env == '\0') return s;
     s.threads = parse_threads(env);
     if (!s.threads) {
-      s.error = fmt::format("HALFMAP_THREADS={} is not a thread count; use an integer from 1 to {}.", env,
-                            kMaxThreads);
+      s.error = fmt::format("HALFMAP_THREADS={} is not a thread count; use an integer from 1 to {}.", env, kMaxThreads);
     }
     return s;
   }();

@@ -13,8 +13,8 @@
 
 namespace halfmap::diagnose {
 
-GradStats compare_grads(const std::vector<double>& g, std::size_t nonfinite, const std::vector<double>& ref,
-                        double S, DType storage) {
+GradStats compare_grads(const std::vector<double>& g, std::size_t nonfinite, const std::vector<double>& ref, double S,
+                        DType storage) {
   const double min_norm = min_normal(storage);
   GradStats s;
   s.scale = S;
@@ -82,8 +82,8 @@ BatchRef batch_ref(std::size_t b, std::size_t rows_per, std::size_t rows, const 
   return {b, first, std::min(first + rows_per, rows) - 1, g.nonfinite, g.underflow_share()};
 }
 
-BatchDistribution distribution(const std::vector<BatchRecord>& recs, int k, std::size_t rows_per,
-                               std::size_t rows, double share) {
+BatchDistribution distribution(const std::vector<BatchRecord>& recs, int k, std::size_t rows_per, std::size_t rows,
+                               double share) {
   BatchDistribution d;
   d.batches = recs.size();
   d.pooled.scale = kScales[k];
@@ -185,8 +185,7 @@ std::pair<int, int> batch_window(SeedRunner& r, const std::vector<double>& ref, 
   for (int k = 0; k <= kWindowMaxLog2; ++k) {
     const std::vector<double>& g = r.gradients(std::ldexp(1.0, k), nf);
     if (nf > 0) return {s_min, k - 1};
-    if (s_min > kWindowMaxLog2 &&
-        compare_grads(g, nf, ref, 1.0, r.path().info.storage).underflow_share() <= share) {
+    if (s_min > kWindowMaxLog2 && compare_grads(g, nf, ref, 1.0, r.path().info.storage).underflow_share() <= share) {
       s_min = k;
     }
   }
@@ -246,8 +245,8 @@ void measure_batches(const Table& x, const Table& y, const SeedPath& base, const
   std::vector<std::vector<BatchRecord>> recs(paths.size(), std::vector<BatchRecord>(nb));
   std::atomic<std::size_t> done{0};
   parallel_for(nranges, unsigned(nranges), [&](std::size_t t) {
-    measure_range(x, y, base, paths, w0, o, t * nb / nranges, (t + 1) * nb / nranges, base_acc[t], accs[t], recs,
-                  done, nb);
+    measure_range(x, y, base, paths, w0, o, t * nb / nranges, (t + 1) * nb / nranges, base_acc[t], accs[t], recs, done,
+                  nb);
   });
   for (std::size_t t = 1; t < nranges; ++t) {
     base_acc[0].add(base_acc[t]);

@@ -87,7 +87,8 @@ ColumnStats column_stats(std::string name, const T* values, std::size_t n) {
   }
   c.mean = sum / double(finite.size());
   double sq = 0;
-  for (const T v : finite) sq += (double(v) - c.mean) * (double(v) - c.mean);  // two passes: no cancellation from large means
+  for (const T v : finite)
+    sq += (double(v) - c.mean) * (double(v) - c.mean);  // two passes: no cancellation from large means
   c.std = std::sqrt(sq / double(finite.size()));
   const auto [lo, hi] = std::minmax_element(finite.begin(), finite.end());
   c.min = *lo;

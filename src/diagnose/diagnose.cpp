@@ -37,9 +37,10 @@ std::string check_inputs(const Table& features, const Table& labels, const Optio
   if (features.rows() == 0 || features.cols() == 0) return "the features array is empty.";
   if (labels.rows() == 0 || labels.cols() == 0) return "the labels array is empty.";
   if (labels.cols() != 1) {
-    return fmt::format("the labels have {} columns; the seed model has one output, so give one column (shape (n,) "
-                       "or (n, 1)).",
-                       labels.cols());
+    return fmt::format(
+        "the labels have {} columns; the seed model has one output, so give one column (shape (n,) "
+        "or (n, 1)).",
+        labels.cols());
   }
   if (features.rows() != labels.rows()) {
     return fmt::format("the features have {} rows but the labels have {}; they must match row for row.",

@@ -3,10 +3,11 @@
 //
 // Nothing is stored: rounding to nearest even is monotone, so each format is summed up by three thresholds on the
 // scaled magnitude y (fp8.hpp's RoundingThresholds, found from the rounding itself by bisection over the float32
-// patterns, and counted by its count_rounding): y at or below flush_max rounds to zero, y below normal_min to a subnormal, y at or above
-// clip_min past the largest finite (saturated). y is exact where it matters: per-tensor, y = |x|·s is the float32
-// product the cast itself rounds; MX, y = |x|·2^-e with e the block's shared exponent, exact unless below 2^-126,
-// far under every flush threshold. tests/diagnose_fp8_test.cpp checks the counts against the models value by value.
+// patterns, and counted by its count_rounding): y at or below flush_max rounds to zero, y below normal_min to a
+// subnormal, y at or above clip_min past the largest finite (saturated). y is exact where it matters: per-tensor, y =
+// |x|·s is the float32 product the cast itself rounds; MX, y = |x|·2^-e with e the block's shared exponent, exact
+// unless below 2^-126, far under every flush threshold. tests/diagnose_fp8_test.cpp checks the counts against the
+// models value by value.
 #include <array>
 #include <bit>
 #include <cmath>
@@ -38,14 +39,10 @@ constexpr std::size_t kPerTensor = 2;
 
 const std::array<Storage, std::size(kFp8Storages)>& storages() {
   static const std::array<Storage, std::size(kFp8Storages)> s = [] {
-    auto fp8 = [](Fp8 f) {
-      return Storage{false, f, MxElem::e4m3, fp8_thresholds(f)};
-    };
-    auto mx = [](MxElem e) {
-      return Storage{true, Fp8::e4m3, e, mx_thresholds(e)};
-    };
-    return std::array<Storage, std::size(kFp8Storages)>{fp8(Fp8::e4m3),     fp8(Fp8::e5m2),     mx(MxElem::e4m3),
-                                                        mx(MxElem::e5m2),   mx(MxElem::e3m2),   mx(MxElem::e2m3),
+    auto fp8 = [](Fp8 f) { return Storage{false, f, MxElem::e4m3, fp8_thresholds(f)}; };
+    auto mx = [](MxElem e) { return Storage{true, Fp8::e4m3, e, mx_thresholds(e)}; };
+    return std::array<Storage, std::size(kFp8Storages)>{fp8(Fp8::e4m3),   fp8(Fp8::e5m2),   mx(MxElem::e4m3),
+                                                        mx(MxElem::e5m2), mx(MxElem::e3m2), mx(MxElem::e2m3),
                                                         mx(MxElem::e2m1)};
   }();
   return s;
@@ -123,7 +120,8 @@ void add_fp8_effects(const float* values, std::size_t rows, std::size_t cols, st
   per_tensor({values, rows * cols}, into);
   for (std::size_t k = 0; k < kPerTensor; ++k) into[k].scale = 0;  // one scale per batch: none to report
   for (std::size_t r = 0; r < rows; ++r)
-    mx_blocks({values + r * cols, cols}, std::span(storages()).subspan(kPerTensor), std::span(into).subspan(kPerTensor));
+    mx_blocks({values + r * cols, cols}, std::span(storages()).subspan(kPerTensor),
+              std::span(into).subspan(kPerTensor));
 }
 
 template std::vector<Fp8Effect> fp8_effects<float>(const float*, std::size_t);

@@ -26,8 +26,8 @@ void add_fp8_effects(const float* values, std::size_t rows, std::size_t cols, st
 
 /// Gradient statistics of `g` (at scale S) against the f32 reference gradients `ref` (at S = 1) of the same
 /// batch: count, elements non-zero in the reference, and among those the zero and subnormal ones.
-GradStats compare_grads(const std::vector<double>& g, std::size_t nonfinite, const std::vector<double>& ref,
-                        double S, DType storage);
+GradStats compare_grads(const std::vector<double>& g, std::size_t nonfinite, const std::vector<double>& ref, double S,
+                        DType storage);
 
 /// batches.cpp: the compute section and the per-batch gradients at S = 1, 2^15, 2^16 over every batch in order,
 /// then the window on at most kWindowBatches of them. Fills r.baseline, r.compute and r.optimization (without

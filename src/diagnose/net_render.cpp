@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "diagnose/internal.hpp"
-#include "halfmap/loss_scale.hpp"
 #include "diagnose/json.hpp"
 #include "halfmap/diagnose_model.hpp"
+#include "halfmap/loss_scale.hpp"
 
 namespace halfmap::diagnose {
 
@@ -18,17 +18,17 @@ std::string log2_cell(double v) { return v > 0 && std::isfinite(v) ? fmt::format
 
 std::string model_text(const ModelReport& r) {
   std::string s = "== model ==\n";
-  s += wrap("", fmt::format("{}: {} layers from input '{}' ({} features) to output '{}'; written by {}, IR {}, opset "
-                            "{}.",
-                            r.file, r.net.layers.size(), r.net.input, r.net.features, r.net.output,
-                            r.net.producer.empty() ? "an unnamed producer" : r.net.producer, r.net.ir_version,
-                            r.net.opset));
+  s += wrap(
+      "", fmt::format("{}: {} layers from input '{}' ({} features) to output '{}'; written by {}, IR {}, opset "
+                      "{}.",
+                      r.file, r.net.layers.size(), r.net.input, r.net.features, r.net.output,
+                      r.net.producer.empty() ? "an unnamed producer" : r.net.producer, r.net.ir_version, r.net.opset));
   s += fmt::format("  {:<3} {:<28} {:<10} {:>6} {:>6}  {}\n", "#", "layer", "kind", "in", "out", "from");
   for (std::size_t l = 0; l < r.net.layers.size(); ++l) {
     const onnx::Layer& x = r.net.layers[l];
     const std::string ops = x.ops.size() <= 39 ? x.ops : x.ops.substr(0, 36) + "...";
-    s += fmt::format("  {:<3} {:<28} {:<10} {:>6} {:>6}  {}\n", l, x.name.substr(0, 28), onnx::kind_name(x.kind),
-                     x.in, x.out, ops);
+    s += fmt::format("  {:<3} {:<28} {:<10} {:>6} {:>6}  {}\n", l, x.name.substr(0, 28), onnx::kind_name(x.kind), x.in,
+                     x.out, ops);
     std::string params;
     if (!x.weight.empty()) params += fmt::format("{} {}", x.weight.name, onnx::stored_name(x.weight.stored));
     if (!x.bias.empty()) params += fmt::format(", {} {}", x.bias.name, onnx::stored_name(x.bias.stored));
@@ -54,34 +54,36 @@ std::string data_text(const ModelReport& r) {
   }
   const std::size_t seq = std::max<std::size_t>(r.net.seq, 1), samples = r.data.rows / seq;
   const std::size_t batch = r.options.batch == 0 ? samples : std::min(r.options.batch, samples);
-  const std::string rows = r.net.seq == 0 ? fmt::format("{} rows in {} batches of {}", r.data.rows, r.data.batches, batch)
-                                          : fmt::format("{} sequences of {} tokens ({} rows) in {} batches of {}",
-                                                        samples, r.net.seq, r.data.rows, r.data.batches, batch);
+  const std::string rows = r.net.seq == 0
+                               ? fmt::format("{} rows in {} batches of {}", r.data.rows, r.data.batches, batch)
+                               : fmt::format("{} sequences of {} tokens ({} rows) in {} batches of {}", samples,
+                                             r.net.seq, r.data.rows, r.data.batches, batch);
   s += wrap("", fmt::format("{}; {} feature columns: {} values not finite, abs max {}, {} overflow fp16 storage, {} "
                             "non-zero values flush to zero in it.",
                             rows, r.data.features.size(), nonfinite, num(abs_max), f16_over, flushed));
   for (const WeightCheck& w : r.weights)
     if (w.nan + w.inf + w.f16_overflow > 0)
-      s += wrap("  ", fmt::format("initializer '{}' ({}, {} values): {} NaN, {} inf, {} overflow fp16 storage.",
-                                  w.name, onnx::stored_name(w.stored), w.count, w.nan, w.inf, w.f16_overflow));
+      s += wrap("  ", fmt::format("initializer '{}' ({}, {} values): {} NaN, {} inf, {} overflow fp16 storage.", w.name,
+                                  onnx::stored_name(w.stored), w.count, w.nan, w.inf, w.f16_overflow));
   return s;
 }
 
 std::string layers_text(const ModelReport& r) {
   std::string s = "== layers ==\n";
-  s += wrap("", "Per path and layer, over all batches: the largest finite |y|; its headroom to the storage type's "
-                "largest finite value, in binades (an attention head's: of its q·kᵀ when that is larger); the outputs that are not finite, and the first; the share of the "
-                "outputs non-zero in f32 that are zero here.");
+  s += wrap("",
+            "Per path and layer, over all batches: the largest finite |y|; its headroom to the storage type's "
+            "largest finite value, in binades (an attention head's: of its q·kᵀ when that is larger); the outputs that "
+            "are not finite, and the first; the share of the "
+            "outputs non-zero in f32 that are zero here.");
   auto one = [&](const PathForward& p) {
     s += fmt::format("{}{}\n", path_cell(p.path), p.baseline ? " (baseline)" : "");
     s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>10} {:>22} {:>8}\n", "#", "layer", "max |y|", "headroom",
                      "not finite", "first (batch,row,col)", "flushed");
     for (std::size_t l = 0; l < p.layers.size(); ++l) {
       const LayerForward& x = p.layers[l];
-      const std::string first =
-          x.first_nonfinite ? fmt::format("{},{},{}", x.first_nonfinite->batch, x.first_nonfinite->row,
-                                          x.first_nonfinite->column)
-                            : "-";
+      const std::string first = x.first_nonfinite ? fmt::format("{},{},{}", x.first_nonfinite->batch,
+                                                                x.first_nonfinite->row, x.first_nonfinite->column)
+                                                  : "-";
       s += fmt::format("  {:<3} {:<28} {:>9} {:>9} {:>10} {:>22} {:>8}\n", l, x.name.substr(0, 28),
                        log2_cell(x.max_abs), fmt::format("{:.1f}", p.headroom_log2(l)), x.nonfinite, first,
                        fmt::format("{:.2f} %", 100 * x.flush_share()));
@@ -89,10 +91,11 @@ std::string layers_text(const ModelReport& r) {
   };
   one(r.baseline);
   for (const PathForward& p : r.paths) one(p);
-  s += wrap("", "fp8 and MX: the f32 baseline's outputs of each layer cast batch by batch, as an fp8 step casts a "
-                "GEMM's input: clipped/flushed values (+lost: in MX blocks with a NaN or inf). e4m3, e5m2: the "
-                "batch's output cast with Transformer Engine's current scaling, s = max / amax; mx*: OCP MX blocks "
-                "of 32 along a row. Subnormal counts in --json.");
+  s += wrap("",
+            "fp8 and MX: the f32 baseline's outputs of each layer cast batch by batch, as an fp8 step casts a "
+            "GEMM's input: clipped/flushed values (+lost: in MX blocks with a NaN or inf). e4m3, e5m2: the "
+            "batch's output cast with Transformer Engine's current scaling, s = max / amax; mx*: OCP MX blocks "
+            "of 32 along a row. Subnormal counts in --json.");
   s += fmt::format("  {:<3} {:<12}", "#", "layer");
   for (std::string_view f : kFp8Storages) s += fmt::format("{:>11}", f);
   s += "\n";
@@ -119,21 +122,22 @@ std::string window_cell(const std::optional<int>& lo, const std::optional<int>& 
 
 std::string gradients_text(const ModelReport& r) {
   std::string s = "== gradients ==\n";
-  s += wrap("", fmt::format("The loss ({}) per path, the mean of the batch losses; then per layer and batch, at the "
-                            "loss scales 1, 2^15 (Keras) and 2^16 (PyTorch), pooled over the batches: the share of "
-                            "the parameter gradients (dW and db; dγ and dβ) and of the input gradient that are zero "
-                            "where the f32 baseline's at S = 1 are not (underflow), or the count that is not finite; and "
-                            "each layer's loss-scale window (finite, and at most the underflow share) over the "
-                            "measured batches.",
-                            loss_name(r.loss)));
+  s += wrap("",
+            fmt::format("The loss ({}) per path, the mean of the batch losses; then per layer and batch, at the "
+                        "loss scales 1, 2^15 (Keras) and 2^16 (PyTorch), pooled over the batches: the share of "
+                        "the parameter gradients (dW and db; dγ and dβ) and of the input gradient that are zero "
+                        "where the f32 baseline's at S = 1 are not (underflow), or the count that is not finite; and "
+                        "each layer's loss-scale window (finite, and at most the underflow share) over the "
+                        "measured batches.",
+                        loss_name(r.loss)));
   s += fmt::format("{}: loss {}{}\n", path_cell(r.baseline.path), num(r.baseline.loss->loss),
-                   r.baseline.loss->nonfinite_batches ? fmt::format(", {} batches not finite",
-                                                                    r.baseline.loss->nonfinite_batches)
-                                                      : std::string());
+                   r.baseline.loss->nonfinite_batches
+                       ? fmt::format(", {} batches not finite", r.baseline.loss->nonfinite_batches)
+                       : std::string());
   for (const PathForward& p : r.paths) {
-    s += fmt::format("{}: loss {}{}\n", path_cell(p.path), num(p.loss->loss),
-                     p.loss->nonfinite_batches ? fmt::format(", {} batches not finite", p.loss->nonfinite_batches)
-                                               : std::string());
+    s += fmt::format(
+        "{}: loss {}{}\n", path_cell(p.path), num(p.loss->loss),
+        p.loss->nonfinite_batches ? fmt::format(", {} batches not finite", p.loss->nonfinite_batches) : std::string());
     s += fmt::format("  {:<3} {:<24} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>13}\n", "#", "layer", "dθ 1", "dθ 2^15",
                      "dθ 2^16", "dx 1", "dx 2^15", "dx 2^16", "window");
     for (std::size_t l = 0; l < p.grads.size(); ++l) {
@@ -145,17 +149,22 @@ std::string gradients_text(const ModelReport& r) {
                        window_cell(g.window.S_min_log2, g.window.S_max_log2));
     }
     const NetWindow& w = p.window;
-    s += wrap("  ", fmt::format("window of the network over {} batches: {}{}{}.", w.batches,
-                                w.empty ? "empty" : window_cell(w.S_min_log2, w.S_max_log2),
-                                w.lower_layer.empty() ? "" : fmt::format("; its lower end set by '{}'", w.lower_layer),
-                                w.upper_layer.empty() ? "" : fmt::format("; its upper end set by '{}'", w.upper_layer)));
+    s +=
+        wrap("  ", fmt::format("window of the network over {} batches: {}{}{}.", w.batches,
+                               w.empty ? "empty" : window_cell(w.S_min_log2, w.S_max_log2),
+                               w.lower_layer.empty() ? "" : fmt::format("; its lower end set by '{}'", w.lower_layer),
+                               w.upper_layer.empty() ? "" : fmt::format("; its upper end set by '{}'", w.upper_layer)));
   }
   return s;
 }
 
 Json jgrad(const GradStats& g) {
-  return Json{{"scale", g.scale},         {"count", g.count},   {"reference_nonzero", g.reference_nonzero},
-              {"nonfinite", g.nonfinite}, {"zero", g.zero},     {"subnormal", g.subnormal},
+  return Json{{"scale", g.scale},
+              {"count", g.count},
+              {"reference_nonzero", g.reference_nonzero},
+              {"nonfinite", g.nonfinite},
+              {"zero", g.zero},
+              {"subnormal", g.subnormal},
               {"underflow_share", g.underflow_share()}};
 }
 
@@ -221,31 +230,36 @@ Json joptions(const ModelReport& r) {
 Json jmodel(const ModelReport& r) {
   Json layers = Json::array();
   for (const onnx::Layer& l : r.net.layers)
-    layers.push_back(Json{{"name", l.name},
-                          {"kind", onnx::kind_name(l.kind)},
-                          {"ops", l.ops},
-                          {"in", l.in},
-                          {"out", l.out},
-                          {"weight", jparam(l.weight)},
-                          {"bias", jparam(l.bias)},
-                          {"epsilon", l.epsilon > 0 ? Json(l.epsilon) : Json(nullptr)},
-                          {"attention", l.kind == onnx::LayerKind::attention
-                                            ? Json{{"scale", l.prescale ? "prescale" : "postscale"}, {"causal", l.causal}}
-                                            : Json(nullptr)}});
-  return Json{{"file", r.file},         {"producer", r.net.producer}, {"ir_version", r.net.ir_version},
-              {"opset", r.net.opset},   {"input", r.net.input},       {"output", r.net.output},
-              {"features", r.net.features}, {"seq", r.net.seq},
-              {"layers", layers}};
+    layers.push_back(
+        Json{{"name", l.name},
+             {"kind", onnx::kind_name(l.kind)},
+             {"ops", l.ops},
+             {"in", l.in},
+             {"out", l.out},
+             {"weight", jparam(l.weight)},
+             {"bias", jparam(l.bias)},
+             {"epsilon", l.epsilon > 0 ? Json(l.epsilon) : Json(nullptr)},
+             {"attention", l.kind == onnx::LayerKind::attention
+                               ? Json{{"scale", l.prescale ? "prescale" : "postscale"}, {"causal", l.causal}}
+                               : Json(nullptr)}});
+  return Json{
+      {"file", r.file},       {"producer", r.net.producer}, {"ir_version", r.net.ir_version}, {"opset", r.net.opset},
+      {"input", r.net.input}, {"output", r.net.output},     {"features", r.net.features},     {"seq", r.net.seq},
+      {"layers", layers}};
 }
 
 /// Each weight's check: NaN, inf, the largest |w| and what overflows in fp16 and bf16.
 Json jweights(const ModelReport& r) {
   Json weights = Json::array();
   for (const WeightCheck& w : r.weights)
-    weights.push_back(Json{{"name", w.name},       {"stored", onnx::stored_name(w.stored)},
-                           {"count", w.count},     {"nan", w.nan},
-                           {"inf", w.inf},         {"abs_max", jnum(w.abs_max)},
-                           {"f16_overflow", w.f16_overflow}, {"bf16_overflow", w.bf16_overflow}});
+    weights.push_back(Json{{"name", w.name},
+                           {"stored", onnx::stored_name(w.stored)},
+                           {"count", w.count},
+                           {"nan", w.nan},
+                           {"inf", w.inf},
+                           {"abs_max", jnum(w.abs_max)},
+                           {"f16_overflow", w.f16_overflow},
+                           {"bf16_overflow", w.bf16_overflow}});
   return weights;
 }
 
@@ -253,9 +267,8 @@ Json jweights(const ModelReport& r) {
 Json jloss(const PathForward& p) {
   return p.loss ? Json{{"loss", jnum(p.loss->loss)},
                        {"nonfinite_batches", p.loss->nonfinite_batches},
-                       {"first_nonfinite_batch", p.loss->first_nonfinite_batch
-                                                     ? Json(*p.loss->first_nonfinite_batch)
-                                                     : Json(nullptr)}}
+                       {"first_nonfinite_batch",
+                        p.loss->first_nonfinite_batch ? Json(*p.loss->first_nonfinite_batch) : Json(nullptr)}}
                 : Json(nullptr);
 }
 
@@ -264,11 +277,11 @@ Json jgrads(const PathForward& p) {
   Json grads = Json::array();
   for (const LayerGrads& g : p.grads) {
     auto three = [](const GradStats* at) { return Json::array({jgrad(at[0]), jgrad(at[1]), jgrad(at[2])}); };
-    grads.push_back(Json{{"name", g.name},
-                         {"params", g.has_params ? three(g.params) : Json(nullptr)},
-                         {"input", g.has_input ? three(g.input) : Json(nullptr)},
-                         {"window", Json{{"S_min_log2", jend(g.window.S_min_log2)},
-                                         {"S_max_log2", jend(g.window.S_max_log2)}}}});
+    grads.push_back(
+        Json{{"name", g.name},
+             {"params", g.has_params ? three(g.params) : Json(nullptr)},
+             {"input", g.has_input ? three(g.input) : Json(nullptr)},
+             {"window", Json{{"S_min_log2", jend(g.window.S_min_log2)}, {"S_max_log2", jend(g.window.S_max_log2)}}}});
   }
   return grads;
 }
@@ -278,10 +291,14 @@ Json jnet_window(const PathForward& p) {
   if (!p.loss || p.baseline) return nullptr;
   const NetWindow& w = p.window;
   auto name = [](const std::string& v) { return v.empty() ? Json(nullptr) : Json(v); };
-  return Json{{"batches", w.batches},           {"S_min_log2", jend(w.S_min_log2)},
-              {"S_max_log2", jend(w.S_max_log2)}, {"empty", w.empty},
-              {"keras_inside", w.keras_inside},   {"pytorch_inside", w.pytorch_inside},
-              {"lower_layer", name(w.lower_layer)}, {"upper_layer", name(w.upper_layer)}};
+  return Json{{"batches", w.batches},
+              {"S_min_log2", jend(w.S_min_log2)},
+              {"S_max_log2", jend(w.S_max_log2)},
+              {"empty", w.empty},
+              {"keras_inside", w.keras_inside},
+              {"pytorch_inside", w.pytorch_inside},
+              {"lower_layer", name(w.lower_layer)},
+              {"upper_layer", name(w.upper_layer)}};
 }
 
 /// One path: what it is, its forward layer by layer, its loss, gradients, window and simulations.
@@ -333,8 +350,8 @@ std::string render_model_text(const ModelReport& r) {
     return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r), gradients_text(r), training_text(r)},
                                 r.verdict.boundary, r.verdict.reason, r.verdict.fix, r.verdict.notes);
   if (r.loss != Loss::none)
-    return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r), gradients_text(r)},
-                                r.verdict.boundary, r.verdict.reason, r.verdict.fix, r.verdict.notes);
+    return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r), gradients_text(r)}, r.verdict.boundary,
+                                r.verdict.reason, r.verdict.fix, r.verdict.notes);
   return sections_and_verdict(s, {model_text(r), data_text(r), layers_text(r)}, r.verdict.boundary, r.verdict.reason,
                               r.verdict.fix, r.verdict.notes);
 }

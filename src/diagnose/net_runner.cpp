@@ -18,14 +18,22 @@ namespace {
 /// The registry op a layer runs on, or nullopt for the elementwise ones (computed here).
 std::optional<Op> layer_op(const onnx::Layer& l) {
   switch (l.kind) {
-    case onnx::LayerKind::attention: return l.prescale ? Op::attention_prescale : Op::attention_postscale;
-    case onnx::LayerKind::dense: return Op::dense_fwd;
-    case onnx::LayerKind::gelu: return Op::gelu;
-    case onnx::LayerKind::gelu_tanh: return Op::gelu_tanh;
-    case onnx::LayerKind::layernorm: return Op::layernorm;
-    case onnx::LayerKind::rmsnorm: return Op::rmsnorm;
-    case onnx::LayerKind::softmax: return Op::softmax;
-    default: return std::nullopt;
+    case onnx::LayerKind::attention:
+      return l.prescale ? Op::attention_prescale : Op::attention_postscale;
+    case onnx::LayerKind::dense:
+      return Op::dense_fwd;
+    case onnx::LayerKind::gelu:
+      return Op::gelu;
+    case onnx::LayerKind::gelu_tanh:
+      return Op::gelu_tanh;
+    case onnx::LayerKind::layernorm:
+      return Op::layernorm;
+    case onnx::LayerKind::rmsnorm:
+      return Op::rmsnorm;
+    case onnx::LayerKind::softmax:
+      return Op::softmax;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -101,9 +109,10 @@ std::vector<NetPath> low_precision_net_paths(const onnx::Network& net, Loss loss
   }
   if (!o.path_first.empty()) {
     if (!first)
-      throw std::invalid_argument(fmt::format("--path {} is not a low-precision path this CPU runs for this network "
-                                              "(it runs {}).",
-                                              o.path_first, names));
+      throw std::invalid_argument(
+          fmt::format("--path {} is not a low-precision path this CPU runs for this network "
+                      "(it runs {}).",
+                      o.path_first, names));
     std::erase_if(out, [&](const NetPath& p) { return p.info.name == o.path_first; });
     out.insert(out.begin(), *first);
   }
@@ -175,8 +184,8 @@ void NetRunner::attention(std::size_t l, std::size_t r0, std::size_t m, const vo
   for (std::size_t s0 = 0; s0 < m; s0 += L) {
     for (std::size_t t = 0; t < L; ++t)
       for (std::size_t k = 0; k < 3; ++k) std::copy_n(in + ((s0 + t) * 3 + k) * part, part, bytes(parts[k]) + t * part);
-    AttentionArgs a{L, d, layer.causal, q_.data(), k_.data(), v_.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
-                    nullptr, threads_};
+    AttentionArgs a{L,       d,       layer.causal, q_.data(), k_.data(), v_.data(), nullptr,
+                    nullptr, nullptr, nullptr,      nullptr,   nullptr,   threads_};
     if (dy == nullptr) {
       a.o = offset(y_[l], (r0 + s0) * d);
       a.scores = scores_.data();
@@ -250,8 +259,8 @@ void NetRunner::forward() {
         break;
       case onnx::LayerKind::layernorm:
       case onnx::LayerKind::rmsnorm:
-        k->norm(NormArgs{m_, l.out, in, w, b, float(l.epsilon), y, nullptr, nullptr, nullptr, nullptr, nullptr,
-                         nullptr});
+        k->norm(
+            NormArgs{m_, l.out, in, w, b, float(l.epsilon), y, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr});
         break;
       case onnx::LayerKind::softmax:
         k->softmax(SoftmaxArgs{m_, l.out, in, y});
@@ -306,11 +315,20 @@ void NetRunner::elementwise_backward(std::size_t l, std::size_t r0, std::size_t 
       const float g = float(halfmap::load(t, dy, i)), yv = float(halfmap::load(t, y, i));
       float d = g;
       switch (layer.kind) {
-        case onnx::LayerKind::relu: d = float(halfmap::load(t, x, i)) > 0 ? g : 0.0f; break;
-        case onnx::LayerKind::sigmoid: d = g * yv * (1.0f - yv); break;
-        case onnx::LayerKind::tanh: d = g * (1.0f - yv * yv); break;
-        case onnx::LayerKind::softmax: d = yv * (g - dot); break;
-        default: break;
+        case onnx::LayerKind::relu:
+          d = float(halfmap::load(t, x, i)) > 0 ? g : 0.0f;
+          break;
+        case onnx::LayerKind::sigmoid:
+          d = g * yv * (1.0f - yv);
+          break;
+        case onnx::LayerKind::tanh:
+          d = g * (1.0f - yv * yv);
+          break;
+        case onnx::LayerKind::softmax:
+          d = yv * (g - dot);
+          break;
+        default:
+          break;
       }
       halfmap::store(t, dx, i, double(d));
     }
@@ -338,8 +356,9 @@ double NetRunner::backward(std::size_t r0, std::size_t m, float S) {
       // Both operands get dy: the previous layer's output here, the skip's into its extra term (added to that
       // value's gradient when the backward reaches it).
       const std::size_t n = m * l.out;
-      if (dx != nullptr) std::copy_n(static_cast<const unsigned char*>(dy), n * dtype_size(p_.info.storage),
-                                     static_cast<unsigned char*>(dx));
+      if (dx != nullptr)
+        std::copy_n(static_cast<const unsigned char*>(dy), n * dtype_size(p_.info.storage),
+                    static_cast<unsigned char*>(dx));
       if (l.skip > 0) {
         if (has_extra_[l.skip]) {
           add_rounded(extra_[l.skip].data(), dy, extra_[l.skip].data(), n);

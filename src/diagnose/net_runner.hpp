@@ -17,7 +17,7 @@ namespace halfmap::diagnose {
 
 struct NetPath {
   PathInfo info;
-  std::vector<const Kernel*> kernels;  // per layer, forward (and backward for gelu and the norms); null: elementwise
+  std::vector<const Kernel*> kernels;    // per layer, forward (and backward for gelu and the norms); null: elementwise
   std::vector<const Kernel*> dense_bwd;  // per layer: dense_bwd for the dense layers, else null
   const Kernel* loss = nullptr;          // mse or xent, when a loss is diagnosed
 };

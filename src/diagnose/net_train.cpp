@@ -85,8 +85,8 @@ void simulate_model(const onnx::Network& net, const Table& x, const Table* y, Lo
   std::vector<onnx::Network> final_weights(sims.size());
   std::atomic<std::size_t> done{0};
   parallel_for(sims.size(), o.threads, [&](std::size_t i) {
-    sims[i] = simulate(net, x, y, loss, low[i / 2], base, batches, o, i % 2 == 0 ? "keras" : "pytorch",
-                       initial[i % 2], final_weights[i]);
+    sims[i] = simulate(net, x, y, loss, low[i / 2], base, batches, o, i % 2 == 0 ? "keras" : "pytorch", initial[i % 2],
+                       final_weights[i]);
     progress(o, "loss-scaling simulations", done.fetch_add(1) + 1, sims.size());
   });
   // The final weights' loss on the f32 baseline path: the mean of the batch losses, every batch.

@@ -61,8 +61,10 @@ void fold_window(PathForward& f, const BatchWindows& w, bool first) {
       lw.S_max_log2 = w.S_max[l];
       continue;
     }
-    lw.S_min_log2 = lw.S_min_log2 && w.S_min[l] ? std::optional<int>(std::max(*lw.S_min_log2, *w.S_min[l])) : std::nullopt;
-    lw.S_max_log2 = lw.S_max_log2 && w.S_max[l] ? std::optional<int>(std::min(*lw.S_max_log2, *w.S_max[l])) : std::nullopt;
+    lw.S_min_log2 =
+        lw.S_min_log2 && w.S_min[l] ? std::optional<int>(std::max(*lw.S_min_log2, *w.S_min[l])) : std::nullopt;
+    lw.S_max_log2 =
+        lw.S_max_log2 && w.S_max[l] ? std::optional<int>(std::min(*lw.S_max_log2, *w.S_max[l])) : std::nullopt;
   }
 }
 

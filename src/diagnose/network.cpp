@@ -35,7 +35,9 @@ namespace {
 /// Widens n elements of a buffer of type t into `out`, exactly.
 void widen(DType t, const void* buf, std::size_t first, std::size_t n, float* out) {
   switch (t) {
-    case DType::f32: std::copy_n(static_cast<const float*>(buf) + first, n, out); break;
+    case DType::f32:
+      std::copy_n(static_cast<const float*>(buf) + first, n, out);
+      break;
     case DType::f16:
       for (std::size_t i = 0; i < n; ++i) out[i] = to_f32(static_cast<const f16*>(buf)[first + i]);
       break;
@@ -132,9 +134,12 @@ WeightCheck check_weight(const onnx::Param& p) {
 
 std::string_view loss_name(Loss l) {
   switch (l) {
-    case Loss::none: return "none";
-    case Loss::mse: return "mse";
-    case Loss::xent: return "xent";
+    case Loss::none:
+      return "none";
+    case Loss::mse:
+      return "mse";
+    case Loss::xent:
+      return "xent";
   }
   return "?";
 }
@@ -145,9 +150,10 @@ std::string check_model_inputs(const onnx::Network& net, const Table& features, 
     return fmt::format("the network's input '{}' takes {} features per row, and the features have {} columns.",
                        net.input, net.features, features.cols());
   if (net.seq != 0 && features.rows() % net.seq != 0)
-    return fmt::format("the network's input '{}' takes sequences of {} tokens, one token per row, and the features' "
-                       "{} rows are not whole sequences.",
-                       net.input, net.seq, features.rows());
+    return fmt::format(
+        "the network's input '{}' takes sequences of {} tokens, one token per row, and the features' "
+        "{} rows are not whole sequences.",
+        net.input, net.seq, features.rows());
   if (loss == Loss::none) return {};
   if (labels == nullptr) return fmt::format("--loss {} needs --labels.", loss_name(loss));
   if (labels->rows() != features.rows())
@@ -155,21 +161,24 @@ std::string check_model_inputs(const onnx::Network& net, const Table& features, 
   const std::size_t out = net.layers.back().out;
   if (loss == Loss::mse) {
     if (labels->cols() != out)
-      return fmt::format("--loss mse compares the network's {} outputs per row with the labels, which have {} "
-                         "columns.",
-                         out, labels->cols());
+      return fmt::format(
+          "--loss mse compares the network's {} outputs per row with the labels, which have {} "
+          "columns.",
+          out, labels->cols());
     return {};
   }
-  if (labels->cols() != 1) return fmt::format("--loss xent takes one class per row; the labels have {} columns.", labels->cols());
+  if (labels->cols() != 1)
+    return fmt::format("--loss xent takes one class per row; the labels have {} columns.", labels->cols());
   const std::size_t classes = net.layers.back().kind == onnx::LayerKind::softmax && net.layers.size() > 1
                                   ? net.layers[net.layers.size() - 2].out
                                   : out;
   for (std::size_t r = 0; r < labels->rows(); ++r) {
     const double c = labels->at(r, 0);
     if (!(c >= 0 && c < double(classes) && c == std::floor(c)))
-      return fmt::format("--loss xent: label {} of row {} is not a class of the network's {} outputs (an integer in "
-                         "[0, {})).",
-                         num(c), r, classes, classes);
+      return fmt::format(
+          "--loss xent: label {} of row {} is not a class of the network's {} outputs (an integer in "
+          "[0, {})).",
+          num(c), r, classes, classes);
   }
   return {};
 }
@@ -213,12 +222,13 @@ ModelNoLossScaling no_loss_scaling(const ModelReport& r) {
   n.layer = worst->name;
   n.underflow_share = worst->params[0].underflow_share();
   if (n.underflow_share > r.options.underflow_share)
-    n.warning = fmt::format("without loss scaling (S = 1) on {}, {:.1f} % of the parameter gradients of layer '{}' "
-                            "that are non-zero in f32 are zero ({:.1f} % at 2^15, {:.1f} % at 2^16): train with dynamic "
-                            "loss scaling (Keras LossScaleOptimizer, which mixed_float16 adds to fit; PyTorch "
-                            "GradScaler).",
-                            path_label(p->path), 100 * n.underflow_share, worst->name,
-                            100 * worst->params[1].underflow_share(), 100 * worst->params[2].underflow_share());
+    n.warning = fmt::format(
+        "without loss scaling (S = 1) on {}, {:.1f} % of the parameter gradients of layer '{}' "
+        "that are non-zero in f32 are zero ({:.1f} % at 2^15, {:.1f} % at 2^16): train with dynamic "
+        "loss scaling (Keras LossScaleOptimizer, which mixed_float16 adds to fit; PyTorch "
+        "GradScaler).",
+        path_label(p->path), 100 * n.underflow_share, worst->name, 100 * worst->params[1].underflow_share(),
+        100 * worst->params[2].underflow_share());
   return n;
 }
 
@@ -271,9 +281,20 @@ class ModelPasses {
   ModelPasses(const onnx::Network& net, const Table& features, const Table* labels, Loss loss, const Options& o,
               std::size_t batch, std::size_t chunk, unsigned threads, NetRunner& base, std::vector<NetRunner>& runs,
               ModelReport& r)
-      : net_(net), features_(features), labels_(labels), loss_(loss), o_(o), batch_(batch), chunk_(chunk),
-        threads_(threads), base_(base), runs_(runs), r_(r), ref_params_(net.layers.size()),
-        ref_inputs_(net.layers.size()), sampled_(window_sample(r.data.batches)) {}
+      : net_(net),
+        features_(features),
+        labels_(labels),
+        loss_(loss),
+        o_(o),
+        batch_(batch),
+        chunk_(chunk),
+        threads_(threads),
+        base_(base),
+        runs_(runs),
+        r_(r),
+        ref_params_(net.layers.size()),
+        ref_inputs_(net.layers.size()),
+        sampled_(window_sample(r.data.batches)) {}
 
   /// Every chunk forward and (with a loss) backward, with progress; then the totals.
   void run() {
@@ -378,7 +399,7 @@ class ModelPasses {
   std::vector<NetRunner>& runs_;
   ModelReport& r_;
   std::vector<std::vector<double>> ref_params_, ref_inputs_;  // the baseline's gradients of the current batch
-  const std::vector<bool> sampled_;                          // the batches the window is measured on
+  const std::vector<bool> sampled_;                           // the batches the window is measured on
   std::size_t windows_done_ = 0;
 };
 

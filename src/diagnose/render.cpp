@@ -90,8 +90,8 @@ std::string data_text(const Report& r) {
                      c->near_zero_spread ? "near zero" : "ok");
   }
   s += "\n";
-  s += fmt::format("{:<8}{:>6}{:>6}{:>11}  {:>9}{:>9}{:>10}  {:>9}{:>9}{:>10}\n", "column", "NaN", "inf",
-                   "first bad", "fp16 inf", "flushed", "subnormal", "bf16 inf", "flushed", "subnormal");
+  s += fmt::format("{:<8}{:>6}{:>6}{:>11}  {:>9}{:>9}{:>10}  {:>9}{:>9}{:>10}\n", "column", "NaN", "inf", "first bad",
+                   "fp16 inf", "flushed", "subnormal", "bf16 inf", "flushed", "subnormal");
   for (const ColumnStats* c : cols) {
     s += fmt::format("{:<8}{:>6}{:>6}{:>11}  {:>9}{:>9}{:>10}  {:>9}{:>9}{:>10}\n", c->name, c->nan, c->inf,
                      c->first_nonfinite_row ? fmt::format("row {}", *c->first_nonfinite_row) : "-", c->f16.overflow,
@@ -125,16 +125,16 @@ std::string forward_row(const ForwardReport& f, std::string_view label) {
       first = fmt::format("loss ({}), (p-y)^2 too large at row {}", num(n->value), n->row);
     }
   }
-  return fmt::format("{:<{}}{:<6}{:>10}{:>10}{:>8}  {}\n", label, kPathWidth, dtype_name(f.path.storage),
-                     num(f.loss), num(f.max_batch_loss), f.nonfinite_batches, first);
+  return fmt::format("{:<{}}{:<6}{:>10}{:>10}{:>8}  {}\n", label, kPathWidth, dtype_name(f.path.storage), num(f.loss),
+                     num(f.max_batch_loss), f.nonfinite_batches, first);
 }
 
 std::string compute_text(const Report& r) {
   std::string s = "== compute: the forward at the initial weights, every batch ==\n";
-  s += wrap("", fmt::format("{} batches of {} rows, in order. stages: dense_1 (its ReLU included), dense_2 (the "
-                            "prediction), loss (the batch mean). loss: the mean of the batch losses.",
-                            r.data.batches,
-                            r.options.batch == 0 ? r.data.rows : std::min(r.options.batch, r.data.rows)));
+  s += wrap("",
+            fmt::format("{} batches of {} rows, in order. stages: dense_1 (its ReLU included), dense_2 (the "
+                        "prediction), loss (the batch mean). loss: the mean of the batch losses.",
+                        r.data.batches, r.options.batch == 0 ? r.data.rows : std::min(r.options.batch, r.data.rows)));
   s += fmt::format("{:<{}}{:<6}{:>10}{:>10}{:>8}  {}\n", "path", kPathWidth, "type", "loss", "max loss", "bad",
                    "first non-finite");
   s += forward_row(r.baseline, r.baseline.path.name + " (f32)");
@@ -182,19 +182,18 @@ std::string gradients_text(const Report& r) {
                             "batches above the {} share; bad: batches with a non-finite value.",
                             r.data.batches, r.data.batches == 0 ? 0 : count / r.data.batches,
                             percent(r.options.underflow_share)));
-  s += fmt::format("{:<{}}{:>6}{:>10}{:>8}{:>8}{:>7}{:>7}\n", "path", kPathWidth, "scale", "underflow", "median",
-                   "max", "over", "bad");
+  s += fmt::format("{:<{}}{:>6}{:>10}{:>8}{:>8}{:>7}{:>7}\n", "path", kPathWidth, "scale", "underflow", "median", "max",
+                   "over", "bad");
   std::string worst;
   for (const OptimizationReport& o : r.optimization) {
     bool first = true;
     for (const BatchDistribution* d : {&o.at_1, &o.at_keras, &o.at_pytorch}) {
       s += fmt::format("{:<{}}{:>6}{:>10}{:>8}{:>8}{:>7}{:>7}\n", first ? path_cell(o.path) : "", kPathWidth,
-                       scale_text(d->pooled.scale), percent(d->pooled.underflow_share()),
-                       percent(d->underflow_median), percent(d->underflow_max), d->batches_over_share,
-                       d->batches_nonfinite);
+                       scale_text(d->pooled.scale), percent(d->pooled.underflow_share()), percent(d->underflow_median),
+                       percent(d->underflow_max), d->batches_over_share, d->batches_nonfinite);
       if (!d->worst.empty()) {
-        worst += wrap("  ", fmt::format("{} at {}: batch {}", o.path.name, scale_text(d->pooled.scale),
-                                        worst_text(*d)));
+        worst +=
+            wrap("  ", fmt::format("{} at {}: batch {}", o.path.name, scale_text(d->pooled.scale), worst_text(*d)));
       }
       first = false;
     }
@@ -204,11 +203,12 @@ std::string gradients_text(const Report& r) {
 }
 
 std::string window_table(const Report& r) {
-  std::string s = wrap("", fmt::format("loss-scale window over S = 2^0 .. 2^{}, per batch: S_min, the smallest S "
-                                       "with finite gradients and underflow <= {}; S_max, the last S before a "
-                                       "non-finite gradient; shown for nearly all batches (all but the worst 1 %), with the "
-                                       "lowest and highest S_max of the batches themselves.",
-                                       kWindowMaxLog2, percent(r.options.underflow_share)));
+  std::string s =
+      wrap("", fmt::format("loss-scale window over S = 2^0 .. 2^{}, per batch: S_min, the smallest S "
+                           "with finite gradients and underflow <= {}; S_max, the last S before a "
+                           "non-finite gradient; shown for nearly all batches (all but the worst 1 %), with the "
+                           "lowest and highest S_max of the batches themselves.",
+                           kWindowMaxLog2, percent(r.options.underflow_share)));
   s += fmt::format("{:<{}}{:>8}{:>7}{:>7}{:>8}  {:<12}{:<14}{}\n", "path", kPathWidth, "batches", "S_min", "S_max",
                    "window", "Keras 2^15", "PyTorch 2^16", "S_max per batch");
   for (const OptimizationReport& o : r.optimization) {

@@ -68,8 +68,11 @@ Json jforward(const ForwardReport& f) {
   j["nonfinite_batches"] = f.nonfinite_batches;
   j["finite"] = f.finite();
   if (const auto& n = f.first_nonfinite) {
-    j["first_nonfinite"] = Json{{"stage", n->stage}, {"row", n->row}, {"column", n->column},
-                                {"value", jnum(n->value)}, {"accumulated", n->accumulated}};
+    j["first_nonfinite"] = Json{{"stage", n->stage},
+                                {"row", n->row},
+                                {"column", n->column},
+                                {"value", jnum(n->value)},
+                                {"accumulated", n->accumulated}};
   } else {
     j["first_nonfinite"] = nullptr;
   }
@@ -85,23 +88,26 @@ Json jdist(const BatchDistribution& d) {
   const GradStats& g = d.pooled;
   Json worst = Json::array();
   for (const BatchRef& w : d.worst) {
-    worst.push_back(Json{{"batch", w.batch}, {"first_row", w.first_row}, {"last_row", w.last_row},
-                         {"nonfinite", w.nonfinite}, {"underflow_share", w.underflow_share}});
+    worst.push_back(Json{{"batch", w.batch},
+                         {"first_row", w.first_row},
+                         {"last_row", w.last_row},
+                         {"nonfinite", w.nonfinite},
+                         {"underflow_share", w.underflow_share}});
   }
-  return Json{{"scale", g.scale},
-              {"count", g.count},
-              {"reference_nonzero", g.reference_nonzero},
-              {"nonfinite", g.nonfinite},
-              {"zero", g.zero},
-              {"subnormal", g.subnormal},
-              {"underflow_share", g.underflow_share()},
-              {"subnormal_share", g.subnormal_share()},
-              {"batches", d.batches},
-              {"batches_nonfinite", d.batches_nonfinite},
-              {"batches_over_share", d.batches_over_share},
-              {"batch_underflow", Json{{"median", d.underflow_median}, {"p99", d.underflow_p99},
-                                       {"max", d.underflow_max}}},
-              {"worst", worst}};
+  return Json{
+      {"scale", g.scale},
+      {"count", g.count},
+      {"reference_nonzero", g.reference_nonzero},
+      {"nonfinite", g.nonfinite},
+      {"zero", g.zero},
+      {"subnormal", g.subnormal},
+      {"underflow_share", g.underflow_share()},
+      {"subnormal_share", g.subnormal_share()},
+      {"batches", d.batches},
+      {"batches_nonfinite", d.batches_nonfinite},
+      {"batches_over_share", d.batches_over_share},
+      {"batch_underflow", Json{{"median", d.underflow_median}, {"p99", d.underflow_p99}, {"max", d.underflow_max}}},
+      {"worst", worst}};
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 // loss scaling simulation"): per path and framework, one task on a thread, the batches drawn in order or from a
 // per-epoch permutation, and the outcome that the verdict follows.
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -14,10 +14,14 @@ namespace halfmap::diagnose {
 
 std::string_view outcome_name(Outcome o) {
   switch (o) {
-    case Outcome::trains: return "trains";
-    case Outcome::collapses: return "collapses";
-    case Outcome::keeps_skipping: return "keeps_skipping";
-    case Outcome::underflows: return "underflows";
+    case Outcome::trains:
+      return "trains";
+    case Outcome::collapses:
+      return "collapses";
+    case Outcome::keeps_skipping:
+      return "keeps_skipping";
+    case Outcome::underflows:
+      return "underflows";
   }
   return "?";
 }
@@ -60,8 +64,8 @@ class BatchOrder {
 /// the rows: each chunk of kEvalRows rows is converted once and then run with every set of weights, so the cost of
 /// reading the table is paid once rather than once per simulation. Chunks in ranges on threads; the chunks' losses
 /// are summed in row order, so the result does not depend on the threads.
-std::vector<double> final_losses(const Table& x, const Table& y, const SeedPath& base, const std::vector<Weights>& weights,
-                                 const Options& o) {
+std::vector<double> final_losses(const Table& x, const Table& y, const SeedPath& base,
+                                 const std::vector<Weights>& weights, const Options& o) {
   const std::size_t rows = x.rows(), per = std::min(rows, kEvalRows), chunks = (rows + per - 1) / per;
   const unsigned hw = o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   const std::size_t nranges = std::min<std::size_t>(hw, chunks);
@@ -187,8 +191,8 @@ void simulate_all(const Table& x, const Table& y, const SeedPath& base, const st
   std::vector<Weights> final_weights(sims.size());
   std::atomic<std::size_t> done{0};
   parallel_for(sims.size(), o.threads, [&](std::size_t i) {
-    sims[i] = simulate(x, y, paths[i / 2], base, w0, o, i % 2 == 0 ? "keras" : "pytorch", initial[i % 2],
-                       final_weights[i]);
+    sims[i] =
+        simulate(x, y, paths[i / 2], base, w0, o, i % 2 == 0 ? "keras" : "pytorch", initial[i % 2], final_weights[i]);
     progress(o, "loss-scaling simulations", done.fetch_add(1) + 1, sims.size());
   });
   progress(o, "final losses", 0, 0);

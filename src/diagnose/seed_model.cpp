@@ -71,11 +71,12 @@ std::vector<SeedPath> low_precision_paths(bool all_paths, const std::string& pat
       std::string names;
       for (Mode mode : {Mode::f16_f32acc, Mode::f16, Mode::bf16_f32acc}) {
         for (Isa isa : kAllIsas) {
-          if (make_seed_path(mode, isa)) names += fmt::format("{}{}/{}", names.empty() ? "" : ", ", mode_name(mode), isa_name(isa));
+          if (make_seed_path(mode, isa))
+            names += fmt::format("{}{}/{}", names.empty() ? "" : ", ", mode_name(mode), isa_name(isa));
         }
       }
-      throw std::invalid_argument(fmt::format("--path {} is not a low-precision path this CPU runs (it runs {}).",
-                                              path_first, names));
+      throw std::invalid_argument(
+          fmt::format("--path {} is not a low-precision path this CPU runs (it runs {}).", path_first, names));
     }
     std::erase_if(out, [&](const SeedPath& p) { return p.info.name == path_first; });
     out.insert(out.begin(), *first);
@@ -290,8 +291,8 @@ const std::vector<double>& SeedRunner::gradients(double S, std::size_t& nonfinit
   const std::size_t m = m_;
   // Loss scales are powers of two (or halvings of them): exact in f32.
   p_.loss->loss(LossArgs{m, pred_.data(), y_.data(), float(S), dpred_.data()});
-  p_.bwd->dense_bwd(DenseBwdArgs{m, 1, h_, hid_.data(), w2_.data(), dpred_.data(), dhid_.data(), dw2_.data(),
-                                 db2_.data()});
+  p_.bwd->dense_bwd(
+      DenseBwdArgs{m, 1, h_, hid_.data(), w2_.data(), dpred_.data(), dhid_.data(), dw2_.data(), db2_.data()});
   // ReLU's derivative: zero where the stored activation is zero (the kernels' relu maps x < 0 to +0); a NaN
   // activation keeps its gradient, so a non-finite value is never hidden.
   if (hid_.type() == DType::f32) {
@@ -303,8 +304,7 @@ const std::vector<double>& SeedRunner::gradients(double S, std::size_t& nonfinit
     std::uint16_t* dhid = static_cast<std::uint16_t*>(dhid_.data());
     for (std::size_t i = 0; i < m * h_; ++i) dhid[i] = (hid[i] & 0x7FFFu) == 0 ? std::uint16_t{0} : dhid[i];
   }
-  p_.bwd->dense_bwd(DenseBwdArgs{m, h_, d_, x_.data(), w1_.data(), dhid_.data(), nullptr, dw1_.data(),
-                                 db1_.data()});
+  p_.bwd->dense_bwd(DenseBwdArgs{m, h_, d_, x_.data(), w1_.data(), dhid_.data(), nullptr, dw1_.data(), db1_.data()});
   nonfinite = 0;
   std::size_t k = 0;
   for (const TypedBuffer* b : {&dw1_, &db1_, &dw2_, &db2_}) {

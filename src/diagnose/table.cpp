@@ -70,10 +70,10 @@ Table Table::load(const std::string& path) {
       [&](const npy::Info& info) {
         const std::uint64_t need = std::uint64_t(info.rows) * info.cols * (info.float_exact ? 4 : 8);
         if (need > budget) {
-          throw npy::Error(fmt::format("{}: the array needs {} MiB as {}, more than 3/4 of this machine's {} MiB "
-                                       "of memory.",
-                                       path, need >> 20, info.float_exact ? "float" : "double",
-                                       physical_memory() >> 20));
+          throw npy::Error(
+              fmt::format("{}: the array needs {} MiB as {}, more than 3/4 of this machine's {} MiB "
+                          "of memory.",
+                          path, need >> 20, info.float_exact ? "float" : "double", physical_memory() >> 20));
         }
         t = TableBuilder::make(info.rows, info.cols, info.ndim, info.float_exact);
         fortran = info.fortran_order;

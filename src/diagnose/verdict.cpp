@@ -19,11 +19,16 @@ std::string path_label(const PathInfo& p) {
 
 std::string_view boundary_name(Boundary b) {
   switch (b) {
-    case Boundary::ok: return "ok";
-    case Boundary::data: return "data";
-    case Boundary::baseline: return "baseline";
-    case Boundary::compute: return "compute";
-    case Boundary::optimization: return "optimization";
+    case Boundary::ok:
+      return "ok";
+    case Boundary::data:
+      return "data";
+    case Boundary::baseline:
+      return "baseline";
+    case Boundary::compute:
+      return "compute";
+    case Boundary::optimization:
+      return "optimization";
   }
   return "?";
 }
@@ -50,9 +55,10 @@ std::optional<Verdict> nonfinite_data(const Report& r) {
     Verdict v{Boundary::data, "", "", {}};
     v.reason = fmt::format("column {} holds {} NaN and {} inf; the first is at row {} ({}).", c->name, c->nan, c->inf,
                            *c->first_nonfinite_row, where(*c, r.data.features.size()));
-    v.fix = fmt::format("fix the data: remove or impute the non-finite values (the first at row {} of column {}) "
-                        "before training; no precision setting can fix them.",
-                        *c->first_nonfinite_row, c->name);
+    v.fix = fmt::format(
+        "fix the data: remove or impute the non-finite values (the first at row {} of column {}) "
+        "before training; no precision setting can fix them.",
+        *c->first_nonfinite_row, c->name);
     return v;
   }
   return std::nullopt;
@@ -61,8 +67,10 @@ std::optional<Verdict> nonfinite_data(const Report& r) {
 std::string nonfinite_text(const ForwardReport& f) {
   const NonFinite& n = *f.first_nonfinite;
   if (n.stage == "loss" && n.accumulated) {
-    return fmt::format("the loss ({}; every squared error fits, their running sum passes the largest finite value "
-                       "at row {})", num(n.value), n.row);
+    return fmt::format(
+        "the loss ({}; every squared error fits, their running sum passes the largest finite value "
+        "at row {})",
+        num(n.value), n.row);
   }
   if (n.stage == "loss") return fmt::format("the loss ({}; first large squared error at row {})", num(n.value), n.row);
   return fmt::format("{} at row {}, column {} ({})", n.stage, n.row, n.column, num(n.value));
@@ -121,18 +129,20 @@ const T* pick(const std::vector<T>& items, Crossed crossed, std::string& others,
 std::optional<Verdict> compute(const Report& r) {
   std::string others;
   std::string keras_clear;
-  const ForwardReport* f =
-      pick(r.compute, [](const ForwardReport& x) { return !x.finite(); }, others, keras_clear);
+  const ForwardReport* f = pick(
+      r.compute, [](const ForwardReport& x) { return !x.finite(); }, others, keras_clear);
   if (f == nullptr) return std::nullopt;
   Verdict v{Boundary::compute, "", "", {}};
-  v.reason = fmt::format("the forward is finite in f32 but not on {} ({} of {} batches): the first non-finite "
-                         "value is {}{}.{}",
-                         path_label(f->path), f->nonfinite_batches, r.data.batches, nonfinite_text(*f),
-                         others.empty() ? "" : fmt::format("; also non-finite on {}", others), keras_clear);
+  v.reason = fmt::format(
+      "the forward is finite in f32 but not on {} ({} of {} batches): the first non-finite "
+      "value is {}{}.{}",
+      path_label(f->path), f->nonfinite_batches, r.data.batches, nonfinite_text(*f),
+      others.empty() ? "" : fmt::format("; also non-finite on {}", others), keras_clear);
   const std::string& stage = f->first_nonfinite->stage;
   if (stage == "loss") {
-    v.fix = "keep the loss in float32: make the model's output float32 (Keras: a final "
-            "Activation('linear', dtype='float32')), so that the squared error is never stored in fp16.";
+    v.fix =
+        "keep the loss in float32: make the model's output float32 (Keras: a final "
+        "Activation('linear', dtype='float32')), so that the squared error is never stored in fp16.";
   } else if (stage == "dense_2") {
     v.fix = "keep dense_2 (the output layer) in float32 (Keras: dtype='float32' on that layer).";
   } else {
@@ -179,15 +189,18 @@ std::string failure_text(const Simulation& m, double share) {
       return fmt::format("{} collapses: the scale fell to {} (below 1), {} of {} steps skipped", who,
                          scale_text(m.min_scale), m.skipped, m.steps);
     case Outcome::keeps_skipping:
-      return fmt::format("{} keeps skipping after its back-off: {} of {} steps skipped ({} during the back-off to "
-                         "{}, {} after it, {} growths), final scale {}",
-                         who, m.skipped, m.steps, m.backoff_skipped, scale_text(m.settled_scale.value_or(0)),
-                         m.late_skipped, m.growths, scale_text(m.final_scale));
+      return fmt::format(
+          "{} keeps skipping after its back-off: {} of {} steps skipped ({} during the back-off to "
+          "{}, {} after it, {} growths), final scale {}",
+          who, m.skipped, m.steps, m.backoff_skipped, scale_text(m.settled_scale.value_or(0)), m.late_skipped,
+          m.growths, scale_text(m.final_scale));
     case Outcome::underflows:
-      return fmt::format("{} settles at {} where {:.1f} % of the gradients (non-zero in f32) underflow to zero over "
-                         "its good steps, above the {:.1f} % share",
-                         who, scale_text(m.final_scale), 100.0 * m.good_steps.underflow_share(), 100.0 * share);
-    case Outcome::trains: break;
+      return fmt::format(
+          "{} settles at {} where {:.1f} % of the gradients (non-zero in f32) underflow to zero over "
+          "its good steps, above the {:.1f} % share",
+          who, scale_text(m.final_scale), 100.0 * m.good_steps.underflow_share(), 100.0 * share);
+    case Outcome::trains:
+      break;
   }
   return who + " trains";
 }
@@ -207,22 +220,25 @@ std::optional<Verdict> optimization(const Report& r) {
     if (m.outcome != Outcome::trains) what += (what.empty() ? "" : "; ") + failure_text(m, share);
   }
   const BatchDistribution& at16 = o->at_pytorch;
-  v.reason = fmt::format("on {}, {}. The loss-scale window of nearly all batches is {}{}; at 2^16, {} of {} "
-                         "batches have non-finite gradients.{}",
-                         path_label(o->path), what, window_text(o->window),
-                         others.empty() ? "" : fmt::format(" (scalers also fail on {})", others),
-                         at16.batches_nonfinite, at16.batches, keras_clear);
+  v.reason = fmt::format(
+      "on {}, {}. The loss-scale window of nearly all batches is {}{}; at 2^16, {} of {} "
+      "batches have non-finite gradients.{}",
+      path_label(o->path), what, window_text(o->window),
+      others.empty() ? "" : fmt::format(" (scalers also fail on {})", others), at16.batches_nonfinite, at16.batches,
+      keras_clear);
   const LossWindow& w = o->window;
   if (w.empty) {
-    v.fix = "no loss scale works for nearly all batches on this path: normalise the data (features and labels to "
-            "order 1, so that every batch's gradients are of the same size) or keep this model's gradients in "
-            "float32 (Keras: dtype='float32' on the layers whose gradients fail).";
+    v.fix =
+        "no loss scale works for nearly all batches on this path: normalise the data (features and labels to "
+        "order 1, so that every batch's gradients are of the same size) or keep this model's gradients in "
+        "float32 (Keras: dtype='float32' on the layers whose gradients fail).";
   } else {
     const int k = std::min((*w.S_min_log2 + *w.S_max_log2) / 2, 24);
-    v.fix = fmt::format("use a fixed loss scale inside the window {}, e.g. 2^{}: Keras "
-                        "LossScaleOptimizer(opt, dynamic=False, initial_scale=2**{}), PyTorch "
-                        "GradScaler(init_scale=2**{}, growth_interval=10**9); or normalise the data.",
-                        window_text(w), k, k, k);
+    v.fix = fmt::format(
+        "use a fixed loss scale inside the window {}, e.g. 2^{}: Keras "
+        "LossScaleOptimizer(opt, dynamic=False, initial_scale=2**{}), PyTorch "
+        "GradScaler(init_scale=2**{}, growth_interval=10**9); or normalise the data.",
+        window_text(w), k, k, k);
   }
   return v;
 }
@@ -309,8 +325,7 @@ Verdict decide(const Report& r) {
          "no boundary is crossed: the data fits fp16 and bf16 storage, every low-precision forward is finite on "
          "every batch, and the simulated dynamic loss scalers of Keras and PyTorch settle at a scale where the "
          "gradients neither overflow nor underflow.",
-         "none needed.",
-         ok_notes(r)};
+         "none needed.", ok_notes(r)};
   }
   const NoLossScaling n = no_loss_scaling(r);
   if (!n.warning.empty()) v.notes.push_back(n.warning);

@@ -23,11 +23,13 @@ double decode_element(const unsigned char* p, const Dtype& dt) {
       if (dt.size == 4) return double(std::bit_cast<float>(std::uint32_t(u)));
       return std::bit_cast<double>(u);
     case Kind::Int: {
-      const int unused = 64 - 8 * int(dt.size);  // sign-extend: arithmetic right shift is defined in C++20
+      const int unused = 64 - 8 * int(dt.size);            // sign-extend: arithmetic right shift is defined in C++20
       return double(std::int64_t(u << unused) >> unused);  // 64-bit values beyond 2^53 round to nearest
     }
-    case Kind::UInt: return double(u);
-    case Kind::Bool: return u != 0 ? 1.0 : 0.0;
+    case Kind::UInt:
+      return double(u);
+    case Kind::Bool:
+      return u != 0 ? 1.0 : 0.0;
   }
   return 0.0;
 }
@@ -85,13 +87,27 @@ Dtype decode_descr(const std::string& descr, const std::string& name) {
   const char kind = s.front();
   s.remove_prefix(1);
   switch (kind) {
-    case 'f': case 'i': case 'u': case 'b': case '?': break;
-    case 'c': return unsupported("complex");
-    case 'O': return unsupported("Python objects, stored as a pickle");
-    case 'U': case 'S': case 'a': return unsupported("strings");
-    case 'V': return unsupported("raw bytes");
-    case 'M': case 'm': return unsupported("dates or times");
-    default: return unsupported("not a NumPy numeric type");
+    case 'f':
+    case 'i':
+    case 'u':
+    case 'b':
+    case '?':
+      break;
+    case 'c':
+      return unsupported("complex");
+    case 'O':
+      return unsupported("Python objects, stored as a pickle");
+    case 'U':
+    case 'S':
+    case 'a':
+      return unsupported("strings");
+    case 'V':
+      return unsupported("raw bytes");
+    case 'M':
+    case 'm':
+      return unsupported("dates or times");
+    default:
+      return unsupported("not a NumPy numeric type");
   }
   if (kind == '?' && s.empty()) s = "1";  // '?' is NumPy's one-character code for bool
   if (s.empty() || s.size() > 2 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))

@@ -58,9 +58,12 @@ class DictParser {
         d.descr = quoted("a quoted dtype after 'descr'");
       } else if (key == "fortran_order") {
         once(seen_fortran, key);
-        if (word("True")) d.fortran_order = true;
-        else if (word("False")) d.fortran_order = false;
-        else malformed("'fortran_order' is neither True nor False");
+        if (word("True"))
+          d.fortran_order = true;
+        else if (word("False"))
+          d.fortran_order = false;
+        else
+          malformed("'fortran_order' is neither True nor False");
       } else if (key == "shape") {
         once(seen_shape, key);
         d.shape = tuple();
@@ -143,8 +146,8 @@ class DictParser {
         continue;
       }
       if (!eat(')')) malformed("expected ',' or ')' in 'shape'");
-      if (dims.size() == 1) malformed("'shape' is (" + std::to_string(v) + "), an integer, not the tuple (" +
-                                      std::to_string(v) + ",)");
+      if (dims.size() == 1)
+        malformed("'shape' is (" + std::to_string(v) + "), an integer, not the tuple (" + std::to_string(v) + ",)");
       return dims;
     }
   }
@@ -220,9 +223,8 @@ Layout read_layout(std::span<const unsigned char> head, std::uint64_t file_size,
   l.count = l.rows * l.cols;
   l.data_bytes = l.count * l.dtype.size;
   if (l.data_bytes > max_data_bytes)
-    fail(name, "the array is too large: shape " + shape + " of '" + l.descr + "' is " +
-                   std::to_string(l.data_bytes) + " bytes, more than the limit of " + std::to_string(max_data_bytes) +
-                   " bytes.");
+    fail(name, "the array is too large: shape " + shape + " of '" + l.descr + "' is " + std::to_string(l.data_bytes) +
+                   " bytes, more than the limit of " + std::to_string(max_data_bytes) + " bytes.");
   const std::uint64_t follow = file_size - l.data_offset;
   if (follow < l.data_bytes)
     fail(name, "truncated: the header declares " + std::to_string(l.data_bytes) + " bytes of data but " +

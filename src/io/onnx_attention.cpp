@@ -37,7 +37,12 @@ class HeadReader {
  public:
   HeadReader(const Graph& g, const std::vector<const Node*>& nodes, const std::string& in, const std::string& out,
              std::size_t features)
-      : g_(g), nodes_(nodes), in_(in), out_(out), features_(features), first_(*nodes.front()),
+      : g_(g),
+        nodes_(nodes),
+        in_(in),
+        out_(out),
+        features_(features),
+        first_(*nodes.front()),
         where_(fmt::format("{} .. {}", first_.label(), nodes.back()->label())) {}
 
   /// The steps: the roles, the check, the layers.
@@ -210,8 +215,8 @@ const Node* HeadReader::read_mask(const Node* cur) {
       ok = j <= i ? v == 0 : (std::isinf(v) && v < 0);
     }
   if (!ok)
-    refuse(fmt::format("its mask '{}' is not the causal one (0 on and below the diagonal, -inf above, {} × {})",
-                       m.name, g_.seq, g_.seq));
+    refuse(fmt::format("its mask '{}' is not the causal one (0 on and below the diagonal, -inf above, {} × {})", m.name,
+                       g_.seq, g_.seq));
   causal_ = true;
   used_.insert(cur);
   return writer_of(cur->inputs[std::size_t(1 - k)]);
@@ -230,8 +235,8 @@ void HeadReader::check_values() const {
   const Mat q = project(x, projs_[std::size_t(iq_)]), k = project(x, projs_[std::size_t(ik_)]),
             v = project(x, projs_[std::size_t(iv_)]);
   std::map<std::string, Mat> vals;
-  bool same = evaluate(g_, nodes_, in_, x, vals) && vals.contains(out_) && vals[out_].rows == x.rows &&
-              vals[out_].cols == d_;
+  bool same =
+      evaluate(g_, nodes_, in_, x, vals) && vals.contains(out_) && vals[out_].rows == x.rows && vals[out_].cols == d_;
   if (same) same = is_head_output(q, k, v, vals[out_]);
   if (!same) refuse("evaluated in float64 on a probe sequence it is not softmax(q·kᵀ/√d)·v");
 }

@@ -54,8 +54,11 @@ bool binary(const Graph& g, const std::map<std::string, Mat>& vals, const Node& 
   for (std::size_t r = 0; r < y.rows; ++r)
     for (std::size_t c = 0; c < y.cols; ++c) {
       const double p = a.at(r, c), q = b.at(r, c);
-      y.v[r * y.cols + c] = op == "Add" ? p + q : op == "Sub" ? p - q : op == "Mul" ? p * q : op == "Div" ? p / q
-                                                                                            : std::pow(p, q);
+      y.v[r * y.cols + c] = op == "Add"   ? p + q
+                            : op == "Sub" ? p - q
+                            : op == "Mul" ? p * q
+                            : op == "Div" ? p / q
+                                          : std::pow(p, q);
     }
   return true;
 }
@@ -129,8 +132,8 @@ bool evaluate_node(const Graph& g, const std::map<std::string, Mat>& vals, const
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") return binary(g, vals, n, a, y);
   if (op == "Sqrt" || op == "Reciprocal" || op == "Erf" || op == "Tanh") {
     y = a;
-    for (double& e : y.v) e = op == "Sqrt" ? std::sqrt(e) : op == "Reciprocal" ? 1 / e : op == "Erf" ? std::erf(e)
-                                                                                           : std::tanh(e);
+    for (double& e : y.v)
+      e = op == "Sqrt" ? std::sqrt(e) : op == "Reciprocal" ? 1 / e : op == "Erf" ? std::erf(e) : std::tanh(e);
     return true;
   }
   if (op == "ReduceMean") return reduce_mean(g, n, a, y);
@@ -160,7 +163,9 @@ Mat probe(std::size_t n, std::size_t rows) {
   x.v.resize(rows * n);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < n; ++c)
-      x.v[r * n + c] = (double(r % 16) - 1.5) * 0.25 + std::ldexp(1.0, int(r % 4) - 2) * (std::fmod(double(c) * 0.618034 + 0.1 * double(r), 1.0) * 6 - 3);
+      x.v[r * n + c] =
+          (double(r % 16) - 1.5) * 0.25 +
+          std::ldexp(1.0, int(r % 4) - 2) * (std::fmod(double(c) * 0.618034 + 0.1 * double(r), 1.0) * 6 - 3);
   return x;
 }
 

@@ -9,8 +9,8 @@
 // attention head, read by onnx_attention.cpp. A residual Add is read where its earlier operand is a layer's
 // output; any other node that reads a value from before its region ends the reading with a sentence.
 #include <algorithm>
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -22,14 +22,14 @@ namespace halfmap::onnx {
 
 namespace {
 
-using detail::fail;
-using detail::Graph;
-using detail::Node;
-using detail::Tensor;
 using detail::constant;
-using detail::is_onnx_domain;
-using detail::param_of;
+using detail::fail;
 using detail::feature_vector;
+using detail::Graph;
+using detail::is_onnx_domain;
+using detail::Node;
+using detail::param_of;
+using detail::Tensor;
 
 // ---- regions -> layers -----------------------------------------------------------------------------------------
 
@@ -55,7 +55,7 @@ class Lowering {
     std::string cur = g_.input;
     std::vector<const Node*> region;
     std::vector<Region> regions;
-    std::set<std::string> derived{cur};  // values computed from `cur` within the region
+    std::set<std::string> derived{cur};          // values computed from `cur` within the region
     std::map<std::string, std::size_t> pending;  // derived values' reads still to come
     pending[cur] = readers_[cur];
     std::set<std::string> boundaries{cur};  // the values between regions: where a residual may branch off
@@ -78,8 +78,8 @@ class Lowering {
         if (--pending[v] == 0) pending.erase(v);
       }
       if (!reads_chain)
-        fail(g_.file, fmt::format("{} computes from constants only; halfmap reads layers applied to the input.",
-                                  n.label()));
+        fail(g_.file,
+             fmt::format("{} computes from constants only; halfmap reads layers applied to the input.", n.label()));
       region.push_back(&n);
       for (const std::string& v : n.outputs) {
         if (v.empty()) continue;
@@ -132,9 +132,9 @@ class Lowering {
   }
 
   [[noreturn]] void unsupported(const Node& n) {
-    fail(g_.file, fmt::format("{} is not supported{}; halfmap reads {}.", n.label(),
-                              is_onnx_domain(n) ? std::string() : fmt::format(" (domain '{}')", n.domain),
-                              supported_ops()));
+    fail(g_.file,
+         fmt::format("{} is not supported{}; halfmap reads {}.", n.label(),
+                     is_onnx_domain(n) ? std::string() : fmt::format(" (domain '{}')", n.domain), supported_ops()));
   }
 
   /// The features' axis: 1 for rows × features, 2 for sequences × tokens × features.
@@ -142,8 +142,8 @@ class Lowering {
 
   std::size_t need_features(const Node& n) {
     if (features_ == 0)
-      fail(g_.file, fmt::format("{}: the input's feature count is symbolic and no dense layer before it fixes it.",
-                                n.label()));
+      fail(g_.file,
+           fmt::format("{}: the input's feature count is symbolic and no dense layer before it fixes it.", n.label()));
     return features_;
   }
 
@@ -153,20 +153,21 @@ class Lowering {
   bool standalone(const Region& r, const Network& net) const {
     if (r.nodes.size() != 1) return false;
     const Node& n = *r.nodes[0];
-    static const std::set<std::string, std::less<>> layer_ops = {
-        "Gemm", "MatMul", "Relu", "Sigmoid", "Tanh", "Gelu", "Softmax", "LayerNormalization", "Identity",
-        "Flatten", "Reshape"};
+    static const std::set<std::string, std::less<>> layer_ops = {"Gemm",     "MatMul",  "Relu",    "Sigmoid",
+                                                                 "Tanh",     "Gelu",    "Softmax", "LayerNormalization",
+                                                                 "Identity", "Flatten", "Reshape"};
     if (layer_ops.contains(n.op) || !is_onnx_domain(n) || skip_of_.contains(&n)) return true;
     if (n.op != "Add" || net.layers.empty() || n.inputs.size() != 2) return false;
     const Layer& prev = net.layers.back();
     return prev.kind == LayerKind::dense && prev.ops == "MatMul" && prev.bias.empty() &&
-           (feature_vector(g_, n.inputs[0], prev.out) != nullptr || feature_vector(g_, n.inputs[1], prev.out) != nullptr);
+           (feature_vector(g_, n.inputs[0], prev.out) != nullptr ||
+            feature_vector(g_, n.inputs[1], prev.out) != nullptr);
   }
 
   /// Standalone regions become one layer each; a run of the others is read as patterns, longest first.
   void lower_regions(const std::vector<Region>& regions, Network& net) {
-    static const std::set<std::string, std::less<>> pattern_ops = {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt",
-                                                                   "Reciprocal", "Erf", "Tanh", "ReduceMean"};
+    static const std::set<std::string, std::less<>> pattern_ops = {"Add",  "Sub",        "Mul", "Div",  "Pow",
+                                                                   "Sqrt", "Reciprocal", "Erf", "Tanh", "ReduceMean"};
     values_[g_.input] = {0, features_};
     for (std::size_t i = 0; i < regions.size();) {
       if (standalone(regions[i], net)) {
@@ -187,11 +188,11 @@ class Lowering {
       for (const Node* n : regions[i].nodes)
         if (!pattern_ops.contains(n->op) || !is_onnx_domain(*n)) {
           if (regions[i].nodes.size() > 1)
-            fail(g_.file, fmt::format("{} .. {} branch from '{}' and join again (a residual connection or a "
-                                      "branch): halfmap reads chains of layers; branches and residual connections "
-                                      "are not supported yet.",
-                                      regions[i].nodes.front()->label(), regions[i].nodes.back()->label(),
-                                      regions[i].in));
+            fail(g_.file,
+                 fmt::format("{} .. {} branch from '{}' and join again (a residual connection or a "
+                             "branch): halfmap reads chains of layers; branches and residual connections "
+                             "are not supported yet.",
+                             regions[i].nodes.front()->label(), regions[i].nodes.back()->label(), regions[i].in));
           unsupported(*n);
         }
       std::size_t end = i + 1;
@@ -199,7 +200,8 @@ class Lowering {
       bool read = false;
       for (std::size_t last = end; last > i && !read; --last) {
         std::vector<const Node*> nodes;
-        for (std::size_t k = i; k < last; ++k) nodes.insert(nodes.end(), regions[k].nodes.begin(), regions[k].nodes.end());
+        for (std::size_t k = i; k < last; ++k)
+          nodes.insert(nodes.end(), regions[k].nodes.begin(), regions[k].nodes.end());
         const std::size_t f = need_features(*nodes.front());
         if (std::optional<Layer> l = detail::read_pattern(g_, nodes, regions[i].in, regions[last - 1].out, f)) {
           net.layers.push_back(std::move(*l));
@@ -211,10 +213,10 @@ class Lowering {
       if (!read) {
         std::string joined;
         for (const Node* n : regions[i].nodes) joined += (joined.empty() ? "" : "+") + n->op;
-        fail(g_.file, fmt::format("{} .. {} ({}, and what follows them) form no layer halfmap knows; it reads "
-                                  "{}.",
-                                  regions[i].nodes.front()->label(), regions[i].nodes.back()->label(), joined,
-                                  supported_ops()));
+        fail(g_.file,
+             fmt::format("{} .. {} ({}, and what follows them) form no layer halfmap knows; it reads "
+                         "{}.",
+                         regions[i].nodes.front()->label(), regions[i].nodes.back()->label(), joined, supported_ops()));
       }
     }
   }
@@ -261,7 +263,10 @@ class Lowering {
     if (std_domain && op == "Add") return lower_bias(n, net);
     if (std_domain && (op == "Relu" || op == "Sigmoid" || op == "Tanh")) {
       need_features(n);
-      net.layers.push_back(start(op == "Relu" ? LayerKind::relu : op == "Sigmoid" ? LayerKind::sigmoid : LayerKind::tanh, n));
+      net.layers.push_back(start(op == "Relu"      ? LayerKind::relu
+                                 : op == "Sigmoid" ? LayerKind::sigmoid
+                                                   : LayerKind::tanh,
+                                 n));
       return;
     }
     if (op == "Gelu" && (std_domain || n.domain == "com.microsoft")) return lower_gelu(n, net);
@@ -299,8 +304,8 @@ class Lowering {
                                 "one.",
                                 n.label(), skip));
     if (from->second.second != features_)
-      fail(g_.file, fmt::format("{} adds '{}' of {} features to a value of {}.", n.label(), skip,
-                                from->second.second, features_));
+      fail(g_.file, fmt::format("{} adds '{}' of {} features to a value of {}.", n.label(), skip, from->second.second,
+                                features_));
     Layer l = start(LayerKind::add, n);
     l.skip = from->second.first;
     net.layers.push_back(std::move(l));
@@ -386,7 +391,7 @@ class Lowering {
   const Graph& g_;
   std::size_t features_ = 0;
   std::map<std::string, std::size_t> readers_;
-  std::map<const Node*, std::string> skip_of_;  // residual Adds and their earlier operand
+  std::map<const Node*, std::string> skip_of_;                         // residual Adds and their earlier operand
   std::map<std::string, std::pair<std::size_t, std::size_t>> values_;  // layer outputs: (value index, width)
 };
 

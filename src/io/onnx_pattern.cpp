@@ -63,8 +63,8 @@ bool computes(const Graph& g, const std::vector<const Node*>& region, const std:
               std::size_t f, const Reference& ref) {
   const Mat x = probe(f);
   std::map<std::string, Mat> vals;
-  bool same = evaluate(g, region, in, x, vals) && vals.contains(out) && vals[out].rows == x.rows &&
-              vals[out].cols == x.cols;
+  bool same =
+      evaluate(g, region, in, x, vals) && vals.contains(out) && vals[out].rows == x.rows && vals[out].cols == x.cols;
   for (std::size_t r = 0; same && r < x.rows; ++r)
     for (std::size_t c = 0; same && c < x.cols; ++c) {
       const double want = ref(x, r, c), got = vals[out].at(r, c);

@@ -25,26 +25,40 @@ namespace halfmap::onnx {
 
 std::string_view kind_name(LayerKind k) {
   switch (k) {
-    case LayerKind::dense: return "dense";
-    case LayerKind::relu: return "relu";
-    case LayerKind::sigmoid: return "sigmoid";
-    case LayerKind::tanh: return "tanh";
-    case LayerKind::gelu: return "gelu";
-    case LayerKind::gelu_tanh: return "gelu_tanh";
-    case LayerKind::layernorm: return "layernorm";
-    case LayerKind::rmsnorm: return "rmsnorm";
-    case LayerKind::softmax: return "softmax";
-    case LayerKind::add: return "add";
-    case LayerKind::attention: return "attention";
+    case LayerKind::dense:
+      return "dense";
+    case LayerKind::relu:
+      return "relu";
+    case LayerKind::sigmoid:
+      return "sigmoid";
+    case LayerKind::tanh:
+      return "tanh";
+    case LayerKind::gelu:
+      return "gelu";
+    case LayerKind::gelu_tanh:
+      return "gelu_tanh";
+    case LayerKind::layernorm:
+      return "layernorm";
+    case LayerKind::rmsnorm:
+      return "rmsnorm";
+    case LayerKind::softmax:
+      return "softmax";
+    case LayerKind::add:
+      return "add";
+    case LayerKind::attention:
+      return "attention";
   }
   return "?";
 }
 
 std::string_view stored_name(Stored s) {
   switch (s) {
-    case Stored::f32: return "float32";
-    case Stored::f16: return "float16";
-    case Stored::bf16: return "bfloat16";
+    case Stored::f32:
+      return "float32";
+    case Stored::f16:
+      return "float16";
+    case Stored::bf16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -79,28 +93,32 @@ const AttributeProto* find_attr(const Node& n, std::string_view name) {
 std::int64_t attr_int(const Graph& g, const Node& n, std::string_view name, std::int64_t def) {
   const AttributeProto* a = find_attr(n, name);
   if (a == nullptr) return def;
-  if (a->type() != AttributeProto::INT) fail(g.file, fmt::format("{}: attribute '{}' is not an integer.", n.label(), name));
+  if (a->type() != AttributeProto::INT)
+    fail(g.file, fmt::format("{}: attribute '{}' is not an integer.", n.label(), name));
   return a->i();
 }
 
 float attr_float(const Graph& g, const Node& n, std::string_view name, float def) {
   const AttributeProto* a = find_attr(n, name);
   if (a == nullptr) return def;
-  if (a->type() != AttributeProto::FLOAT) fail(g.file, fmt::format("{}: attribute '{}' is not a float.", n.label(), name));
+  if (a->type() != AttributeProto::FLOAT)
+    fail(g.file, fmt::format("{}: attribute '{}' is not a float.", n.label(), name));
   return a->f();
 }
 
 std::optional<std::vector<std::int64_t>> attr_ints(const Graph& g, const Node& n, std::string_view name) {
   const AttributeProto* a = find_attr(n, name);
   if (a == nullptr) return std::nullopt;
-  if (a->type() != AttributeProto::INTS) fail(g.file, fmt::format("{}: attribute '{}' is not a list of integers.", n.label(), name));
+  if (a->type() != AttributeProto::INTS)
+    fail(g.file, fmt::format("{}: attribute '{}' is not a list of integers.", n.label(), name));
   return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
 }
 
 std::string attr_string(const Graph& g, const Node& n, std::string_view name, const std::string& def) {
   const AttributeProto* a = find_attr(n, name);
   if (a == nullptr) return def;
-  if (a->type() != AttributeProto::STRING) fail(g.file, fmt::format("{}: attribute '{}' is not a string.", n.label(), name));
+  if (a->type() != AttributeProto::STRING)
+    fail(g.file, fmt::format("{}: attribute '{}' is not a string.", n.label(), name));
   return a->s();
 }
 
@@ -129,7 +147,8 @@ void check_self_contained(const std::string& file, const TensorProto& t, const s
                            "with onnx.save(model, path, save_as_external_data=False)).",
                            what, where));
   }
-  if (t.has_segment()) fail(file, fmt::format("{} is a segment of a tensor; segmented tensors are not supported.", what));
+  if (t.has_segment())
+    fail(file, fmt::format("{} is a segment of a tensor; segmented tensors are not supported.", what));
 }
 
 /// The tensor's dims into `dims`, and their product: each dim not negative, the product at most kMaxElements.
@@ -245,9 +264,10 @@ Tensor read_tensor(const std::string& file, const TensorProto& t, const std::str
     default:
       fail(file, fmt::format("{} has element type {} ({}); halfmap reads float32, float16 and bfloat16 weights "
                              "(and int64 shapes).",
-                             what, TensorProto::DataType_Name(TensorProto::DataType(t.data_type())).empty()
-                                       ? std::string("unknown")
-                                       : TensorProto::DataType_Name(TensorProto::DataType(t.data_type())),
+                             what,
+                             TensorProto::DataType_Name(TensorProto::DataType(t.data_type())).empty()
+                                 ? std::string("unknown")
+                                 : TensorProto::DataType_Name(TensorProto::DataType(t.data_type())),
                              t.data_type()));
   }
   return out;
@@ -295,8 +315,7 @@ void define(const std::string& file, Written& written, const std::string& name, 
 /// The model's header: a graph, its IR version, the default domain's opset and the producer; no sparse initializers.
 void read_header(const ::onnx::ModelProto& m, Graph& g) {
   const std::string& file = g.file;
-  if (!m.has_graph() || m.ir_version() <= 0)
-    fail(file, "is not an ONNX model: it has no graph or no IR version.");
+  if (!m.has_graph() || m.ir_version() <= 0) fail(file, "is not an ONNX model: it has no graph or no IR version.");
   g.ir_version = m.ir_version();
   for (const auto& op : m.opset_import())
     if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
@@ -357,7 +376,8 @@ void read_input(const ::onnx::GraphProto& gp, Graph& g, Written& written) {
   define(file, written, g.input, "the graph input");
   const auto& tt = in.type().tensor_type();
   if (!in.type().has_tensor_type() || tt.elem_type() != TensorProto::FLOAT)
-    fail(file, fmt::format("input '{}' is not a float32 tensor; halfmap feeds the network float32 rows.", shown(g.input)));
+    fail(file,
+         fmt::format("input '{}' is not a float32 tensor; halfmap feeds the network float32 rows.", shown(g.input)));
   if (tt.has_shape()) read_input_shape(tt.shape(), g);
 }
 
@@ -393,7 +413,8 @@ void read_nodes(const ::onnx::GraphProto& gp, Graph& g, Written& written) {
       continue;
     }
     if (n.op == "Constant" && (n.domain.empty() || n.domain == "ai.onnx")) {
-      if (n.outputs.size() != 1) fail(file, fmt::format("{} has {} outputs; a Constant has one.", label, n.outputs.size()));
+      if (n.outputs.size() != 1)
+        fail(file, fmt::format("{} has {} outputs; a Constant has one.", label, n.outputs.size()));
       g.constants.emplace(n.outputs[0], constant_value(g, n, label));
       continue;
     }
@@ -456,7 +477,8 @@ Network load(const std::string& path) {
   if (!in) detail::fail(path, "cannot be opened for reading.");
   std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
   in.read(reinterpret_cast<char*>(bytes.data()), std::streamsize(size));
-  if (std::size_t(in.gcount()) != bytes.size()) detail::fail(path, "truncated: the file became shorter while it was read.");
+  if (std::size_t(in.gcount()) != bytes.size())
+    detail::fail(path, "truncated: the file became shorter while it was read.");
   return parse(bytes, path);
 }
 

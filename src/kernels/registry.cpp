@@ -1,6 +1,6 @@
 // The one registry: the lists of the ISA folders compiled into this build (each folder's PathLists, list.hpp), in
-// the order of HALFMAP_ISAS (ref first). CMake writes kernel_lists.inc with one HALFMAP_KERNEL_LIST(<isa>) line per folder, so adding an ISA
-// folder needs no edit here.
+// the order of HALFMAP_ISAS (ref first). CMake writes kernel_lists.inc with one HALFMAP_KERNEL_LIST(<isa>) line per
+// folder, so adding an ISA folder needs no edit here.
 #include <vector>
 
 #include "halfmap/conversions.hpp"

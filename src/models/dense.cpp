@@ -22,11 +22,13 @@ f16* as_f16(void* p) { return static_cast<f16*>(p); }
 inline double model_step(double a, double b, double acc, FmaKind fma) {
   if (fma == FmaKind::f32_round) {
     const float x = float(a) * float(b) + float(acc);
-    if (std::isfinite(x)) [[likely]] return f16_model::round_finite(x);
+    if (std::isfinite(x)) [[likely]]
+      return f16_model::round_finite(x);
     return to_f64(to_f16(std::fma(float(a), float(b), float(acc))));
   }
   const double x = a * b + acc;
-  if (std::isfinite(x)) [[likely]] return f16_model::round_finite(x);
+  if (std::isfinite(x)) [[likely]]
+    return f16_model::round_finite(x);
   return to_f64(to_f16(std::fma(a, b, acc)));
 }
 
@@ -34,8 +36,8 @@ inline double model_step(double a, double b, double acc, FmaKind fma) {
 /// accumulates over p in order from +0, one rounded fma per step (f16_model::fma, on operands widened once and
 /// kept as fp16 values in f64). The j loop is innermost, so the outputs of a row advance together: independent
 /// chains, the same order per output.
-void model_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const f16* a, std::size_t a_rs,
-                std::size_t a_cs, const f16* b, std::size_t b_rs, std::size_t b_cs, f16* out, FmaKind fma) {
+void model_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const f16* a, std::size_t a_rs, std::size_t a_cs,
+                const f16* b, std::size_t b_rs, std::size_t b_cs, f16* out, FmaKind fma) {
   std::vector<double> wa(rows * inner), wb(inner * cols), acc(cols);
   for (std::size_t i = 0; i < rows; ++i) {
     for (std::size_t p = 0; p < inner; ++p) wa[i * inner + p] = to_f64(a[i * a_rs + p * a_cs]);

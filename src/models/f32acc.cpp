@@ -60,9 +60,12 @@ float f32acc_model_add(float a, float b) {
 
 float f32acc_model_step(Op op, float acc, f16 x, f16 y) {
   switch (op) {
-    case Op::sum: return fmlal_step(x, f16{0x3C00}, acc);  // FMLAL by 1.0: exact product, one rounding
-    case Op::sumsq: return fmlal_step(x, x, acc);
-    default: return fmlal_step(x, y, acc);
+    case Op::sum:
+      return fmlal_step(x, f16{0x3C00}, acc);  // FMLAL by 1.0: exact product, one rounding
+    case Op::sumsq:
+      return fmlal_step(x, x, acc);
+    default:
+      return fmlal_step(x, y, acc);
   }
 }
 
@@ -100,7 +103,6 @@ void f32acc_model_dense_fwd(const DenseArgs& d) {
   }
 }
 
-
 void f32acc_model_dense_bwd(const DenseBwdArgs& d) {
   const auto* x = static_cast<const f16*>(d.x);
   const auto* w = static_cast<const f16*>(d.w);
@@ -112,19 +114,19 @@ void f32acc_model_dense_bwd(const DenseBwdArgs& d) {
   };
   for (std::size_t i = 0; d.dx != nullptr && i < d.m; ++i) {
     for (std::size_t p = 0; p < d.k; ++p) {
-      static_cast<f16*>(d.dx)[i * d.k + p] =
-          inner(d.n, [&](std::size_t j) { return dy[i * d.n + j]; }, [&](std::size_t j) { return w[p * d.n + j]; });
+      static_cast<f16*>(d.dx)[i * d.k + p] = inner(
+          d.n, [&](std::size_t j) { return dy[i * d.n + j]; }, [&](std::size_t j) { return w[p * d.n + j]; });
     }
   }
   for (std::size_t p = 0; d.dw != nullptr && p < d.k; ++p) {
     for (std::size_t j = 0; j < d.n; ++j) {
-      static_cast<f16*>(d.dw)[p * d.n + j] =
-          inner(d.m, [&](std::size_t i) { return x[i * d.k + p]; }, [&](std::size_t i) { return dy[i * d.n + j]; });
+      static_cast<f16*>(d.dw)[p * d.n + j] = inner(
+          d.m, [&](std::size_t i) { return x[i * d.k + p]; }, [&](std::size_t i) { return dy[i * d.n + j]; });
     }
   }
   for (std::size_t j = 0; d.db != nullptr && j < d.n; ++j) {
-    static_cast<f16*>(d.db)[j] =
-        inner(d.m, [](std::size_t) { return f16{0x3C00}; }, [&](std::size_t i) { return dy[i * d.n + j]; });
+    static_cast<f16*>(d.db)[j] = inner(
+        d.m, [](std::size_t) { return f16{0x3C00}; }, [&](std::size_t i) { return dy[i * d.n + j]; });
   }
 }
 

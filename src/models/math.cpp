@@ -20,8 +20,14 @@ float exp(float x) {
   float r = std::fma(n, -hi, xc);
   r = std::fma(n, lo, r);
   // e^r = Σ c_k r^k, c_0 = c_1 = 1 and Cephes expf's c_2 .. c_7, in Horner form.
-  const float c[8] = {1.0f, 1.0f, 5.0000001201e-1f, 1.6666665459e-1f, 4.1665795894e-2f, 8.3334519073e-3f,
-                      1.3981999507e-3f, 1.9875691500e-4f};
+  const float c[8] = {1.0f,
+                      1.0f,
+                      5.0000001201e-1f,
+                      1.6666665459e-1f,
+                      4.1665795894e-2f,
+                      8.3334519073e-3f,
+                      1.3981999507e-3f,
+                      1.9875691500e-4f};
   float p = c[7];
   for (int k = 6; k >= 0; --k) p = std::fma(p, r, c[k]);
   // p·2^n rounded once: (p·2^n1)·2^n2 with n1 = ⌊n/2⌋, n2 = n - n1; both powers are normal f32 for n in

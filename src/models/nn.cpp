@@ -68,8 +68,8 @@ float f16_model_mse(const LossArgs& a, unsigned lanes, FmaKind fma) {
 void f16_model_softmax(const SoftmaxArgs& a, bool stable, unsigned lanes) {
   lanes = valid_lanes(lanes);
   for (std::size_t i = 0; i < a.rows; ++i) {
-    model_softmax_row(static_cast<const f16*>(a.x) + i * a.cols, static_cast<f16*>(a.y) + i * a.cols, a.cols,
-                      stable, lanes);
+    model_softmax_row(static_cast<const f16*>(a.x) + i * a.cols, static_cast<f16*>(a.y) + i * a.cols, a.cols, stable,
+                      lanes);
   }
 }
 

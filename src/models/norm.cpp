@@ -49,11 +49,11 @@ void f16_model_norm(const NormArgs& a, bool rms, unsigned lanes, FmaKind fma) {
   for (std::size_t i = 0; i < a.rows; ++i) {
     const f16* xi = x + i * cols;
     f16 mu{};
-    if (!rms) mu = div_n(lane_sum(cols, lanes, [&](f16 acc, std::size_t j) { return f16_model::add(acc, xi[j]); }), cols);
+    if (!rms)
+      mu = div_n(lane_sum(cols, lanes, [&](f16 acc, std::size_t j) { return f16_model::add(acc, xi[j]); }), cols);
     auto dev = [&](std::size_t j) { return rms ? xi[j] : f16_model::sub(xi[j], mu); };
-    const f16 v = div_n(lane_sum(cols, lanes,
-                                 [&](f16 acc, std::size_t j) { return f16_model::fma(dev(j), dev(j), acc, fma); }),
-                        cols);
+    const f16 v = div_n(
+        lane_sum(cols, lanes, [&](f16 acc, std::size_t j) { return f16_model::fma(dev(j), dev(j), acc, fma); }), cols);
     const f16 r = rstd(v, a.eps);
     if (a.mean != nullptr) a.mean[i] = rms ? 0.0f : stat(mu);
     if (a.var != nullptr) a.var[i] = stat(v);
@@ -68,7 +68,8 @@ void f16_model_norm(const NormArgs& a, bool rms, unsigned lanes, FmaKind fma) {
     const f16* dyi = dy + i * cols;
     for (std::size_t j = 0; j < cols; ++j) g[j] = f16_model::mul(dyi[j], gamma(j));
     f16 ga{};
-    if (!rms) ga = div_n(lane_sum(cols, lanes, [&](f16 acc, std::size_t j) { return f16_model::add(acc, g[j]); }), cols);
+    if (!rms)
+      ga = div_n(lane_sum(cols, lanes, [&](f16 acc, std::size_t j) { return f16_model::add(acc, g[j]); }), cols);
     const f16 gb = div_n(
         lane_sum(cols, lanes, [&](f16 acc, std::size_t j) { return f16_model::fma(g[j], xh[j], acc, fma); }), cols);
     const f16 ngb{static_cast<std::uint16_t>(gb.bits ^ 0x8000u)};

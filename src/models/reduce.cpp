@@ -10,12 +10,16 @@ namespace halfmap {
 
 f16 f16_model_step(Op op, f16 acc, f16 x, f16 y, FmaKind fma) {
   switch (op) {
-    case Op::sum: return f16_model::add(acc, x);
-    case Op::sumsq: return f16_model::fma(x, x, acc, fma);
-    case Op::dot: return f16_model::fma(x, y, acc, fma);
-    case Op::maxabs: return f16{f16_model::abs_key(acc) > f16_model::abs_key(x) ? f16_model::abs_key(acc)
-                                                                                : f16_model::abs_key(x)};
-    default: return acc;  // not a reduction: never called with one
+    case Op::sum:
+      return f16_model::add(acc, x);
+    case Op::sumsq:
+      return f16_model::fma(x, x, acc, fma);
+    case Op::dot:
+      return f16_model::fma(x, y, acc, fma);
+    case Op::maxabs:
+      return f16{f16_model::abs_key(acc) > f16_model::abs_key(x) ? f16_model::abs_key(acc) : f16_model::abs_key(x)};
+    default:
+      return acc;  // not a reduction: never called with one
   }
 }
 

@@ -115,10 +115,18 @@ double reduce_error(const Kernel& k) {
   double ref = 0;
   for (std::size_t i = 0; i < n; ++i) {
     switch (k.op) {
-      case Op::sum: ref += x[i]; break;
-      case Op::sumsq: ref += x[i] * x[i]; break;
-      case Op::dot: ref += x[i] * y[i]; break;
-      default: ref = std::fmax(ref, std::fabs(x[i])); break;
+      case Op::sum:
+        ref += x[i];
+        break;
+      case Op::sumsq:
+        ref += x[i] * x[i];
+        break;
+      case Op::dot:
+        ref += x[i] * y[i];
+        break;
+      default:
+        ref = std::fmax(ref, std::fabs(x[i]));
+        break;
     }
   }
   return scalar_error(k.reduce(xb.data(), k.op == Op::dot ? yb.data() : nullptr, n), ref);
@@ -169,8 +177,8 @@ double xent_error(const Kernel& k) {
   std::vector<std::int32_t> labels(kRows);
   for (std::size_t r = 0; r < kRows; ++r) labels[r] = std::int32_t(r * 5 % kCols);
   TypedBuffer dl(k.storage, kRows * kCols);
-  const float loss = k.xent(XentArgs{kRows, kCols, xb.data(), labels.data(), 1.0f, nullptr,
-                                     k.forward_only ? nullptr : dl.data()});
+  const float loss =
+      k.xent(XentArgs{kRows, kCols, xb.data(), labels.data(), 1.0f, nullptr, k.forward_only ? nullptr : dl.data()});
   std::vector<double> p = softmax_ref(x, kRows, kCols);
   double ref = 0;
   for (std::size_t r = 0; r < kRows; ++r) ref -= std::log(p[r * kCols + std::size_t(labels[r])]);
@@ -195,8 +203,8 @@ double norm_error(const Kernel& k) {
   constexpr float kEps = 1e-5f;
   k.norm(NormArgs{kRows, kCols, xb.data(), gb.data(), bb.data(), kEps, y.data(), nullptr, nullptr, nullptr, nullptr,
                   nullptr, nullptr});
-  k.norm(NormArgs{kRows, kCols, xb.data(), gb.data(), bb.data(), kEps, nullptr, nullptr, nullptr, dyb.data(),
-                  dx.data(), dg.data(), rms ? nullptr : db.data()});
+  k.norm(NormArgs{kRows, kCols, xb.data(), gb.data(), bb.data(), kEps, nullptr, nullptr, nullptr, dyb.data(), dx.data(),
+                  dg.data(), rms ? nullptr : db.data()});
   std::vector<double> ry(kRows * kCols), rdx(kRows * kCols), rdg(kCols, 0), rdb(kCols, 0), xh(kCols);
   for (std::size_t i = 0; i < kRows; ++i) {
     double mu = 0, v = 0, a = 0, c = 0;
@@ -226,8 +234,8 @@ double attention_error(const Kernel& k) {
   const TypedBuffer qb = values(k.storage, L * D, 20, q, 2), kb = values(k.storage, L * D, 21, kk, 2);
   const TypedBuffer vb = values(k.storage, L * D, 22, v), db = values(k.storage, L * D, 23, dout);
   TypedBuffer o(k.storage, L * D), dq(k.storage, L * D), dk(k.storage, L * D), dv(k.storage, L * D);
-  k.attention(AttentionArgs{L, D, false, qb.data(), kb.data(), vb.data(), o.data(), nullptr, nullptr, nullptr,
-                            nullptr, nullptr, 1});
+  k.attention(AttentionArgs{L, D, false, qb.data(), kb.data(), vb.data(), o.data(), nullptr, nullptr, nullptr, nullptr,
+                            nullptr, 1});
   if (!k.forward_only) {
     k.attention(AttentionArgs{L, D, false, qb.data(), kb.data(), vb.data(), nullptr, nullptr, db.data(), dq.data(),
                               dk.data(), dv.data(), 1});
@@ -270,33 +278,48 @@ double attention_error(const Kernel& k) {
 
 std::string check_inputs(Op op) {
   switch (op) {
-    case Op::dense_fwd: return fmt::format("{}×{} · {}×{} with bias", kM, kK, kK, kN);
-    case Op::dense_bwd: return fmt::format("{}×{} · {}×{}: dX, dW, db", kM, kK, kK, kN);
-    case Op::mse: return fmt::format("{} predictions and targets", kElements);
+    case Op::dense_fwd:
+      return fmt::format("{}×{} · {}×{} with bias", kM, kK, kK, kN);
+    case Op::dense_bwd:
+      return fmt::format("{}×{} · {}×{}: dX, dW, db", kM, kK, kK, kN);
+    case Op::mse:
+      return fmt::format("{} predictions and targets", kElements);
     case Op::softmax:
     case Op::softmax_naive:
-    case Op::xent: return fmt::format("{} rows × {} columns of 4·[-1, 1]", kRows, kCols);
+    case Op::xent:
+      return fmt::format("{} rows × {} columns of 4·[-1, 1]", kRows, kCols);
     case Op::layernorm:
-    case Op::rmsnorm: return fmt::format("{} rows × {} columns of 1 + 4·[-1, 1], y and its gradients", kRows, kCols);
+    case Op::rmsnorm:
+      return fmt::format("{} rows × {} columns of 1 + 4·[-1, 1], y and its gradients", kRows, kCols);
     case Op::attention_prescale:
-    case Op::attention_postscale: return fmt::format("one head of len {} and d {}", kLen, kDim);
-    default: return fmt::format("{} elements", kElements);
+    case Op::attention_postscale:
+      return fmt::format("one head of len {} and d {}", kLen, kDim);
+    default:
+      return fmt::format("{} elements", kElements);
   }
 }
 
 double check_error(const Kernel& k) {
   switch (k.op) {
-    case Op::dense_fwd: return dense_error(k);
-    case Op::dense_bwd: return dense_bwd_error(k);
-    case Op::mse: return mse_error(k);
+    case Op::dense_fwd:
+      return dense_error(k);
+    case Op::dense_bwd:
+      return dense_bwd_error(k);
+    case Op::mse:
+      return mse_error(k);
     case Op::softmax:
-    case Op::softmax_naive: return softmax_error(k);
-    case Op::xent: return xent_error(k);
+    case Op::softmax_naive:
+      return softmax_error(k);
+    case Op::xent:
+      return xent_error(k);
     case Op::layernorm:
-    case Op::rmsnorm: return norm_error(k);
+    case Op::rmsnorm:
+      return norm_error(k);
     case Op::attention_prescale:
-    case Op::attention_postscale: return attention_error(k);
-    default: return reduce_error(k);
+    case Op::attention_postscale:
+      return attention_error(k);
+    default:
+      return reduce_error(k);
   }
 }
 

@@ -27,8 +27,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include <Eigen/Core>
 #include <fmt/format.h>
+#include <Eigen/Core>
 
 #include "halfmap/half.hpp"
 #include "peers/peers.hpp"
@@ -50,7 +50,8 @@ template <class T>
 class Product final : public Prepared {
  public:
   explicit Product(const DenseArgs& a)
-      : a_(a), x_(static_cast<const T*>(a.x), Eigen::Index(a.m), Eigen::Index(a.k)),
+      : a_(a),
+        x_(static_cast<const T*>(a.x), Eigen::Index(a.m), Eigen::Index(a.k)),
         w_(static_cast<const T*>(a.w), Eigen::Index(a.k), Eigen::Index(a.n)),
         y_(static_cast<T*>(a.y), Eigen::Index(a.m), Eigen::Index(a.n)) {}
   void run() override {
@@ -97,9 +98,9 @@ constexpr const char* kIsa = "";  // x86-64's baseline, SSE2: no halfmap ISA of 
 
 Library eigen_library() {
   using h = Eigen::half;
-  const std::string detail = fmt::format("Eigen {}.{}.{}, {} (SIMD: {}); 1 thread: EIGEN_DONT_PARALLELIZE",
-                                         EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, kFlags,
-                                         Eigen::SimdInstructionSetsInUse());
+  const std::string detail =
+      fmt::format("Eigen {}.{}.{}, {} (SIMD: {}); 1 thread: EIGEN_DONT_PARALLELIZE", EIGEN_WORLD_VERSION,
+                  EIGEN_MAJOR_VERSION, EIGEN_MINOR_VERSION, kFlags, Eigen::SimdInstructionSetsInUse());
   return {"eigen",
           detail,
           {peer<Op::sum>("eigen_f32_sum__peer", Mode::f32, DType::f32, reduce<float, 0>, 1e-5),
@@ -108,8 +109,7 @@ Library eigen_library() {
            peer<Op::sumsq>("eigen_f16_sumsq__peer", Mode::f16, DType::f16, reduce<h, 1>, 5e-2),
            peer<Op::maxabs>("eigen_f32_maxabs__peer", Mode::f32, DType::f32, reduce<float, 2>, 0),
            peer<Op::maxabs>("eigen_f16_maxabs__peer", Mode::f16, DType::f16, reduce<h, 2>, 0),
-           timed_peer<prepare_product<float>>("eigen_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5,
-                                              {.isa = kIsa}),
+           timed_peer<prepare_product<float>>("eigen_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5, {.isa = kIsa}),
            timed_peer<prepare_product<h>>("eigen_f16_dense_fwd__peer", Mode::f16, DType::f16, 2e-2, {.isa = kIsa})},
           {},
           detail + "; timed: Y.noalias() = X * W, then Y.rowwise() += b"};

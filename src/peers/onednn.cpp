@@ -79,11 +79,16 @@ namespace {
 
 std::string_view runtime_name(unsigned r) {
   switch (r) {
-    case DNNL_RUNTIME_SEQ: return "sequential";
-    case DNNL_RUNTIME_OMP: return "OpenMP";
-    case DNNL_RUNTIME_TBB: return "TBB";
-    case DNNL_RUNTIME_THREADPOOL: return "threadpool";
-    default: return "other";
+    case DNNL_RUNTIME_SEQ:
+      return "sequential";
+    case DNNL_RUNTIME_OMP:
+      return "OpenMP";
+    case DNNL_RUNTIME_TBB:
+      return "TBB";
+    case DNNL_RUNTIME_THREADPOOL:
+      return "threadpool";
+    default:
+      return "other";
   }
 }
 
@@ -106,12 +111,17 @@ std::string dnnl_isa_name(dnnl_cpu_isa_t isa) {
 std::string isa_for(dnnl_cpu_isa_t isa, dt type) {
   switch (isa) {
     case dnnl_cpu_isa_avx2:
-    case dnnl_cpu_isa_avx2_vnni: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni:
+      return "avx2";
     case dnnl_cpu_isa_avx512_core:
-    case dnnl_cpu_isa_avx512_core_vnni: return "avx512";
-    case dnnl_cpu_isa_avx512_core_bf16: return type == dt::bf16 ? "avx512bf16" : "avx512";
-    case dnnl_cpu_isa_avx512_core_amx: return type == dt::f32 ? "avx512" : "amx";
-    default: return dnnl_isa_name(isa);
+    case dnnl_cpu_isa_avx512_core_vnni:
+      return "avx512";
+    case dnnl_cpu_isa_avx512_core_bf16:
+      return type == dt::bf16 ? "avx512bf16" : "avx512";
+    case dnnl_cpu_isa_avx512_core_amx:
+      return type == dt::f32 ? "avx512" : "amx";
+    default:
+      return dnnl_isa_name(isa);
   }
 }
 
@@ -153,14 +163,13 @@ Library onednn_library() {
        timed_peer<prepare_softmax<dt::f16>>("onednn_f16_softmax__peer", Mode::f16_f32acc, DType::f16, 2e-2,
                                             {.isa = isa_f16}, kTimedOnly),
        peer<Op::sum>("onednn_f32_sum__peer", Mode::f32, DType::f32, reduce<dt::f32, Reduce::sum>, 1e-5),
-       peer<Op::sum>("onednn_bf16_sum__peer", Mode::bf16_f32acc, DType::bf16, reduce<dt::bf16, Reduce::sum>,
-                   2e-2),
+       peer<Op::sum>("onednn_bf16_sum__peer", Mode::bf16_f32acc, DType::bf16, reduce<dt::bf16, Reduce::sum>, 2e-2),
        peer<Op::sumsq>("onednn_f32_sumsq__peer", Mode::f32, DType::f32, reduce<dt::f32, Reduce::sumsq>, 1e-5),
-       peer<Op::sumsq>("onednn_bf16_sumsq__peer", Mode::bf16_f32acc, DType::bf16,
-                   reduce<dt::bf16, Reduce::sumsq>, 2e-2),
+       peer<Op::sumsq>("onednn_bf16_sumsq__peer", Mode::bf16_f32acc, DType::bf16, reduce<dt::bf16, Reduce::sumsq>,
+                       2e-2),
        peer<Op::maxabs>("onednn_f32_maxabs__peer", Mode::f32, DType::f32, reduce<dt::f32, Reduce::maxabs>, 0),
-       peer<Op::maxabs>("onednn_bf16_maxabs__peer", Mode::bf16_f32acc, DType::bf16,
-                   reduce<dt::bf16, Reduce::maxabs>, 0),
+       peer<Op::maxabs>("onednn_bf16_maxabs__peer", Mode::bf16_f32acc, DType::bf16, reduce<dt::bf16, Reduce::maxabs>,
+                        0),
        timed_peer<prepare_layernorm<dt::f32>>("onednn_f32_layernorm__peer", Mode::f32, DType::f32, 1e-4,
                                               {.isa = isa_f32}),
        timed_peer<prepare_layernorm<dt::bf16>>("onednn_bf16_layernorm__peer", Mode::bf16_f32acc, DType::bf16, 5e-2,
@@ -168,13 +177,13 @@ Library onednn_library() {
        timed_peer<prepare_layernorm<dt::f16>>("onednn_f16_layernorm__peer", Mode::f16_f32acc, DType::f16, 5e-2,
                                               {.isa = isa_f16}, kTimedOnly),
        peer<Op::attention_prescale>("onednn_f32_attention_prescale__peer", Mode::f32, DType::f32,
-                      attention<dt::f32, true>, 1e-4),
+                                    attention<dt::f32, true>, 1e-4),
        peer<Op::attention_postscale>("onednn_f32_attention_postscale__peer", Mode::f32, DType::f32,
-                      attention<dt::f32, false>, 1e-4),
+                                     attention<dt::f32, false>, 1e-4),
        peer<Op::attention_prescale>("onednn_bf16_attention_prescale__peer", Mode::bf16_f32acc, DType::bf16,
-                      attention<dt::bf16, true>, 5e-2),
-       peer<Op::attention_postscale>("onednn_bf16_attention_postscale__peer", Mode::bf16_f32acc,
-                      DType::bf16, attention<dt::bf16, false>, 5e-2)},
+                                    attention<dt::bf16, true>, 5e-2),
+       peer<Op::attention_postscale>("onednn_bf16_attention_postscale__peer", Mode::bf16_f32acc, DType::bf16,
+                                     attention<dt::bf16, false>, 5e-2)},
       {{"onednn_rmsnorm__peer", "oneDNN 2.6's layer normalisation has no RMS variant (no rmsnorm peer)."}},
       fmt::format("oneDNN {}.{}.{} (git {}), CPU runtime {}; 1 thread: omp_set_num_threads(1) before every call "
                   "(omp_get_max_threads() = {}), dense_fwd_threads/: omp_set_num_threads(threads); max ISA {}; "
@@ -185,6 +194,5 @@ Library onednn_library() {
       cap ? dnnl_isa_name(isa) : std::string(),  // onednn_avx2, onednn_avx512_core_bf16
   };
 }
-
 
 }  // namespace halfmap::peers

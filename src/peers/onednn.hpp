@@ -45,17 +45,20 @@ PrimitiveDesc primitive_desc(const Desc& d, dt type, std::string_view what, cons
   } catch (const dnnl::error& e) {
     if (e.status != dnnl_unimplemented) throw Unsupported(fmt::format("oneDNN: {}", e.what()));
     const dnnl_version_t* v = dnnl_version();
-    throw Unsupported(fmt::format("unsupported: oneDNN {}.{} has no {} {} on this CPU", v->major, v->minor,
-                                  dtype_word(type), what));
+    throw Unsupported(
+        fmt::format("unsupported: oneDNN {}.{} has no {} {} on this CPU", v->major, v->minor, dtype_word(type), what));
   }
 }
 
 /// Element i of an array of `type`, widened exactly.
 inline float widen(dt type, const void* p, std::size_t i) {
   switch (type) {
-    case dt::bf16: return to_f32(static_cast<const bf16*>(p)[i]);
-    case dt::f16: return to_f32(static_cast<const f16*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
+    case dt::bf16:
+      return to_f32(static_cast<const bf16*>(p)[i]);
+    case dt::f16:
+      return to_f32(static_cast<const f16*>(p)[i]);
+    default:
+      return static_cast<const float*>(p)[i];
   }
 }
 

@@ -19,15 +19,15 @@ namespace {
 void run_matmul(dnnl::stream& stream, const dnnl::memory::desc& a_md, const void* a, const dnnl::memory::desc& b_md,
                 const void* b, const dnnl::memory::desc& c_md, void* c) {
   const dnnl::matmul prim(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine()));
-  prim.execute(stream, {{DNNL_ARG_SRC, wrap(a_md, a)}, {DNNL_ARG_WEIGHTS, wrap(b_md, b)},
+  prim.execute(stream, {{DNNL_ARG_SRC, wrap(a_md, a)},
+                        {DNNL_ARG_WEIGHTS, wrap(b_md, b)},
                         {DNNL_ARG_DST, dnnl::memory(c_md, engine(), c)}});
 }
 
 /// dst = alpha·src elementwise (eltwise_linear, beta 0), rounded to dst's type.
 void run_scale(dnnl::stream& stream, const dnnl::memory::desc& md, const void* src, void* dst, float alpha) {
   const dnnl::eltwise_forward prim(dnnl::eltwise_forward::primitive_desc(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_linear, md, alpha,
-                                  0.0f),
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_linear, md, alpha, 0.0f),
       engine()));
   prim.execute(stream, {{DNNL_ARG_SRC, wrap(md, src)}, {DNNL_ARG_DST, dnnl::memory(md, engine(), dst)}});
 }
@@ -71,8 +71,8 @@ void attention(const AttentionArgs& a) {
     }
   }
   const dnnl::softmax_v2_forward::primitive_desc sm_pd(
-      dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::softmax_accurate, ll_md,
-                                     ll_md, 1),
+      dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::softmax_accurate, ll_md, ll_md,
+                                     1),
       engine());
   dnnl::softmax_v2_forward(sm_pd).execute(
       stream, {{DNNL_ARG_SRC, wrap(ll_md, s.data())}, {DNNL_ARG_DST, dnnl::memory(ll_md, engine(), p.data())}});
@@ -85,10 +85,11 @@ void attention(const AttentionArgs& a) {
   run_matmul(stream, llt_md, p.data(), ld_md, a.dout, ld_md, a.dv);
   run_matmul(stream, ld_md, a.dout, ldt_md, a.v, ll_md, dp.data());
   stream.wait();
-  dnnl::softmax_v2_backward(dnnl::softmax_v2_backward::primitive_desc(
-                                dnnl::softmax_v2_backward::desc(dnnl::algorithm::softmax_accurate, ll_md, ll_md, ll_md, 1),
-                                engine(), sm_pd))
-      .execute(stream, {{DNNL_ARG_DST, wrap(ll_md, p.data())}, {DNNL_ARG_DIFF_DST, wrap(ll_md, dp.data())},
+  dnnl::softmax_v2_backward(
+      dnnl::softmax_v2_backward::primitive_desc(
+          dnnl::softmax_v2_backward::desc(dnnl::algorithm::softmax_accurate, ll_md, ll_md, ll_md, 1), engine(), sm_pd))
+      .execute(stream, {{DNNL_ARG_DST, wrap(ll_md, p.data())},
+                        {DNNL_ARG_DIFF_DST, wrap(ll_md, dp.data())},
                         {DNNL_ARG_DIFF_SRC, dnnl::memory(ll_md, engine(), ds.data())}});
   stream.wait();
   if constexpr (kPrescale) {  // dQ̃ = dS·K, dK = dSᵀ·Q̃, dQ = c·dQ̃

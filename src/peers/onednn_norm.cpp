@@ -19,19 +19,22 @@ template <dt type>
 class LayerNorm final : public Prepared {
  public:
   explicit LayerNorm(const NormArgs& a)
-      : a_(a), training_(a.y == nullptr || a.mean != nullptr || a.var != nullptr || a.dy != nullptr),
-        stream_(engine()), gamma_(widened(a.gamma, 1.0f)), beta_(widened(a.beta, 0.0f)) {
+      : a_(a),
+        training_(a.y == nullptr || a.mean != nullptr || a.var != nullptr || a.dy != nullptr),
+        stream_(engine()),
+        gamma_(widened(a.gamma, 1.0f)),
+        beta_(widened(a.beta, 0.0f)) {
     omp_set_num_threads(1);
     md_ = dnnl::memory::desc({dim(a.rows), dim(a.cols)}, type, tag::ab);
     const dnnl::memory::desc stat_md({dim(a.rows)}, dt::f32, tag::a), ss_md({dim(a.cols)}, dt::f32, tag::a);
     const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     using Fwd = dnnl::layer_normalization_forward;
-    fwd_pd_ = training_ ? primitive_desc<Fwd::primitive_desc>(
-                              Fwd::desc(dnnl::prop_kind::forward_training, md_, stat_md, a.eps, flags), type,
-                              "layer normalisation")
-                        : primitive_desc<Fwd::primitive_desc>(
-                              Fwd::desc(dnnl::prop_kind::forward_inference, md_, a.eps, flags), type,
-                              "layer normalisation");
+    fwd_pd_ =
+        training_
+            ? primitive_desc<Fwd::primitive_desc>(
+                  Fwd::desc(dnnl::prop_kind::forward_training, md_, stat_md, a.eps, flags), type, "layer normalisation")
+            : primitive_desc<Fwd::primitive_desc>(Fwd::desc(dnnl::prop_kind::forward_inference, md_, a.eps, flags),
+                                                  type, "layer normalisation");
     fwd_ = Fwd(fwd_pd_);
     if (a.y == nullptr) y_scratch_.resize(a.rows * a.cols);  // y when the caller asks for the backward only
     gamma_m_ = dnnl::memory(ss_md, engine(), gamma_.data());
@@ -50,9 +53,9 @@ class LayerNorm final : public Prepared {
     }
     if (a.dy == nullptr) return;
     using Bwd = dnnl::layer_normalization_backward;
-    bwd_ = Bwd(primitive_desc<Bwd::primitive_desc>(
-        Bwd::desc(dnnl::prop_kind::backward, md_, md_, stat_md, a.eps, flags), type, "layer normalisation backward",
-        fwd_pd_));
+    bwd_ =
+        Bwd(primitive_desc<Bwd::primitive_desc>(Bwd::desc(dnnl::prop_kind::backward, md_, md_, stat_md, a.eps, flags),
+                                                type, "layer normalisation backward", fwd_pd_));
     dgamma_.resize(a.cols);
     dbeta_.resize(a.cols);
     bwd_args_ = {{DNNL_ARG_SRC, wrap(md_, a.x)},

@@ -29,8 +29,8 @@ float reduce(const void* x, const void*, std::size_t n) {
   const dnnl::algorithm alg = which == Reduce::sum     ? dnnl::algorithm::reduction_sum
                               : which == Reduce::sumsq ? dnnl::algorithm::reduction_norm_lp_power_p_sum
                                                        : dnnl::algorithm::reduction_max;
-  const dnnl::reduction prim(dnnl::reduction::primitive_desc(dnnl::reduction::desc(alg, src, dst, 2.0f, 0.0f),
-                                                             engine()));
+  const dnnl::reduction prim(
+      dnnl::reduction::primitive_desc(dnnl::reduction::desc(alg, src, dst, 2.0f, 0.0f), engine()));
   std::uint32_t out = 0;
   prim.execute(stream, {{DNNL_ARG_SRC, in}, {DNNL_ARG_DST, dnnl::memory(dst, engine(), &out)}});
   stream.wait();

@@ -145,8 +145,8 @@ Library openblas_library() {
   while (!trimmed.empty() && trimmed.back() == ' ') trimmed.pop_back();
   constexpr bool kTimedOnly = false;
   // One name, two entries: the sweep's call and the timed one (see the top of this file).
-  Peer sweep = peer<Op::dense_fwd>("openblas_f32_dense_fwd__peer", Mode::f32, DType::f32, prepared_call<prepare_sgemm<false>>,
-                          1e-5);
+  Peer sweep = peer<Op::dense_fwd>("openblas_f32_dense_fwd__peer", Mode::f32, DType::f32,
+                                   prepared_call<prepare_sgemm<false>>, 1e-5);
   Peer timed = timed_peer<prepare_sgemm<true>>("openblas_f32_dense_fwd__peer", Mode::f32, DType::f32, 1e-5,
                                                {.isa = isa_for(core, false), .threaded = true}, kTimedOnly);
   return {

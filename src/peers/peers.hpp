@@ -75,10 +75,10 @@ struct Timing {
 };
 
 struct Peer {
-  Kernel kernel;          // <lib>_<dtype>_<op>__peer, isa peer, lanes 1, fma none: the library's order is its own
-  double tolerance;       // bound on check_error(kernel)
-  bool mapped = true;     // a path of the sweep; false: timed only (a call the sweep does not map: see <lib>.cpp)
-  Timing timing = {};     // timed by halfmap_bench where its op's preparation is set
+  Kernel kernel;       // <lib>_<dtype>_<op>__peer, isa peer, lanes 1, fma none: the library's order is its own
+  double tolerance;    // bound on check_error(kernel)
+  bool mapped = true;  // a path of the sweep; false: timed only (a call the sweep does not map: see <lib>.cpp)
+  Timing timing = {};  // timed by halfmap_bench where its op's preparation is set
   bool timed() const { return timing.dense != nullptr || timing.softmax != nullptr || timing.norm != nullptr; }
 };
 
@@ -125,7 +125,8 @@ Peer peer(std::string_view name, Mode mode, DType storage, KernelFn<kOp> fn, dou
   return {k, tol};
 }
 
-/// Each op halfmap_bench times, by the type of its preparation: the op, the Timing member it sets, and the preparation of a kernel's call (one thread).
+/// Each op halfmap_bench times, by the type of its preparation: the op, the Timing member it sets, and the preparation
+/// of a kernel's call (one thread).
 template <class Prepare>
 struct TimedOp;
 template <>
@@ -181,7 +182,7 @@ Library torch_library();
 ///     };
 struct Listed {
   std::string_view name;
-  Library (*make)() = nullptr;  // <lib>_library; null where the library is not built into this binary
+  Library (*make)() = nullptr;    // <lib>_library; null where the library is not built into this binary
   std::string_view missing = {};  // why not, one sentence
   Isa built_for = Isa::ref;       // compiled with the flags of this ISA's folder: called only on CPUs that have it
 };

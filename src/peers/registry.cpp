@@ -39,9 +39,9 @@ struct State {
       try {
         const double err = check_error(p.kernel);
         if (!(err <= p.tolerance)) {
-          libraries.push_back({p.kernel.name, false,
-                               keep(fmt::format("failed its check against float64: error {:.3g} above {:.3g}.", err,
-                                                p.tolerance))});
+          libraries.push_back(
+              {p.kernel.name, false,
+               keep(fmt::format("failed its check against float64: error {:.3g} above {:.3g}.", err, p.tolerance))});
           continue;
         }
       } catch (const Unsupported& e) {

@@ -54,8 +54,8 @@ Bytes of(const void* p, std::size_t count, DType t) { return {p, count * dtype_s
 std::string call(const std::string& line, std::initializer_list<Bytes> in, std::size_t elements, DType t) {
   std::string r = pool->call(line, std::span<const Bytes>(in.begin(), in.size()));
   if (r.size() != elements * dtype_size(t)) {
-    throw std::runtime_error(fmt::format("torch answered '{}' with {} bytes, not {}", line, r.size(),
-                                         elements * dtype_size(t)));
+    throw std::runtime_error(
+        fmt::format("torch answered '{}' with {} bytes, not {}", line, r.size(), elements * dtype_size(t)));
   }
   return r;
 }
@@ -139,12 +139,11 @@ void layernorm(const NormArgs& a) {
   for (std::size_t j = 0; j < zeros.size(); ++j) zeros.set(j, 0.0);
   const void* gamma = a.gamma != nullptr ? a.gamma : ones.data();
   const void* beta = a.beta != nullptr ? a.beta : zeros.data();
-  const std::string line = fmt::format("layernorm {} {} {} {} {}", dtype_name(T), a.rows, a.cols, grad ? 1 : 0,
-                                       scale_text(a.eps));
-  const std::string r =
-      grad ? call(line, {of(a.x, n, T), of(gamma, a.cols, T), of(beta, a.cols, T), of(a.dy, n, T)},
-                  2 * n + 2 * a.cols, T)
-           : call(line, {of(a.x, n, T), of(gamma, a.cols, T), of(beta, a.cols, T)}, n, T);
+  const std::string line =
+      fmt::format("layernorm {} {} {} {} {}", dtype_name(T), a.rows, a.cols, grad ? 1 : 0, scale_text(a.eps));
+  const std::string r = grad ? call(line, {of(a.x, n, T), of(gamma, a.cols, T), of(beta, a.cols, T), of(a.dy, n, T)},
+                                    2 * n + 2 * a.cols, T)
+                             : call(line, {of(a.x, n, T), of(gamma, a.cols, T), of(beta, a.cols, T)}, n, T);
   copy_out(r, 0, n, T, a.y);
   if (!grad) return;
   copy_out(r, n, n, T, a.dx);
@@ -199,22 +198,20 @@ std::vector<Candidate> attention_candidates(Mode mode, double tol) {
   static const std::string pre = fmt::format("torch_{}_attention_prescale__peer", dtype_name(T)),
                            post = fmt::format("torch_{}_attention_postscale__peer", dtype_name(T)),
                            key = fmt::format("{}_attention", dtype_name(T)), grad_key = key + "_grad";
-  return {{peer<Op::attention_prescale>(pre, mode, T, attention<T, true>, tol), key.c_str(),
-           grad_key.c_str()},
-          {peer<Op::attention_postscale>(post, mode, T, attention<T, false>, tol), key.c_str(),
-           grad_key.c_str()}};
+  return {{peer<Op::attention_prescale>(pre, mode, T, attention<T, true>, tol), key.c_str(), grad_key.c_str()},
+          {peer<Op::attention_postscale>(post, mode, T, attention<T, false>, tol), key.c_str(), grad_key.c_str()}};
 }
 
-const char* f16_names[8] = {"torch_f16_sum__peer",       "torch_f16_sumsq__peer", "torch_f16_dot__peer",
+const char* f16_names[8] = {"torch_f16_sum__peer",       "torch_f16_sumsq__peer",     "torch_f16_dot__peer",
                             "torch_f16_dense_fwd__peer", "torch_f16_dense_bwd__peer", "torch_f16_mse__peer",
                             "torch_f16_softmax__peer",   "torch_f16_xent__peer"};
-const char* f16_keys[10] = {"f16_sum", "f16_sumsq", "f16_dot", "f16_dense_fwd", "f16_dense_bwd",
-                            "f16_mse", "f16_mse_grad", "f16_softmax", "f16_xent", "f16_xent_grad"};
-const char* bf16_names[8] = {"torch_bf16_sum__peer",       "torch_bf16_sumsq__peer", "torch_bf16_dot__peer",
+const char* f16_keys[10] = {"f16_sum", "f16_sumsq",    "f16_dot",     "f16_dense_fwd", "f16_dense_bwd",
+                            "f16_mse", "f16_mse_grad", "f16_softmax", "f16_xent",      "f16_xent_grad"};
+const char* bf16_names[8] = {"torch_bf16_sum__peer",       "torch_bf16_sumsq__peer",     "torch_bf16_dot__peer",
                              "torch_bf16_dense_fwd__peer", "torch_bf16_dense_bwd__peer", "torch_bf16_mse__peer",
                              "torch_bf16_softmax__peer",   "torch_bf16_xent__peer"};
-const char* bf16_keys[10] = {"bf16_sum", "bf16_sumsq", "bf16_dot", "bf16_dense_fwd", "bf16_dense_bwd",
-                             "bf16_mse", "bf16_mse_grad", "bf16_softmax", "bf16_xent", "bf16_xent_grad"};
+const char* bf16_keys[10] = {"bf16_sum", "bf16_sumsq",    "bf16_dot",     "bf16_dense_fwd", "bf16_dense_bwd",
+                             "bf16_mse", "bf16_mse_grad", "bf16_softmax", "bf16_xent",      "bf16_xent_grad"};
 
 }  // namespace
 
@@ -233,30 +230,30 @@ Library torch_library() {
   const std::string version = hello.at("torch").get<std::string>();
   const nlohmann::json& ops = hello.at("ops");
   Library l{"torch",
-                fmt::format("PyTorch {} (Debian python3-torch {}), ATen CPU capability {}, mkldnn {}; "
-                            "torch.set_num_threads(1); tools/torch_peer.py run by {}, one server per concurrent "
-                            "caller, the stored inputs sent as bytes",
-                            version, HALFMAP_PEER_TORCH_VERSION, hello.at("cpu_capability").get<std::string>(),
-                            hello.at("mkldnn").get<bool>() ? "on" : "off", python),
-                {},
-                {}};
+            fmt::format("PyTorch {} (Debian python3-torch {}), ATen CPU capability {}, mkldnn {}; "
+                        "torch.set_num_threads(1); tools/torch_peer.py run by {}, one server per concurrent "
+                        "caller, the stored inputs sent as bytes",
+                        version, HALFMAP_PEER_TORCH_VERSION, hello.at("cpu_capability").get<std::string>(),
+                        hello.at("mkldnn").get<bool>() ? "on" : "off", python),
+            {},
+            {}};
   std::vector<Candidate> all = candidates<DType::f16>(f16_names, f16_keys, Mode::f16_f32acc, 2e-3, 2e-3);
   for (Candidate& c : candidates<DType::bf16>(bf16_names, bf16_keys, Mode::bf16_f32acc, 2e-2, 0.1)) all.push_back(c);
-  all.push_back({peer<Op::layernorm>("torch_f16_layernorm__peer", Mode::f16_f32acc, DType::f16,
-                           layernorm<DType::f16>, 5e-3),
-                 "f16_layernorm", "f16_layernorm_grad"});
-  all.push_back({peer<Op::layernorm>("torch_bf16_layernorm__peer", Mode::bf16_f32acc, DType::bf16,
-                           layernorm<DType::bf16>, 5e-2),
-                 "bf16_layernorm", "bf16_layernorm_grad"});
+  all.push_back(
+      {peer<Op::layernorm>("torch_f16_layernorm__peer", Mode::f16_f32acc, DType::f16, layernorm<DType::f16>, 5e-3),
+       "f16_layernorm", "f16_layernorm_grad"});
+  all.push_back(
+      {peer<Op::layernorm>("torch_bf16_layernorm__peer", Mode::bf16_f32acc, DType::bf16, layernorm<DType::bf16>, 5e-2),
+       "bf16_layernorm", "bf16_layernorm_grad"});
   for (Candidate& c : attention_candidates<DType::f16>(Mode::f16_f32acc, 5e-3)) all.push_back(c);
   for (Candidate& c : attention_candidates<DType::bf16>(Mode::bf16_f32acc, 5e-2)) all.push_back(c);
-  l.refused.push_back({"torch_rmsnorm__peer", fmt::format("PyTorch {} has no RMS normalisation (no rmsnorm peer).",
-                                                          version)});
+  l.refused.push_back(
+      {"torch_rmsnorm__peer", fmt::format("PyTorch {} has no RMS normalisation (no rmsnorm peer).", version)});
   for (Candidate& c : all) {
     const std::string status = ops.value(c.key, "refused: not probed");
     if (status != "ok") {
-      l.refused.push_back({std::string(c.peer.kernel.name), fmt::format("refused by PyTorch {}: {}.", version,
-                                                                         status.substr(status.find(' ') + 1))});
+      l.refused.push_back({std::string(c.peer.kernel.name),
+                           fmt::format("refused by PyTorch {}: {}.", version, status.substr(status.find(' ') + 1))});
       continue;
     }
     if (c.grad_key != nullptr) {

@@ -41,13 +41,20 @@ namespace {
 
 std::string_view status_name(xnn_status s) {
   switch (s) {
-    case xnn_status_success: return "xnn_status_success";
-    case xnn_status_uninitialized: return "xnn_status_uninitialized";
-    case xnn_status_invalid_parameter: return "xnn_status_invalid_parameter";
-    case xnn_status_invalid_state: return "xnn_status_invalid_state";
-    case xnn_status_unsupported_parameter: return "xnn_status_unsupported_parameter";
-    case xnn_status_unsupported_hardware: return "xnn_status_unsupported_hardware";
-    case xnn_status_out_of_memory: return "xnn_status_out_of_memory";
+    case xnn_status_success:
+      return "xnn_status_success";
+    case xnn_status_uninitialized:
+      return "xnn_status_uninitialized";
+    case xnn_status_invalid_parameter:
+      return "xnn_status_invalid_parameter";
+    case xnn_status_invalid_state:
+      return "xnn_status_invalid_state";
+    case xnn_status_unsupported_parameter:
+      return "xnn_status_unsupported_parameter";
+    case xnn_status_unsupported_hardware:
+      return "xnn_status_unsupported_hardware";
+    case xnn_status_out_of_memory:
+      return "xnn_status_out_of_memory";
   }
   return "unknown xnn_status";
 }
@@ -86,13 +93,13 @@ class FullyConnected final : public Prepared {
     const float hi = std::numeric_limits<float>::infinity();
     xnn_operator_t op = nullptr;
     if constexpr (std::is_same_v<T, float>) {
-      check(xnn_create_fully_connected_nc_f32(a.k, a.n, a.k, a.n, wt.data(), static_cast<const float*>(a.b), lo, hi,
-                                              0, &op),
+      check(xnn_create_fully_connected_nc_f32(a.k, a.n, a.k, a.n, wt.data(), static_cast<const float*>(a.b), lo, hi, 0,
+                                              &op),
             "xnn_create_fully_connected_nc_f32");
       op_.reset(op);
-      check(xnn_setup_fully_connected_nc_f32(op, a.m, static_cast<const float*>(a.x), static_cast<float*>(a.y),
-                                             nullptr),
-            "xnn_setup_fully_connected_nc_f32");
+      check(
+          xnn_setup_fully_connected_nc_f32(op, a.m, static_cast<const float*>(a.x), static_cast<float*>(a.y), nullptr),
+          "xnn_setup_fully_connected_nc_f32");
     } else {
       check(xnn_create_fully_connected_nc_f16(a.k, a.n, a.k, a.n, wt.data(), a.b, lo, hi, 0, &op),
             "xnn_create_fully_connected_nc_f16");

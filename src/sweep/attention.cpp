@@ -18,8 +18,11 @@ namespace {
 class Attention final : public Family {
  public:
   explicit Attention(const Setup& s)
-      : k_(s.e.fwd), L_(s.o.sizes.attn_len), d_(s.e.head_dim),
-        causal_(s.o.attn_causal), c_(1.0 / std::sqrt(double(d_))) {
+      : k_(s.e.fwd),
+        L_(s.o.sizes.attn_len),
+        d_(s.e.head_dim),
+        causal_(s.o.attn_causal),
+        c_(1.0 / std::sqrt(double(d_))) {
     const DType t = s.storage();
     const std::size_t ld = L_ * d_;
     s.add_input(*this, "q", 0, ld, true);
@@ -41,8 +44,8 @@ class Attention final : public Family {
 
   void forward() override {
     k_.attention(AttentionArgs{L_, d_, causal_, inputs[0].tensor.data(), inputs[1].tensor.data(),
-                               inputs[2].tensor.data(), out.data(), scores_.data(), nullptr, nullptr, nullptr,
-                               nullptr, 1});
+                               inputs[2].tensor.data(), out.data(), scores_.data(), nullptr, nullptr, nullptr, nullptr,
+                               1});
     out.reload();
     scores_.reload();
     const double *q = in(0), *k = in(1), *v = in(2);

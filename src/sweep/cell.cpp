@@ -45,9 +45,12 @@ double OutAcc::rel_err(double u) const {
 
 double unit_roundoff(DType t) {
   switch (t) {
-    case DType::f16: return 0x1p-11;
-    case DType::bf16: return 0x1p-8;
-    case DType::f32: return 0x1p-24;
+    case DType::f16:
+      return 0x1p-11;
+    case DType::bf16:
+      return 0x1p-8;
+    case DType::f32:
+      return 0x1p-24;
   }
   return 0x1p-24;
 }
@@ -132,9 +135,15 @@ void Runner::store_inputs(Cell& c) {
     if (!in.scaled && plant == kNone && st.valid) continue;
     st = InputStats{};
     switch (t.type()) {
-      case DType::f32: store_loop<DType::f32>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st); break;
-      case DType::f16: store_loop<DType::f16>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st); break;
-      case DType::bf16: store_loop<DType::bf16>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st); break;
+      case DType::f32:
+        store_loop<DType::f32>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st);
+        break;
+      case DType::f16:
+        store_loop<DType::f16>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st);
+        break;
+      case DType::bf16:
+        store_loop<DType::bf16>(in.base.data(), c.s, in.scaled, t.size(), plant, t.data(), t.val.data(), st);
+        break;
     }
     st.valid = true;
   }

@@ -44,7 +44,7 @@ class Runner {
   const Experiment& e_;
   std::unique_ptr<Family> f_;
   bool unit_ready_ = false;
-  std::vector<InputStats> stats_;  // per input, from the last store (an unscaled input's are kept)
+  std::vector<InputStats> stats_;    // per input, from the last store (an unscaled input's are kept)
   std::optional<double> given_max_;  // the family's given_max_at_unit_scale(), computed on first use
   Cell fwd_cell_;
 };

@@ -50,9 +50,10 @@ std::string load_source(const std::string& d, Source& s) {
   // older file's numbers cannot be set beside them.
   const json format = s.thresholds.value("format", json());
   if (format != kThresholdsFormat) {
-    return fmt::format("{}/thresholds.json is in format {}, not {}: it was written by an older halfmap; rerun the "
-                       "sweep there to compare it.", d, format.is_string() ? format.get<std::string>() : "(none)",
-                       kThresholdsFormat);
+    return fmt::format(
+        "{}/thresholds.json is in format {}, not {}: it was written by an older halfmap; rerun the "
+        "sweep there to compare it.",
+        d, format.is_string() ? format.get<std::string>() : "(none)", kThresholdsFormat);
   }
   std::string base = d;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
@@ -85,18 +86,20 @@ std::string preamble(const std::vector<Source>& src) {
   md += same_settings ? "\nAll folders were swept with the same settings (seed, sizes, grids, share).\n"
                       : "\n**The folders were swept with different settings: thresholds may differ for that reason "
                         "alone.**\n";
-  md += "\nPaths that should agree are those of the same op, mode and distribution (on any ISA or machine). A row "
-        "agrees (✓) when each threshold (onset and saturation) lies within 2^-9 in log2 of the group's first row, or "
-        "beyond the same grid "
-        "limit; `≠ what` marks the thresholds that differ. fp16-accumulating paths (`f16`) differ in FMA kind "
-        "(per-op F16C rounds the f32 FMA; native fp16 fuses) and in accumulation order (lanes), so marks there "
-        "can be real differences of the hardware rather than errors; `f16_model` is the fused reference. Peer "
-        "libraries' paths (`peer <library> <dtype>`, src/peers/) sit in the group of the mode they are compared "
-        "with, beside halfmap's paths: a mark there is how the library differs (peers.md says why). After each mark, in "
-        "parentheses, the cause: the fields of the two kernels' specs (thresholds.json's `spec`: accumulator, lanes, "
-        "order of accumulation, fp16 FMA kind, rounding recipe; docs/kernel-spec.md) that differ "
-        "from the group's first row, or `same spec: unexplained` where none does (a folder written before thresholds.json "
-        "carried specs takes each kernel's from another folder's kernel of the same name).\n";
+  md +=
+      "\nPaths that should agree are those of the same op, mode and distribution (on any ISA or machine). A row "
+      "agrees (✓) when each threshold (onset and saturation) lies within 2^-9 in log2 of the group's first row, or "
+      "beyond the same grid "
+      "limit; `≠ what` marks the thresholds that differ. fp16-accumulating paths (`f16`) differ in FMA kind "
+      "(per-op F16C rounds the f32 FMA; native fp16 fuses) and in accumulation order (lanes), so marks there "
+      "can be real differences of the hardware rather than errors; `f16_model` is the fused reference. Peer "
+      "libraries' paths (`peer <library> <dtype>`, src/peers/) sit in the group of the mode they are compared "
+      "with, beside halfmap's paths: a mark there is how the library differs (peers.md says why). After each mark, in "
+      "parentheses, the cause: the fields of the two kernels' specs (thresholds.json's `spec`: accumulator, lanes, "
+      "order of accumulation, fp16 FMA kind, rounding recipe; docs/kernel-spec.md) that differ "
+      "from the group's first row, or `same spec: unexplained` where none does (a folder written before "
+      "thresholds.json "
+      "carried specs takes each kernel's from another folder's kernel of the same name).\n";
   return md;
 }
 
@@ -158,8 +161,8 @@ std::string path_label(const json& r) {
 }
 
 /// The rows of one (op, mode, dist) group, machine by machine; returns whether any row disagrees.
-bool group_rows(const std::vector<Source>& src, const std::string& op, const std::string& mode,
-                const std::string& dist, std::string& body) {
+bool group_rows(const std::vector<Source>& src, const std::string& op, const std::string& mode, const std::string& dist,
+                std::string& body) {
   auto member = [&](const json& r) { return r["op"] == op && r["mode"] == mode && r["dist"] == dist; };
   std::size_t members = 0;
   for (const Source& s : src) {

@@ -34,8 +34,7 @@ class Dense final : public Family {
   }
 
   void forward() override {
-    DenseArgs a{m_, n_, k_, inputs[0].tensor.data(), inputs[1].tensor.data(), bias_.data(), out.data(),
-                Act::identity};
+    DenseArgs a{m_, n_, k_, inputs[0].tensor.data(), inputs[1].tensor.data(), bias_.data(), out.data(), Act::identity};
     e_.fwd.dense(a);
     out.reload();
     const double* x = in(0);
@@ -116,8 +115,15 @@ class Dense final : public Family {
   void gradient(double S) override {
     const double mn = double(m_) * double(n_);
     for (std::size_t i = 0; i < m_ * n_; ++i) dy_.val[i] = dy_.set(i, S * g_[i] / mn);
-    DenseBwdArgs a{m_,         n_,          k_,          inputs[0].tensor.data(), inputs[1].tensor.data(),
-                   dy_.data(), grads[0].data(), grads[1].data(), grads[2].data()};
+    DenseBwdArgs a{m_,
+                   n_,
+                   k_,
+                   inputs[0].tensor.data(),
+                   inputs[1].tensor.data(),
+                   dy_.data(),
+                   grads[0].data(),
+                   grads[1].data(),
+                   grads[2].data()};
     e_.bwd->dense_bwd(a);
   }
 

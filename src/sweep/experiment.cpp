@@ -9,15 +9,18 @@
 
 namespace halfmap::sweep {
 
-std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role,
-                                std::size_t count) {
+std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role, std::size_t count) {
   det::Xoshiro256ss rng(seed, det::name_key(stream), det::name_key(dist_name(d)), role);
   det::Normal normal;
   std::vector<double> v(count);
   for (double& x : v) {
     switch (d) {
-      case Dist::uniform: x = rng.symmetric(); break;
-      case Dist::normal: x = normal(rng); break;
+      case Dist::uniform:
+        x = rng.symmetric();
+        break;
+      case Dist::normal:
+        x = normal(rng);
+        break;
       case Dist::lognormal: {
         const double z = normal(rng);
         const bool negative = (rng.next() >> 63) != 0;
@@ -72,14 +75,30 @@ std::unique_ptr<Family> make_family(const Options& o, const Experiment& e, Dist 
   const Setup s{o, e, d, family_of(e.fwd.op)};
   std::unique_ptr<Family> f;
   switch (s.kind) {
-    case FamilyKind::reduce: f = make_reduce(s); break;
-    case FamilyKind::dense: f = make_dense(s); break;
-    case FamilyKind::mse: f = make_mse(s); break;
-    case FamilyKind::softmax: f = make_softmax(s); break;
-    case FamilyKind::xent: f = make_xent(s); break;
-    case FamilyKind::norm: f = make_norm(s); break;
-    case FamilyKind::gelu: f = make_gelu(s); break;
-    case FamilyKind::attention: f = make_attention(s); break;
+    case FamilyKind::reduce:
+      f = make_reduce(s);
+      break;
+    case FamilyKind::dense:
+      f = make_dense(s);
+      break;
+    case FamilyKind::mse:
+      f = make_mse(s);
+      break;
+    case FamilyKind::softmax:
+      f = make_softmax(s);
+      break;
+    case FamilyKind::xent:
+      f = make_xent(s);
+      break;
+    case FamilyKind::norm:
+      f = make_norm(s);
+      break;
+    case FamilyKind::gelu:
+      f = make_gelu(s);
+      break;
+    case FamilyKind::attention:
+      f = make_attention(s);
+      break;
   }
   if (f->oracle.empty()) f->oracle.resize(f->out.size());
   for (const Tensor& g : f->grads) f->unit.emplace_back(g.size());

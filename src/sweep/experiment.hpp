@@ -58,8 +58,7 @@ constexpr FamilyKind family_of(Op op) { return op_info(op).sweep; }
 constexpr std::string_view family_name(FamilyKind f) { return sweep_family_name(f); }
 /// `count` draws of distribution d from the stream (seed, stream, d, role): the families' base draws use their
 /// family's name as the stream.
-std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role,
-                                std::size_t count);
+std::vector<double> stream_draw(std::uint64_t seed, std::string_view stream, Dist d, unsigned role, std::size_t count);
 
 /// One experiment family. The Runner fills `inputs` (their tensors and `val`) before forward(); everything else
 /// is the family's to fill.

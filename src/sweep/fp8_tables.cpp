@@ -128,12 +128,11 @@ json fp8_json(const json& settings) {
       for (int k = 1; k <= kMaxK; ++k) {
         const float p = std::ldexp(1.0f, k);
         std::vector<float> spiked(x);
-        for (float& v : spiked) v *= p;                           // exact
-        clipped.push_back(shares(spiked, s0, t).clipped);         // the spike cast with the steady scale
+        for (float& v : spiked) v *= p;                                   // exact
+        clipped.push_back(shares(spiked, s0, t).clipped);                 // the spike cast with the steady scale
         flushed.push_back(shares(x, fp8_scale(amax * p, f), t).flushed);  // x cast with the spike's scale
       }
-      for (std::size_t h : kHistoryLens)
-        steps[std::to_string(h)] = steps_off_after_spike(amax, amax * 2.0f, f, h);
+      for (std::size_t h : kHistoryLens) steps[std::to_string(h)] = steps_off_after_spike(amax, amax * 2.0f, f, h);
       tensors.push_back({{"dist", dist_name(*d)},
                          {"format", fp8_name(f)},
                          {"role", f == Fp8::e4m3 ? "forward (HYBRID)" : "gradients (HYBRID)"},
@@ -150,12 +149,14 @@ json fp8_json(const json& settings) {
                          {"steps_with_the_spike_scale", steps}});
     }
   }
-  out["delayed_scaling"] = {{"recipe", "Transformer Engine DelayedScaling: s = (fp8_max / max(amax history)) / 2^margin, "
-                                       "margin 0, the cast before its amax is recorded"},
-                            {"n", n},
-                            {"k", {{"min", 1}, {"max", kMaxK}, {"step", 1}}},
-                            {"history_lens", json(std::vector<std::size_t>(std::begin(kHistoryLens), std::end(kHistoryLens)))},
-                            {"tensors", tensors}};
+  out["delayed_scaling"] = {
+      {"recipe",
+       "Transformer Engine DelayedScaling: s = (fp8_max / max(amax history)) / 2^margin, "
+       "margin 0, the cast before its amax is recorded"},
+      {"n", n},
+      {"k", {{"min", 1}, {"max", kMaxK}, {"step", 1}}},
+      {"history_lens", json(std::vector<std::size_t>(std::begin(kHistoryLens), std::end(kHistoryLens)))},
+      {"tensors", tensors}};
   return out;
 }
 
@@ -177,9 +178,10 @@ std::string pct(double share) { return share == 0 ? "0" : fmt::format("{:.3g} %"
 
 std::string fp8_markdown(const json& fp8) {
   std::string md = "\n## fp8 and MX formats, and delayed scaling\n\n";
-  md += "Computed from the models (include/halfmap/fp8.hpp, mx.hpp, fp8_scaling.hpp; src/sweep/fp8_tables.cpp), "
-        "not from a kernel: the same on every machine. The formats' ranges beside fp16's and bf16's (binades: "
-        "log2 of the largest finite over the smallest normal, and over the smallest subnormal):\n\n";
+  md +=
+      "Computed from the models (include/halfmap/fp8.hpp, mx.hpp, fp8_scaling.hpp; src/sweep/fp8_tables.cpp), "
+      "not from a kernel: the same on every machine. The formats' ranges beside fp16's and bf16's (binades: "
+      "log2 of the largest finite over the smallest normal, and over the smallest subnormal):\n\n";
   md += "| format | | largest finite | smallest normal | smallest subnormal | normal binades | binades |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- |\n";
   for (const json& f : fp8["formats"]) {
@@ -199,8 +201,9 @@ std::string fp8_markdown(const json& fp8) {
       "That lasts as many steps as the DelayedScaler, run over the steps, casts with the spike's scale: {}; a "
       "sustained jump clips at one step only, and a sustained drop by 2^-k flushes like the spike, for as long.\n\n",
       ds["recipe"].get<std::string>(), kMaxK, ds["n"].dump(), steps_text(ds));
-  md += "| dist | format | role | amax | clipped at spike, k = 1 | k = 2 | k = 4 | k = 8 | flushed before | "
-        "flushed after, k = 8 | k = 16 | flush onset k | 1 % from k | 50 % from k |\n";
+  md +=
+      "| dist | format | role | amax | clipped at spike, k = 1 | k = 2 | k = 4 | k = 8 | flushed before | "
+      "flushed after, k = 8 | k = 16 | flush onset k | 1 % from k | 50 % from k |\n";
   md += "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   for (const json& t : ds["tensors"]) {
     const auto& c = t["clipped_at_spike"];
@@ -209,9 +212,8 @@ std::string fp8_markdown(const json& fp8) {
                       t["dist"].get<std::string>(), t["format"].get<std::string>(), t["role"].get<std::string>(),
                       t["amax"].get<double>(), pct(c[0].get<double>()), pct(c[1].get<double>()),
                       pct(c[3].get<double>()), pct(c[7].get<double>()), pct(t["flushed_steady"].get<double>()),
-                      pct(f[7].get<double>()),
-                      pct(f[15].get<double>()), kcell(t["flush_onset_k"]), kcell(t["flush_1pct_k"]),
-                      kcell(t["flush_half_k"]));
+                      pct(f[7].get<double>()), pct(f[15].get<double>()), kcell(t["flush_onset_k"]),
+                      kcell(t["flush_1pct_k"]), kcell(t["flush_half_k"]));
   }
   return md;
 }

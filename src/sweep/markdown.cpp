@@ -51,16 +51,16 @@ void preamble(Lines& line, const json& st) {
   line("# halfmap sweep: thresholds");
   line("");
   line(fmt::format("Seed {}, distributions {}, sizes: n = {}, dense M×K×N = {}×{}×{}, softmax {}×{}, xent {}×{}.",
-                   st["seed"].dump(), st["dists"].dump(), st["sizes"]["n"].dump(),
-                   st["sizes"]["dense_mkn"][0].dump(), st["sizes"]["dense_mkn"][1].dump(),
-                   st["sizes"]["dense_mkn"][2].dump(), st["sizes"]["softmax_rows_cols"][0].dump(),
-                   st["sizes"]["softmax_rows_cols"][1].dump(), st["sizes"]["xent_rows_cols"][0].dump(),
-                   st["sizes"]["xent_rows_cols"][1].dump()));
+                   st["seed"].dump(), st["dists"].dump(), st["sizes"]["n"].dump(), st["sizes"]["dense_mkn"][0].dump(),
+                   st["sizes"]["dense_mkn"][1].dump(), st["sizes"]["dense_mkn"][2].dump(),
+                   st["sizes"]["softmax_rows_cols"][0].dump(), st["sizes"]["softmax_rows_cols"][1].dump(),
+                   st["sizes"]["xent_rows_cols"][0].dump(), st["sizes"]["xent_rows_cols"][1].dump()));
   if (st["sizes"].contains("norm_rows_cols") && st.contains("eps")) {
-    line(fmt::format("layernorm and rmsnorm: rows × cols = {}×{}, ε = {:g} (layernorm) and {:g} (rmsnorm); γ = 1 + "
-                     "0.1 z and β = 0.1 z' unscaled, x scaled by s.",
-                     st["sizes"]["norm_rows_cols"][0].dump(), st["sizes"]["norm_rows_cols"][1].dump(),
-                     st["eps"]["layernorm"].get<double>(), st["eps"]["rmsnorm"].get<double>()));
+    line(
+        fmt::format("layernorm and rmsnorm: rows × cols = {}×{}, ε = {:g} (layernorm) and {:g} (rmsnorm); γ = 1 + "
+                    "0.1 z and β = 0.1 z' unscaled, x scaled by s.",
+                    st["sizes"]["norm_rows_cols"][0].dump(), st["sizes"]["norm_rows_cols"][1].dump(),
+                    st["eps"]["layernorm"].get<double>(), st["eps"]["rmsnorm"].get<double>()));
   }
   auto g = [&st](const char* grid, const char* key) { return num(st[grid][key].get<double>()); };
   std::string wide;
@@ -70,13 +70,13 @@ void preamble(Lines& line, const json& st) {
                        st["wide_s_grid"]["applies_to"].get<std::string>());
   }
   const json& lat = st["threshold_lattice_log2"];
-  line(fmt::format("Input scale s from 2^{} to 2^{} in steps of 2^{}{}; loss scale S from 2^{} to 2^{} in steps of "
-                   "2^{}; underflow share {}. Thresholds are points of the lattice log2 s = k·2^{} (windows: log2 S = "
-                   "k·2^{}), whatever the grid.",
-                   g("s_grid", "min_log2"), g("s_grid", "max_log2"), g("s_grid", "step_log2"), wide,
-                   g("S_grid", "min_log2"), g("S_grid", "max_log2"), g("S_grid", "step_log2"),
-                   num(st["underflow_share"].get<double>()), num(std::log2(lat["s"]["resolution"].get<double>())),
-                   num(std::log2(lat["S"]["resolution"].get<double>()))));
+  line(fmt::format(
+      "Input scale s from 2^{} to 2^{} in steps of 2^{}{}; loss scale S from 2^{} to 2^{} in steps of "
+      "2^{}; underflow share {}. Thresholds are points of the lattice log2 s = k·2^{} (windows: log2 S = "
+      "k·2^{}), whatever the grid.",
+      g("s_grid", "min_log2"), g("s_grid", "max_log2"), g("s_grid", "step_log2"), wide, g("S_grid", "min_log2"),
+      g("S_grid", "max_log2"), g("S_grid", "step_log2"), num(st["underflow_share"].get<double>()),
+      num(std::log2(lat["s"]["resolution"].get<double>())), num(std::log2(lat["S"]["resolution"].get<double>()))));
   line("");
   line(fmt::format(
       "A value is printed as 2^log2 (scale). `≤ 2^a`, `< 2^a`, `≥ 2^b`, `> 2^b`: the threshold lies beyond the "
@@ -84,10 +84,12 @@ void preamble(Lines& line, const json& st) {
       "onset is the smallest s at which it happens, the saturation the s from which it happens at every s up to "
       "the grid's end. Underflow (s_underflow: the forward is lost to underflow, or has vanished: every term of every "
       "output lost a factor to flushing when stored, or its exact value rounds to zero in the output type; surviving "
-      "inputs that cancel are not an underflow): the onset is the largest s at which it happens, the saturation the s up to which it happens at every s from the grid's start (`< 2^a`: never "
+      "inputs that cancel are not an underflow): the onset is the largest s at which it happens, the saturation the s "
+      "up to which it happens at every s from the grid's start (`< 2^a`: never "
       "from the start), every lattice point from the last vanished one evaluated. Between saturation and onset lies "
       "the band where it comes and goes. A sum's onset is where its last input flushes: a sum of stored inputs is "
-      "exact while any survive, so only storage loses it (docs/thresholds.md, \"What a sum's underflow onset is\"). Storage: the same for "
+      "exact while any survive, so only storage loses it (docs/thresholds.md, \"What a sum's underflow onset is\"). "
+      "Storage: the same for "
       "the inputs themselves when stored, which switch once (onset = saturation). Loss-scale window [S_min, S_max] "
       "at input scale s: the largest interval of S with every gradient finite and no more than the underflow share "
       "of them flushed to zero; good S outside it are listed with the bad stretches between. Keras starts at 2^{}, "
@@ -101,8 +103,9 @@ bool op_table(Lines& line, const json& results, const std::string& op) {
   line("");
   line(fmt::format("## {}", op));
   line("");
-  line("| kernel | mode | isa | dist | s_underflow saturation | s_underflow onset | s_overflow onset | "
-       "s_overflow saturation | storage underflow | storage overflow |");
+  line(
+      "| kernel | mode | isa | dist | s_underflow saturation | s_underflow onset | s_overflow onset | "
+      "s_overflow saturation | storage underflow | storage overflow |");
   line("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   bool grad = false;
   auto t = [](const json& b, const char* which) { return b[which]["text"].get<std::string>(); };
@@ -156,17 +159,20 @@ void kernels_section(Lines& line, const json& results) {
       const std::string name = r[key].get<std::string>();
       if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
       seen.push_back(name);
-      if (const Kernel* k = find_kernel(name)) ks.push_back(k);
-      else missing.push_back(name);
+      if (const Kernel* k = find_kernel(name))
+        ks.push_back(k);
+      else
+        missing.push_back(name);
     }
   }
   line("");
   line("## Kernels: how to recompute these numbers");
   line("");
-  line("From halfmap's kernel registry (`halfmap info --kernel-spec` lists every kernel of a build): the storage "
-       "and accumulator types, the fp16 lanes and the order they are folded in, the kind of fp16 FMA, and the "
-       "recipe, every step at which an intermediate is rounded. The f16 family (modes f16 and f16_model) is bit "
-       "for bit the f16 model (src/models/) run with the kernel's lanes and FMA.");
+  line(
+      "From halfmap's kernel registry (`halfmap info --kernel-spec` lists every kernel of a build): the storage "
+      "and accumulator types, the fp16 lanes and the order they are folded in, the kind of fp16 FMA, and the "
+      "recipe, every step at which an intermediate is rounded. The f16 family (modes f16 and f16_model) is bit "
+      "for bit the f16 model (src/models/) run with the kernel's lanes and FMA.");
   line("");
   line.md += kernel_spec_table(ks);
   line("");
@@ -181,8 +187,8 @@ void kernels_section(Lines& line, const json& results) {
 
 /// A found onset's log2 of the first item of op's results with `dist` whose field `key` ("mode" or "kernel") is
 /// `value`, or nothing.
-std::optional<double> onset_log2(const json& results, const std::string& op, const char* key,
-                                 const std::string& value, const std::string& dist, const char* boundary) {
+std::optional<double> onset_log2(const json& results, const std::string& op, const char* key, const std::string& value,
+                                 const std::string& dist, const char* boundary) {
   for (const json& q : results) {
     if (q["op"] != op || q[key] != value || q["dist"] != dist) continue;
     const json& b = q[boundary]["onset"];
@@ -214,8 +220,10 @@ void binades_table(Lines& line, const json& results, const std::string& op) {
   }
   if (rows.empty()) return;
   line("");
-  line(fmt::format("Binades beyond fp16 storage for {} (onset of the first path of the mode minus that of the first "
-                   "f16_f32acc path; — where either lies beyond its grid):", op));
+  line(
+      fmt::format("Binades beyond fp16 storage for {} (onset of the first path of the mode minus that of the first "
+                  "f16_f32acc path; — where either lies beyond its grid):",
+                  op));
   line("");
   line("| dist | mode | s_overflow | s_underflow | storage overflow | storage underflow |");
   line("| --- | --- | --- | --- | --- | --- |");
@@ -252,14 +260,16 @@ void fp16_arith_table(Lines& line, const json& results, const std::string& op) {
   }
   if (rows.empty()) return;
   line("");
-  line(fmt::format("fp16 arithmetic against f32 arithmetic on fp16 storage for {}: the forward's onsets of the "
-                   "f16 kernel and of the f16_f32acc kernel of the same path, and the binades the f32 statistics "
-                   "and accumulators buy (overflow: f32 onset minus f16 onset; underflow: f16 onset minus f32 "
-                   "onset; — where either lies beyond its grid):",
-                   op));
+  line(
+      fmt::format("fp16 arithmetic against f32 arithmetic on fp16 storage for {}: the forward's onsets of the "
+                  "f16 kernel and of the f16_f32acc kernel of the same path, and the binades the f32 statistics "
+                  "and accumulators buy (overflow: f32 onset minus f16 onset; underflow: f16 onset minus f32 "
+                  "onset; — where either lies beyond its grid):",
+                  op));
   line("");
-  line("| dist | isa | f16 kernel | f16 overflow | f16_f32acc overflow | binades bought | f16 underflow | "
-       "f16_f32acc underflow | binades bought |");
+  line(
+      "| dist | isa | f16 kernel | f16 overflow | f16_f32acc overflow | binades bought | f16 underflow | "
+      "f16_f32acc underflow | binades bought |");
   line("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
   line.md += rows;
 }

@@ -17,7 +17,10 @@ namespace {
 class Norm final : public Family {
  public:
   explicit Norm(const Setup& s)
-      : k_(s.e.fwd), rms_(s.e.fwd.op == Op::rmsnorm), rows_(s.o.sizes.norm_rows), cols_(s.o.sizes.norm_cols),
+      : k_(s.e.fwd),
+        rms_(s.e.fwd.op == Op::rmsnorm),
+        rows_(s.o.sizes.norm_rows),
+        cols_(s.o.sizes.norm_cols),
         eps_(rms_ ? s.o.rmsnorm_eps : s.o.layernorm_eps) {
     const DType t = s.storage();
     s.add_input(*this, "x", 0, rows_ * cols_, true);
@@ -47,8 +50,19 @@ class Norm final : public Family {
   }
 
   void forward() override {
-    NormArgs a{rows_, cols_, inputs[0].tensor.data(), inputs[1].tensor.data(), beta_data(), eps_, out.data(),
-               mean_.data(), var_.data(), nullptr, nullptr, nullptr, nullptr};
+    NormArgs a{rows_,
+               cols_,
+               inputs[0].tensor.data(),
+               inputs[1].tensor.data(),
+               beta_data(),
+               eps_,
+               out.data(),
+               mean_.data(),
+               var_.data(),
+               nullptr,
+               nullptr,
+               nullptr,
+               nullptr};
     k_.norm(a);
     out.reload();
     const double* x = in(0);
@@ -114,9 +128,19 @@ class Norm final : public Family {
   void gradient(double S) override {
     const double rc = double(rows_) * double(cols_);
     for (std::size_t i = 0; i < rows_ * cols_; ++i) dy_.val[i] = dy_.set(i, S * g_[i] / rc);
-    NormArgs a{rows_,      cols_,           inputs[0].tensor.data(), inputs[1].tensor.data(), beta_data(), eps_,
-               nullptr,    nullptr,         nullptr,                 dy_.data(),              grads[0].data(),
-               grads[1].data(), rms_ ? nullptr : grads[2].data()};
+    NormArgs a{rows_,
+               cols_,
+               inputs[0].tensor.data(),
+               inputs[1].tensor.data(),
+               beta_data(),
+               eps_,
+               nullptr,
+               nullptr,
+               nullptr,
+               dy_.data(),
+               grads[0].data(),
+               grads[1].data(),
+               rms_ ? nullptr : grads[2].data()};
     k_.norm(a);
   }
 

@@ -43,7 +43,7 @@ struct Fwd {
 /// One kernel of the results: what the document says of it, its forward cells and its thresholds' texts.
 struct Seen {
   std::string op, mode, isa, storage;
-  std::map<std::string, std::vector<std::pair<std::string_view, Fwd>>> fwd;     // per dist: (log2 s, forward)
+  std::map<std::string, std::vector<std::pair<std::string_view, Fwd>>> fwd;    // per dist: (log2 s, forward)
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> th;  // per dist: (threshold, text)
   bool peer() const { return isa == "peer"; }
 };
@@ -204,7 +204,8 @@ std::optional<std::string> peers_markdown(const std::string& csv, const json& do
          "are the same (the four boundaries' onsets and saturations, and the loss-scale window at s = 1 where both "
          "have one); then the other peers with identical forward cells. *differs at*: each distribution and "
          "threshold where the peer differs from halfmap's kernel of its mode (*compared with*). Most peers have a "
-         "forward only (no gradient kernel), so they have no loss-scale windows; PyTorch's dense layer and cross-entropy have torch's autograd gradients.\n\n"
+         "forward only (no gradient kernel), so they have no loss-scale windows; PyTorch's dense layer and "
+         "cross-entropy have torch's autograd gradients.\n\n"
          "| library | op | dtype | peer path | behaves like | compared with | differs at |\n"
          "| --- | --- | --- | --- | --- | --- | --- |\n" +
          rows + not_mapped(peers) + kNoFp8Peer;

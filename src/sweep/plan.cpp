@@ -14,9 +14,12 @@ namespace halfmap::sweep {
 
 std::string_view dist_name(Dist d) {
   switch (d) {
-    case Dist::normal: return "normal";
-    case Dist::uniform: return "uniform";
-    case Dist::lognormal: return "lognormal";
+    case Dist::normal:
+      return "normal";
+    case Dist::uniform:
+      return "uniform";
+    case Dist::lognormal:
+      return "lognormal";
   }
   return "?";
 }
@@ -30,29 +33,42 @@ std::optional<Dist> parse_dist(std::string_view name) {
 
 std::string_view status_name(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::data_nonfinite: return "data_nonfinite";
-    case Status::data_overflow: return "data_overflow";
-    case Status::data_underflow: return "data_underflow";
-    case Status::fwd_overflow: return "fwd_overflow";
-    case Status::fwd_underflow: return "fwd_underflow";
-    case Status::grad_overflow: return "grad_overflow";
-    case Status::grad_underflow: return "grad_underflow";
+    case Status::ok:
+      return "ok";
+    case Status::data_nonfinite:
+      return "data_nonfinite";
+    case Status::data_overflow:
+      return "data_overflow";
+    case Status::data_underflow:
+      return "data_underflow";
+    case Status::fwd_overflow:
+      return "fwd_overflow";
+    case Status::fwd_underflow:
+      return "fwd_underflow";
+    case Status::grad_overflow:
+      return "grad_overflow";
+    case Status::grad_underflow:
+      return "grad_underflow";
   }
   return "?";
 }
 
 double forward_tolerance(Mode mode) {
-  // Normwise relative error allowed in the forward outputs (docs/sweep.md, "Statuses": chosen with margin over the largest error
-  // that any kernel of the mode shows at s = 1 with the default sizes, measured by tests/sweep_test.cpp).
+  // Normwise relative error allowed in the forward outputs (docs/sweep.md, "Statuses": chosen with margin over the
+  // largest error that any kernel of the mode shows at s = 1 with the default sizes, measured by tests/sweep_test.cpp).
   switch (mode) {
-    case Mode::f32: return 0x1p-16;
-    case Mode::f16_f32acc: return 0x1p-8;
-    case Mode::bf16_f32acc: return 0x1p-5;
+    case Mode::f32:
+      return 0x1p-16;
+    case Mode::f16_f32acc:
+      return 0x1p-8;
+    case Mode::bf16_f32acc:
+      return 0x1p-5;
     case Mode::f16:
-    case Mode::f16_model: return 0x1p-2;
+    case Mode::f16_model:
+      return 0x1p-2;
     case Mode::fp8_f32acc:
-    case Mode::mxfp8_f32acc: return 0x1p-2;
+    case Mode::mxfp8_f32acc:
+      return 0x1p-2;
   }
   return 0;
 }
@@ -77,9 +93,12 @@ std::string Experiment::op_label() const {
 
 bool Experiment::has_gradient() const {
   switch (op_info(fwd.op).gradient) {
-    case Gradient::own: return !fwd.forward_only;
-    case Gradient::dense_bwd: return bwd.has_value();
-    case Gradient::none: return false;
+    case Gradient::own:
+      return !fwd.forward_only;
+    case Gradient::dense_bwd:
+      return bwd.has_value();
+    case Gradient::none:
+      return false;
   }
   return false;
 }
@@ -103,10 +122,13 @@ std::optional<Mode> parse_mode(std::string_view s) {
 
 std::string why_not_enabled(Isa isa) {
   switch (isa_state(isa)) {
-    case IsaState::not_compiled: return "it is not compiled into this build";
-    case IsaState::unsupported: return fmt::format("this CPU lacks {}", isa_requirements(isa));
+    case IsaState::not_compiled:
+      return "it is not compiled into this build";
+    case IsaState::unsupported:
+      return fmt::format("this CPU lacks {}", isa_requirements(isa));
     case IsaState::enabled:  // not called for an enabled ISA
-    case IsaState::capped: break;
+    case IsaState::capped:
+      break;
   }
   return "it is above the HALFMAP_ISA cap";
 }
@@ -131,11 +153,11 @@ PathFilter parse_paths(const std::vector<std::string>& paths) {
     } else if (auto mode = parse_mode(p)) {
       f.modes.push_back(*mode);
     } else {
-      throw std::invalid_argument(fmt::format(
-          "unknown path '{}': expected an ISA (ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, "
-          "neonfhm, neonbf16, sve) or a mode (f32, f16_f32acc, f16, f16_model, bf16_f32acc, fp8_f32acc, "
-          "mxfp8_f32acc).",
-          p));
+      throw std::invalid_argument(
+          fmt::format("unknown path '{}': expected an ISA (ref, avx2, avx512, avx512bf16, avx512fp16, neon, neonfp16, "
+                      "neonfhm, neonbf16, sve) or a mode (f32, f16_f32acc, f16, f16_model, bf16_f32acc, fp8_f32acc, "
+                      "mxfp8_f32acc).",
+                      p));
     }
   }
   return f;
@@ -226,7 +248,7 @@ std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, 
 namespace {
 
 constexpr std::size_t kMaxElements = std::size_t{1} << 24;  // per tensor
-constexpr std::size_t kMaxGrid = 100000;                     // points per grid
+constexpr std::size_t kMaxGrid = 100000;                    // points per grid
 constexpr double kMaxCells = 5e7;
 constexpr double kMaxLog2 = 1000;  // scales stay well inside f64
 
@@ -248,14 +270,20 @@ std::string check_grid(const Grid& g, std::string_view name) {
 std::size_t family_first_input(const Experiment& e, const Sizes& z) {
   switch (e.fwd.op) {
     case Op::attention_prescale:
-    case Op::attention_postscale: return z.attn_len * e.head_dim;
-    case Op::dense_fwd: return z.dense_m * z.dense_k;
+    case Op::attention_postscale:
+      return z.attn_len * e.head_dim;
+    case Op::dense_fwd:
+      return z.dense_m * z.dense_k;
     case Op::softmax:
-    case Op::softmax_naive: return z.softmax_rows * z.softmax_cols;
-    case Op::xent: return z.xent_rows * z.xent_cols;
+    case Op::softmax_naive:
+      return z.softmax_rows * z.softmax_cols;
+    case Op::xent:
+      return z.xent_rows * z.xent_cols;
     case Op::layernorm:
-    case Op::rmsnorm: return z.norm_rows * z.norm_cols;
-    default: return z.n;
+    case Op::rmsnorm:
+      return z.norm_rows * z.norm_cols;
+    default:
+      return z.n;
   }
 }
 
@@ -313,8 +341,8 @@ std::string validate(const Options& o) {
     for (const Experiment& e : o.experiments) {
       const std::size_t size = family_first_input(e, z);
       if (*o.plant_nan >= size) {
-        return fmt::format("--plant-nan {} is outside the first input of {} ({} elements).", *o.plant_nan,
-                           e.fwd.name, size);
+        return fmt::format("--plant-nan {} is outside the first input of {} ({} elements).", *o.plant_nan, e.fwd.name,
+                           size);
       }
     }
   }

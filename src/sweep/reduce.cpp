@@ -45,10 +45,17 @@ class Reduce final : public Family {
     double o = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
       switch (k_.op) {
-        case Op::sum: o += x[i]; break;
-        case Op::sumsq: o += x[i] * x[i]; break;
-        case Op::dot: o += x[i] * inputs[1].base[i]; break;
-        default: o = std::max(o, std::fabs(x[i]));
+        case Op::sum:
+          o += x[i];
+          break;
+        case Op::sumsq:
+          o += x[i] * x[i];
+          break;
+        case Op::dot:
+          o += x[i] * inputs[1].base[i];
+          break;
+        default:
+          o = std::max(o, std::fabs(x[i]));
       }
     }
     return std::fabs(o);

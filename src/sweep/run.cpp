@@ -28,12 +28,23 @@ double item_cost(const Options& o, const Experiment& e) {
   const Sizes& z = o.sizes;
   double per = double(z.n);
   switch (family_of(e.fwd.op)) {
-    case FamilyKind::dense: per = 3.0 * double(z.dense_m) * double(z.dense_k) * double(z.dense_n); break;
-    case FamilyKind::softmax: per = double(z.softmax_rows * z.softmax_cols) * 8; break;
-    case FamilyKind::xent: per = double(z.xent_rows * z.xent_cols) * 8; break;
-    case FamilyKind::norm: per = double(z.norm_rows * z.norm_cols) * 4; break;
-    case FamilyKind::attention: per = 8.0 * double(z.attn_len * z.attn_len) * double(e.head_dim); break;
-    default: break;
+    case FamilyKind::dense:
+      per = 3.0 * double(z.dense_m) * double(z.dense_k) * double(z.dense_n);
+      break;
+    case FamilyKind::softmax:
+      per = double(z.softmax_rows * z.softmax_cols) * 8;
+      break;
+    case FamilyKind::xent:
+      per = double(z.xent_rows * z.xent_cols) * 8;
+      break;
+    case FamilyKind::norm:
+      per = double(z.norm_rows * z.norm_cols) * 4;
+      break;
+    case FamilyKind::attention:
+      per = 8.0 * double(z.attn_len * z.attn_len) * double(e.head_dim);
+      break;
+    default:
+      break;
   }
   if (e.fwd.mode == Mode::f16_model) per *= 8;  // the scalar model rounds every operation
   return per * double(s_grid_of(o, e).size()) * (e.has_gradient() ? double(o.S_grid.size()) : 1.0);
@@ -90,8 +101,8 @@ class Reporter {
     if (mode_ == Progress::redraw) {
       std::fprintf(stderr, "\rsweep: %zu / %zu cells (%.0f%%), ETA %s   ", d, total_, pct, format_eta(eta).c_str());
     } else {
-      std::fprintf(stderr, "sweep: %zu / %zu cells (%.0f%%) after %s, ETA %s\n", d, total_, pct,
-                   format_eta(el).c_str(), format_eta(eta).c_str());
+      std::fprintf(stderr, "sweep: %zu / %zu cells (%.0f%%) after %s, ETA %s\n", d, total_, pct, format_eta(el).c_str(),
+                   format_eta(eta).c_str());
     }
     std::fflush(stderr);
     wrote_ = true;

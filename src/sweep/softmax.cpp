@@ -25,8 +25,7 @@ namespace {
 
 class Softmax final : public Family {
  public:
-  explicit Softmax(const Setup& s)
-      : k_(s.e.fwd), rows_(s.o.sizes.softmax_rows), cols_(s.o.sizes.softmax_cols) {
+  explicit Softmax(const Setup& s) : k_(s.e.fwd), rows_(s.o.sizes.softmax_rows), cols_(s.o.sizes.softmax_cols) {
     s.add_input(*this, "x", 0, rows_ * cols_, true);
     out.resize(s.storage(), rows_ * cols_);
   }

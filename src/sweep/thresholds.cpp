@@ -134,8 +134,7 @@ Thresholds thresholds_for(const Options& o, const Experiment& e, Runner& r, cons
   const double share = o.underflow_share;
   const Mode mode = e.fwd.mode;
   const Grid& g = s_grid_of(o, e);
-  const Lattice L = make_lattice(g.lo, g.log2_at(g.size() - 1), kThresholdLattice, kThresholdCoarse,
-                                 kThresholdMargin);
+  const Lattice L = make_lattice(g.lo, g.log2_at(g.size() - 1), kThresholdLattice, kThresholdCoarse, kThresholdMargin);
   // Every s evaluated once for the four predicates; the grid's cells on the lattice are known already.
   std::map<Index, Flags> known;
   for (const Cell& c : fwd_cells) {

@@ -54,8 +54,10 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
   Probe good([&](Index k) { return !at(k).first && !at(k).second; });
   const std::vector<Run> runs = scan(L, good, Refine::all, false);
   if (const Run* best = largest_good(runs)) {
-    w.S_min = best->lo == L.lo ? beyond(Bound::Kind::below_grid, L.log2_at(L.lo), {"≤", ">"}) : found_at(L, best->lo, -1);
-    w.S_max = best->hi == L.hi ? beyond(Bound::Kind::above_grid, L.log2_at(L.hi), {"<", "≥"}) : found_at(L, best->hi, +1);
+    w.S_min =
+        best->lo == L.lo ? beyond(Bound::Kind::below_grid, L.log2_at(L.lo), {"≤", ">"}) : found_at(L, best->lo, -1);
+    w.S_max =
+        best->hi == L.hi ? beyond(Bound::Kind::above_grid, L.log2_at(L.hi), {"<", "≥"}) : found_at(L, best->hi, +1);
     Index lo = L.hi, hi = L.lo;
     for (const Run& x : runs) {
       if (x.v == 1) lo = std::min(lo, x.lo), hi = std::max(hi, x.hi);

@@ -99,7 +99,9 @@ json settings_json(const Options& o) {
   s["s_grid"] = grid_json(o.s_grid);
   if (o.wide_s_grid) {
     s["wide_s_grid"] = grid_json(*o.wide_s_grid);
-    s["wide_s_grid"]["applies_to"] = "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse, layernorm, rmsnorm, gelu, gelu_tanh, attention_prescale, attention_postscale";
+    s["wide_s_grid"]["applies_to"] =
+        "f32 and bf16 storage of sum, sumsq, maxabs, dot, dense_fwd, mse, layernorm, rmsnorm, gelu, gelu_tanh, "
+        "attention_prescale, attention_postscale";
   }
   s["S_grid"] = grid_json(o.S_grid);
   s["underflow_share"] = o.underflow_share;
@@ -145,7 +147,9 @@ json bound_json(const Bound& b) {
   return j;
 }
 
-json boundary_json(const Boundary& b) { return {{"onset", bound_json(b.onset)}, {"saturation", bound_json(b.saturation)}}; }
+json boundary_json(const Boundary& b) {
+  return {{"onset", bound_json(b.onset)}, {"saturation", bound_json(b.saturation)}};
+}
 
 json pairs_json(const std::vector<std::pair<double, double>>& v) {
   json a = json::array();
@@ -236,8 +240,8 @@ json meta_json(const Options& o, const Result& r, bool sharded) {
   j["isa_cap"] = cap ? json(isa_name(*cap)) : json(nullptr);
   j["peers"] = peers_json();
   const FpEnv env = read_fp_env();
-  j["fp_env"] = {{"arch", env.arch},   {"ftz", env.ftz},   {"daz", env.daz},       {"fz16", env.fz16},
-                 {"raw", env.raw},     {"ieee", env.ieee()}, {"text", env.describe()}};
+  j["fp_env"] = {{"arch", env.arch}, {"ftz", env.ftz},     {"daz", env.daz},        {"fz16", env.fz16},
+                 {"raw", env.raw},   {"ieee", env.ieee()}, {"text", env.describe()}};
   j["settings"] = settings_json(o);
   j["shard"] = sharded ? json({o.shard_k, o.shard_n}) : json(nullptr);
   j["threads"] = o.threads;

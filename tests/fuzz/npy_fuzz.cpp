@@ -21,9 +21,7 @@ namespace {
   std::abort();
 }
 
-bool same(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
+bool same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0; }
 
 }  // namespace
 
@@ -39,8 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (a.rows == 0 || a.cols == 0 || (a.ndim == 1 && a.cols != 1)) bug("bad rows/cols");
   if (a.values.size() != a.rows * a.cols) bug("values.size() != rows * cols");
   // Every value parse returns is representable in its own dtype, so serialize must accept it and give it back.
-  const std::vector<unsigned char> again =
-      npy::serialize(a.values, a.rows, a.cols, a.ndim, a.descr, a.fortran_order);
+  const std::vector<unsigned char> again = npy::serialize(a.values, a.rows, a.cols, a.ndim, a.descr, a.fortran_order);
   const npy::Array b = npy::parse(again, "fuzz-again.npy");
   if (b.rows != a.rows || b.cols != a.cols || b.values.size() != a.values.size()) bug("round trip changed the shape");
   for (std::size_t i = 0; i < a.values.size(); ++i)

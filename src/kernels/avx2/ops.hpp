@@ -140,17 +140,19 @@ struct I32 : detail::IntOperators<Tag, detail::VecOf<std::uint32_t, 32>, detail:
   }
   /// Each lane's low byte: gathered into the low 4 bytes of each 128-bit half, then the halves joined.
   static void store_bytes(std::uint8_t* p, I v) {
-    const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                               0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                               -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     const __m256i t = _mm256_shuffle_epi8(v, low_bytes);
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p),
                      _mm_unpacklo_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1)));
   }
   static I set1(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
+  // clang-format off
   template <int s>
   static I srl(I v) { return _mm256_srli_epi32(v, s); }
   template <int s>
   static I sll(I v) { return _mm256_slli_epi32(v, s); }
+  // clang-format on
   static I select(M m, I a, I b) { return _mm256_blendv_epi8(b, a, m); }
   static I i2f_scaled(I v, float c) {
     return _mm256_castps_si256(_mm256_mul_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(c)));

@@ -119,10 +119,12 @@ struct I32T : detail::IntOperators<Tag, detail::VecOf<std::uint32_t, 64>, detail
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_cvtepi32_epi8(v));
   }
   static I set1(std::uint32_t v) { return _mm512_set1_epi32(static_cast<int>(v)); }
+  // clang-format off
   template <int s>
   static I srl(I v) { return _mm512_srli_epi32(v, s); }
   template <int s>
   static I sll(I v) { return _mm512_slli_epi32(v, s); }
+  // clang-format on
   static M gt(I a, I b) { return _mm512_cmpgt_epi32_mask(a, b); }
   static M eq(I a, I b) { return _mm512_cmpeq_epi32_mask(a, b); }
   static I select(M m, I a, I b) { return _mm512_mask_blend_epi32(m, b, a); }
@@ -152,7 +154,9 @@ struct H16T : detail::IntOperators<Tag, detail::VecOf<std::uint16_t, 32>, detail
   static F scale(F v, float c) { return _mm512_mul_ps(v, _mm512_set1_ps(c)); }
   static U to_f16(F v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
   static F to_f32(U h) { return _mm512_cvtph_ps(h); }
-  static U above(F a, F b) { return _mm256_movm_epi16(_mm512_cmp_ps_mask(_mm512_abs_ps(a), _mm512_abs_ps(b), _CMP_GT_OQ)); }
+  static U above(F a, F b) {
+    return _mm256_movm_epi16(_mm512_cmp_ps_mask(_mm512_abs_ps(a), _mm512_abs_ps(b), _CMP_GT_OQ));
+  }
   static U differ(F a, F b) { return _mm256_movm_epi16(_mm512_cmp_ps_mask(a, b, _CMP_NEQ_UQ)); }
   static U load_bytes(const std::uint8_t* p) {
     return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -161,10 +165,12 @@ struct H16T : detail::IntOperators<Tag, detail::VecOf<std::uint16_t, 32>, detail
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtepi16_epi8(v));
   }
   static U set1(std::uint16_t v) { return _mm256_set1_epi16(static_cast<short>(v)); }
+  // clang-format off
   template <int s>
   static U srl(U v) { return _mm256_srli_epi16(v, s); }
   template <int s>
   static U sll(U v) { return _mm256_slli_epi16(v, s); }
+  // clang-format on
   static U gt(U a, U b) { return _mm256_movm_epi16(_mm256_cmpgt_epu16_mask(a, b)); }
   static U select(U m, U a, U b) { return _mm256_blendv_epi8(b, a, m); }
 };

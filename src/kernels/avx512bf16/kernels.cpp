@@ -62,8 +62,8 @@ struct Bf16Gemm : Bf16PanelTraits<Bf16Gemm> {
                    std::uint16_t* dst) {
     pack_pairs<MR>(src, r0, rows, p0, kc, dst);
   }
-  static void kernel(std::size_t groups, const std::uint16_t* a, const std::uint16_t* b, float* c,
-                     std::size_t ldc, bool accumulate) {
+  static void kernel(std::size_t groups, const std::uint16_t* a, const std::uint16_t* b, float* c, std::size_t ldc,
+                     bool accumulate) {
     __m512 acc[8][2];
     load_tile(acc, c, ldc, accumulate);
     for (std::size_t q = 0; q < groups; ++q, a += 16, b += 64) {

@@ -55,7 +55,8 @@ inline void transpose_8x16(const std::uint16_t* const* row, std::size_t offset, 
                         _mm512_unpacklo_epi64(hi[0], hi[1]), _mm512_unpackhi_epi64(hi[0], hi[1])};
   const __m512i b[4] = {_mm512_unpacklo_epi64(lo[2], lo[3]), _mm512_unpackhi_epi64(lo[2], lo[3]),
                         _mm512_unpacklo_epi64(hi[2], hi[3]), _mm512_unpackhi_epi64(hi[2], hi[3])};
-  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), last = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
+                last = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
   for (int c = 0; c < 4; ++c) {
     // 256-bit halves: the 8 rows of word c, 4 + c (from lanes 0, 1), then 8 + c, 12 + c (lanes 2, 3).
     const __m512i x = _mm512_permutex2var_epi64(a[c], first, b[c]), y = _mm512_permutex2var_epi64(a[c], last, b[c]);
@@ -96,8 +97,8 @@ void pack_cols(detail::View<std::uint16_t> src, std::size_t r0, std::size_t rows
                std::uint16_t* dst) {
   static_assert(MR == 8 || MR % 32 == 0);
   const std::size_t groups = (kc + 1) / 2, panels = (rows + MR - 1) / MR, pairs = kc / 2, whole = rows / MR;
-  const __m512i first = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
-                                         37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i first = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37,
+                                         5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
   const __m512i last = _mm512_add_epi16(first, _mm512_set1_epi16(16));
   auto panel_of = [&](std::size_t j) { return reinterpret_cast<std::uint32_t*>(dst + j * MR * groups * 2); };
   if constexpr (MR == 8) {

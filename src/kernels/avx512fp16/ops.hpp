@@ -53,8 +53,8 @@ struct F16 : detail::NativeF16Ops<F32, F16> {
   }
   static V canon(V v) { return _mm512_mask_blend_ph(_mm512_cmp_ph_mask(v, v, _CMP_UNORD_Q), v, set1(0x7E00)); }
   static V rot(V v, unsigned w) {
-    const __m512i iota = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
-                                          13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i iota = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13,
+                                          12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const __m512i idx =
         _mm512_and_si512(_mm512_add_epi16(iota, _mm512_set1_epi16(static_cast<short>(w))), _mm512_set1_epi16(31));
     return _mm512_castsi512_ph(_mm512_permutexvar_epi16(idx, _mm512_castph_si512(v)));

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -211,9 +211,15 @@ void attention_typed(const AttentionArgs& a, const Parts& p, bool prescale) {
 template <class Parts>
 void attention_compose(const AttentionArgs& a, const Parts& p, bool prescale) {
   switch (paths::storage_of(p.mode)) {
-    case DType::f32: attention_typed<float>(a, p, prescale); break;
-    case DType::f16: attention_typed<f16>(a, p, prescale); break;
-    case DType::bf16: attention_typed<bf16>(a, p, prescale); break;
+    case DType::f32:
+      attention_typed<float>(a, p, prescale);
+      break;
+    case DType::f16:
+      attention_typed<f16>(a, p, prescale);
+      break;
+    case DType::bf16:
+      attention_typed<bf16>(a, p, prescale);
+      break;
   }
 }
 

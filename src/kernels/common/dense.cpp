@@ -8,7 +8,7 @@
 #include "halfmap/cpu.hpp"
 #include "halfmap/f16_model.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/gemm.hpp"  // and gemm_team.hpp
+#include "kernels/common/gemm.hpp"    // and gemm_team.hpp
 #include "kernels/common/reduce.hpp"  // arm_fadd
 
 namespace halfmap {
@@ -77,7 +77,7 @@ void f16_dense_epilogue(const std::uint16_t* acc, std::size_t m, std::size_t n, 
 void f32acc_f16_row_epilogue(const float* acc, std::size_t n, const std::uint16_t* b, Act act, std::uint16_t* out) {
   for (std::size_t j = 0; j < n; ++j) {
     float v = b != nullptr ? arm_fadd(acc[j], to_f32(f16{b[j]})) : acc[j];  // NaNs as FADD picks them
-    if (act == Act::relu && v < 0.0f) v = 0.0f;  // -0 and NaN pass, as relu() above
+    if (act == Act::relu && v < 0.0f) v = 0.0f;                             // -0 and NaN pass, as relu() above
     out[j] = to_f16(v).bits;
   }
 }
@@ -105,9 +105,15 @@ void dense_bias_grad_cols(Mode mode, DType storage, const void* dy, std::size_t 
   }
   for (std::size_t j = 0; j < cols; ++j) {
     switch (storage) {
-      case DType::f32: static_cast<float*>(db)[j0 + j] = acc[j]; break;
-      case DType::f16: static_cast<f16*>(db)[j0 + j] = to_f16(acc[j]); break;
-      case DType::bf16: static_cast<bf16*>(db)[j0 + j] = to_bf16(acc[j]); break;
+      case DType::f32:
+        static_cast<float*>(db)[j0 + j] = acc[j];
+        break;
+      case DType::f16:
+        static_cast<f16*>(db)[j0 + j] = to_f16(acc[j]);
+        break;
+      case DType::bf16:
+        static_cast<bf16*>(db)[j0 + j] = to_bf16(acc[j]);
+        break;
     }
   }
 }
@@ -131,9 +137,15 @@ std::pair<std::size_t, std::size_t> team_share(std::size_t count, unsigned rank,
 void widen_to_f32(DType t, const void* src, float* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     switch (t) {
-      case DType::f32: dst[i] = static_cast<const float*>(src)[i]; break;
-      case DType::f16: dst[i] = to_f32(static_cast<const f16*>(src)[i]); break;
-      case DType::bf16: dst[i] = to_f32(static_cast<const bf16*>(src)[i]); break;
+      case DType::f32:
+        dst[i] = static_cast<const float*>(src)[i];
+        break;
+      case DType::f16:
+        dst[i] = to_f32(static_cast<const f16*>(src)[i]);
+        break;
+      case DType::bf16:
+        dst[i] = to_f32(static_cast<const bf16*>(src)[i]);
+        break;
     }
   }
 }

@@ -35,11 +35,20 @@ float f16acc_finish(Op op, std::uint16_t* lane_bits, unsigned lanes, const std::
   for (std::size_t k = 0; k < count; ++k) {
     const f16 xk{x[k]};
     switch (op) {
-      case Op::sum: acc[k] = f16_model::add(acc[k], xk); break;
-      case Op::sumsq: acc[k] = fma_f16(xk, xk, acc[k], fma); break;
-      case Op::dot: acc[k] = fma_f16(xk, y != nullptr ? f16{y[k]} : f16{}, acc[k], fma); break;
-      case Op::maxabs: acc[k].bits = std::max<std::uint16_t>(acc[k].bits & 0x7FFFu, xk.bits & 0x7FFFu); break;
-      default: break;  // not a reduction
+      case Op::sum:
+        acc[k] = f16_model::add(acc[k], xk);
+        break;
+      case Op::sumsq:
+        acc[k] = fma_f16(xk, xk, acc[k], fma);
+        break;
+      case Op::dot:
+        acc[k] = fma_f16(xk, y != nullptr ? f16{y[k]} : f16{}, acc[k], fma);
+        break;
+      case Op::maxabs:
+        acc[k].bits = std::max<std::uint16_t>(acc[k].bits & 0x7FFFu, xk.bits & 0x7FFFu);
+        break;
+      default:
+        break;  // not a reduction
     }
   }
   // lane j += lane j + w for w = lanes/2, ..., 1
@@ -68,9 +77,12 @@ float arm_fadd_fold(float* acc, unsigned lanes) {
 
 float f32acc_finish(Mode mode, float acc) {
   switch (mode) {
-    case Mode::f16_f32acc: return to_f32(to_f16(acc));
-    case Mode::bf16_f32acc: return to_f32(to_bf16(acc));
-    default: return acc;
+    case Mode::f16_f32acc:
+      return to_f32(to_f16(acc));
+    case Mode::bf16_f32acc:
+      return to_f32(to_bf16(acc));
+    default:
+      return acc;
   }
 }
 
@@ -78,9 +90,12 @@ float f32lanes_finish(Mode mode, float* acc, unsigned lanes) { return f32acc_fin
 
 float maxabs_from_key(DType storage, std::uint32_t key) {
   switch (storage) {
-    case DType::f16: return to_f32(f16{static_cast<std::uint16_t>(key)});
-    case DType::bf16: return to_f32(bf16{static_cast<std::uint16_t>(key)});
-    case DType::f32: return std::bit_cast<float>(key);
+    case DType::f16:
+      return to_f32(f16{static_cast<std::uint16_t>(key)});
+    case DType::bf16:
+      return to_f32(bf16{static_cast<std::uint16_t>(key)});
+    case DType::f32:
+      return std::bit_cast<float>(key);
   }
   return 0.0f;
 }

@@ -55,8 +55,8 @@ struct MiniSpec {
 constexpr MiniSpec fp8_spec(Fp8 f, Fp8Overflow o) {
   const Fp8Format F = fp8_format(f);
   const std::uint32_t overflow = o == Fp8Overflow::saturate ? F.max_bits : f == Fp8::e4m3 ? F.nan_bits : F.inf_bits;
-  return {F.mant_bits, F.emin, F.bias, F.max_bits, 8, overflow, F.nan_bits, true, F.inf_bits,
-          f == Fp8::e4m3 ? 0x7Eu : 0x7Cu};
+  return {F.mant_bits, F.emin,     F.bias, F.max_bits, 8,
+          overflow,    F.nan_bits, true,   F.inf_bits, f == Fp8::e4m3 ? 0x7Eu : 0x7Cu};
 }
 /// MX elements: saturating, a NaN as +0 (mx.hpp's mx_round_elem; a block holding one gets the NaN scale). The MXFP8
 /// elements are fp8's saturating conversions but for the NaN.
@@ -66,8 +66,8 @@ constexpr MiniSpec mx_spec(MxElem t) {
     s = fp8_spec(t == MxElem::e4m3 ? Fp8::e4m3 : Fp8::e5m2, Fp8Overflow::saturate);
   } else {
     const MxElemFormat F = mx_format(t);
-    s = {F.mant_bits, F.emin, F.bias, F.max_bits, F.bits, F.max_bits, 0, false, 0,
-         (std::uint32_t{1} << (F.bits - 1)) - 1u};  // no infinity, no NaN
+    s = {F.mant_bits, F.emin, F.bias, F.max_bits, F.bits,
+         F.max_bits,  0,      false,  0,          (std::uint32_t{1} << (F.bits - 1)) - 1u};  // no infinity, no NaN
   }
   s.nan = 0;
   s.nan_signed = false;

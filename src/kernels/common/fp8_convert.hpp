@@ -15,9 +15,9 @@
 #include <span>
 #include <string_view>
 
+#include "halfmap/conversions.hpp"
 #include "halfmap/fp8.hpp"
 #include "halfmap/mx.hpp"
-#include "halfmap/conversions.hpp"
 #include "halfmap/registry.hpp"
 #include "kernels/common/fp8_codec.hpp"
 #include "kernels/common/list.hpp"
@@ -52,7 +52,8 @@ void for_each_mx_block(const float* x, std::size_t n, float* y, F f) {
     // amax as the largest magnitude's bits: non-negative float32 patterns order like their values, and every
     // NaN and inf pattern is at least 0x7F800000 (an integer max, which the compiler vectorises).
     std::uint32_t amax_bits = 0;
-    for (std::size_t i = 0; i < kMxBlock; ++i) amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(v[i]) & 0x7FFFFFFFu);
+    for (std::size_t i = 0; i < kMxBlock; ++i)
+      amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(v[i]) & 0x7FFFFFFFu);
     if (amax_bits >= 0x7F800000u) {
       std::fill(y + b, y + b + len, std::numeric_limits<float>::quiet_NaN());
       continue;
@@ -139,7 +140,8 @@ void mx_quantize_blocks(const float* x, std::size_t blocks, std::uint8_t* scales
     // amax as the largest magnitude's bits: non-negative float32 patterns order like their values, and every
     // NaN and inf pattern is at least 0x7F800000 (an integer max, which the compiler vectorises).
     std::uint32_t amax_bits = 0;
-    for (std::size_t i = 0; i < kMxBlock; ++i) amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(v[i]) & 0x7FFFFFFFu);
+    for (std::size_t i = 0; i < kMxBlock; ++i)
+      amax_bits = std::max(amax_bits, std::bit_cast<std::uint32_t>(v[i]) & 0x7FFFFFFFu);
     if (amax_bits >= 0x7F800000u) {
       scales[b] = kE8M0Nan;
       std::fill(q, q + kMxBlock, std::uint8_t{0});
@@ -190,8 +192,12 @@ struct ConversionName {
 /// One path's entry for one format.
 template <class O, Fp8 kF, Isa kIsa>
 constexpr Fp8Conversion fp8_conversion() {
-  return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa, fp8_encode<O, kF, Fp8Overflow::saturate>,
-          fp8_encode<O, kF, Fp8Overflow::nonsaturating>, fp8_decode<O, kF>,
+  return {ConversionName<fp8_name_of<kF>, kIsa>::value,
+          kF,
+          kIsa,
+          fp8_encode<O, kF, Fp8Overflow::saturate>,
+          fp8_encode<O, kF, Fp8Overflow::nonsaturating>,
+          fp8_decode<O, kF>,
           mini_round<O, fp8_spec(kF, Fp8Overflow::saturate)>};
 }
 
@@ -208,8 +214,12 @@ template <class H, Fp8 kF, Isa kIsa>
 constexpr Fp8Conversion fp8_half_conversion() {
   constexpr MiniSpec kSat = fp8_spec(kF, Fp8Overflow::saturate), kNonsat = fp8_spec(kF, Fp8Overflow::nonsaturating);
   constexpr Fp8EncodeFn kEncode = half_encode<H, kSat, fp8_model<kF, Fp8Overflow::saturate>>;
-  return {ConversionName<fp8_name_of<kF>, kIsa>::value, kF, kIsa, kEncode,
-          half_encode<H, kNonsat, fp8_model<kF, Fp8Overflow::nonsaturating>>, fp8_half_decoder<H, kF>,
+  return {ConversionName<fp8_name_of<kF>, kIsa>::value,
+          kF,
+          kIsa,
+          kEncode,
+          half_encode<H, kNonsat, fp8_model<kF, Fp8Overflow::nonsaturating>>,
+          fp8_half_decoder<H, kF>,
           round_via<kEncode, fp8_half_decoder<H, kF>>};
 }
 
@@ -218,14 +228,24 @@ template <class H, MxElem kT, Isa kIsa>
 constexpr MxConversion mx_half_conversion() {
   constexpr MiniSpec kS = mx_spec(kT);
   constexpr MxQuantizeFn kQuantize = mx_quantize_blocks<half_encode<H, kS, mx_model<kT>>, kT>;
-  return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, half_encode<H, kS, mx_model<kT>>,
-          mx_half_decoder<H, kT>, kQuantize, mx_round_via<kQuantize, mx_half_decoder<H, kT>>};
+  return {ConversionName<mx_name_of<kT>, kIsa>::value,
+          kT,
+          kIsa,
+          half_encode<H, kS, mx_model<kT>>,
+          mx_half_decoder<H, kT>,
+          kQuantize,
+          mx_round_via<kQuantize, mx_half_decoder<H, kT>>};
 }
 
 template <class O, MxElem kT, Isa kIsa>
 constexpr MxConversion mx_conversion() {
-  return {ConversionName<mx_name_of<kT>, kIsa>::value, kT, kIsa, mx_encode<O, kT>, mx_decode<O, kT>,
-          mx_quantize_blocks<mx_encode<O, kT>, kT>, mini_round_blocks<O, mx_spec(kT), kT>};
+  return {ConversionName<mx_name_of<kT>, kIsa>::value,
+          kT,
+          kIsa,
+          mx_encode<O, kT>,
+          mx_decode<O, kT>,
+          mx_quantize_blocks<mx_encode<O, kT>, kT>,
+          mini_round_blocks<O, mx_spec(kT), kT>};
 }
 
 /// One path's MX list: the five element types.
@@ -259,4 +279,3 @@ struct HalfConversions {
 };
 
 }  // namespace halfmap::detail
-

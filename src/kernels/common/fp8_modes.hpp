@@ -212,10 +212,14 @@ struct Scaled {
   template <Op kOp>
   static float f32_reduce(const float* x, const float* y, std::size_t n) {
     switch (kOp) {
-      case Op::sum: return P.sum(x, nullptr, n);
-      case Op::sumsq: return P.sumsq(x, nullptr, n);
-      case Op::maxabs: return P.maxabs(x, nullptr, n);
-      default: return P.dot(x, y, n);
+      case Op::sum:
+        return P.sum(x, nullptr, n);
+      case Op::sumsq:
+        return P.sumsq(x, nullptr, n);
+      case Op::maxabs:
+        return P.maxabs(x, nullptr, n);
+      default:
+        return P.dot(x, y, n);
     }
   }
 

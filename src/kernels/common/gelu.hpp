@@ -18,8 +18,8 @@
 #include "halfmap/registry.hpp"
 #include "kernels/common/fp16_ops.hpp"  // F16cRoundTrip
 #include "kernels/common/lanes.hpp"
-#include "kernels/common/row_io.hpp"    // store_lanes, store_canon_lanes
-#include "kernels/common/vmath.hpp"     // erf_f32_generic, tanh_f32_generic, exp_f32_generic
+#include "kernels/common/row_io.hpp"  // store_lanes, store_canon_lanes
+#include "kernels/common/vmath.hpp"   // erf_f32_generic, tanh_f32_generic, exp_f32_generic
 
 namespace halfmap::detail {
 
@@ -209,8 +209,8 @@ void gelu_f16(const GeluArgs& a) {
       const HV z = mul(xv, k1);
       fa = H::add(one, H::exp_store_with(scratch, z, [](typename M::V v) { return erf_f32_generic<M>(v); }));
       if (dyp != nullptr) {
-        const HV p = H::exp_store_with(scratch, H::sub(zero, mul(z, z)),
-                                       [](typename M::V v) { return exp_f32_generic<M>(v); });
+        const HV p =
+            H::exp_store_with(scratch, H::sub(zero, mul(z, z)), [](typename M::V v) { return exp_f32_generic<M>(v); });
         d = H::fma(mul(xv, k2), p, mul(fa, half));
       }
     }

@@ -77,10 +77,10 @@ struct Bf16PanelTraits {
 /// of this core (cache_sizes()): kc so that an mr × kc micro-panel of A takes 3/4 of L1 (the tile rereads it for
 /// every B micro-panel; the rest of L1 holds the B lines streaming through and the C tile), at most `fallback.kc`
 /// (a long k block saves loads and stores of the C tile, so kc is as long as L1 allows: on a 32 KiB L1 with
-/// avx512's 6 × 64 f32 tile, 1024; measured on Zen 4, half of L1 (680) was 5-10 % slower); mc so that the mc × kc block of A takes 30 % of L2, beside the
-/// B micro-panel streaming through; nc so that the kc × nc block of B takes half of this core's share of the
-/// last-level cache. Each rounded down to whole micro-tiles (kc to kpack) and at least one; `fallback` where a
-/// cache size is unknown.
+/// avx512's 6 × 64 f32 tile, 1024; measured on Zen 4, half of L1 (680) was 5-10 % slower); mc so that the mc × kc block
+/// of A takes 30 % of L2, beside the B micro-panel streaming through; nc so that the kc × nc block of B takes half of
+/// this core's share of the last-level cache. Each rounded down to whole micro-tiles (kc to kpack) and at least one;
+/// `fallback` where a cache size is unknown.
 GemmBlocks gemm_blocks_for(std::size_t mr, std::size_t nr, std::size_t kpack, std::size_t elem, GemmBlocks fallback);
 /// `blocks`, or the blocks set by set_gemm_blocks_for_tests (rounded to the tile the same way) while they are set.
 GemmBlocks gemm_blocks_override(GemmBlocks blocks, std::size_t mr, std::size_t nr, std::size_t kpack);
@@ -363,8 +363,9 @@ void f32acc_store_tile(const float* tile, std::size_t ld, std::size_t i0, std::s
 
 /// The storage type of traits T's mode (f32, fp16 or bf16).
 template <class T>
-constexpr DType kStorageOf =
-    T::kMode == Mode::f32 ? DType::f32 : T::kMode == Mode::bf16_f32acc ? DType::bf16 : DType::f16;
+constexpr DType kStorageOf = T::kMode == Mode::f32           ? DType::f32
+                             : T::kMode == Mode::bf16_f32acc ? DType::bf16
+                                                             : DType::f16;
 
 /// The finish of each tile of an f32-accumulating dense forward (gemm's `finish`): act(tile + b) rounded into d.y
 /// (f32acc_store_tile), the bias widened to f32 once per call into this thread's buffer.
@@ -413,16 +414,15 @@ void dense_fwd(const DenseArgs& d) {
 /// C (m × n) = A · B, rounded to the storage type: through the f32 epilogue of each finished tile
 /// (f32-accumulating modes), or through the fp16 accumulator copied out (f16 modes).
 template <class T>
-void gemm_store(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage> a,
-                View<typename T::Storage> b, std::vector<typename T::Acc>& acc, typename T::Storage* out) {
+void gemm_store(std::size_t m, std::size_t n, std::size_t k, View<typename T::Storage> a, View<typename T::Storage> b,
+                std::vector<typename T::Acc>& acc, typename T::Storage* out) {
   grown(acc, m * n);
   if constexpr (T::kMode == Mode::f16) {
     gemm<T>(m, n, k, a, b, acc.data());
     std::memcpy(out, acc.data(), m * n * sizeof(std::uint16_t));
   } else {
     gemm<T>(m, n, k, a, b, acc.data(),
-            [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows,
-                std::size_t cols) {
+            [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows, std::size_t cols) {
               f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, nullptr, Act::identity, out);
             });
   }

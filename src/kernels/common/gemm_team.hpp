@@ -169,12 +169,12 @@ void gemm_store_team(Team& team, std::size_t m, std::size_t n, std::size_t k, Vi
     const auto [r0, r1] = team_share(m, team.rank(), team.size());
     std::memcpy(out + r0 * n, acc + r0 * n, (r1 - r0) * n * sizeof(std::uint16_t));
   } else {
-    gemm_team<T>(team, m, n, k, a, b, acc,
-                 [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows,
-                     std::size_t cols) {
-                   f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, nullptr, Act::identity, out);
-                 },
-                 bpack);
+    gemm_team<T>(
+        team, m, n, k, a, b, acc,
+        [=](const float* tile, std::size_t ld, std::size_t i0, std::size_t j0, std::size_t rows, std::size_t cols) {
+          f32acc_store_tile<T>(tile, ld, i0, j0, rows, cols, n, nullptr, Act::identity, out);
+        },
+        bpack);
   }
 }
 
@@ -193,8 +193,8 @@ void dense_bwd_team(const DenseBwdArgs& d, unsigned threads) {
   if (d.dw != nullptr) grown(acc_dw, d.k * d.n);
   typename T::Acc* const dx_acc = acc_dx.data();  // pointers: see dense_fwd_team
   typename T::Acc* const dw_acc = acc_dw.data();
-  typename T::Packed* const bpack = aligned_scratch(
-      bpack_buf, std::max(gemm_team_bpack_size<T>(d.k, d.n), gemm_team_bpack_size<T>(d.n, d.m)));
+  typename T::Packed* const bpack =
+      aligned_scratch(bpack_buf, std::max(gemm_team_bpack_size<T>(d.k, d.n), gemm_team_bpack_size<T>(d.n, d.m)));
   run_team(threads, [&](Team& team) {
     if (d.dx != nullptr) {  // dX (m×k) = dY (m×n) · Wᵀ (n×k)
       gemm_store_team<T>(team, d.m, d.k, d.n, View<S>{dy, n, 1}, View<S>{w, 1, n}, dx_acc, static_cast<S*>(d.dx),

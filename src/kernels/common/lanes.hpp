@@ -35,20 +35,21 @@ struct Lanes {
     const typename M::V b = M::set1(v);
     return each([&](std::size_t) { return b; });
   }
+  // clang-format off
   HALFMAP_VEC_INLINE static V add(V a, V b) { return each([&](std::size_t i) { return M::add(a.r[i], b.r[i]); }); }
   HALFMAP_VEC_INLINE static V sub(V a, V b) { return each([&](std::size_t i) { return M::sub(a.r[i], b.r[i]); }); }
   HALFMAP_VEC_INLINE static V mul(V a, V b) { return each([&](std::size_t i) { return M::mul(a.r[i], b.r[i]); }); }
   HALFMAP_VEC_INLINE static V div(V a, V b) { return each([&](std::size_t i) { return M::div(a.r[i], b.r[i]); }); }
   HALFMAP_VEC_INLINE static V min(V a, V b) { return each([&](std::size_t i) { return M::min(a.r[i], b.r[i]); }); }
   HALFMAP_VEC_INLINE static V max(V a, V b) { return each([&](std::size_t i) { return M::max(a.r[i], b.r[i]); }); }
+  // clang-format on
   HALFMAP_VEC_INLINE static V fma(V a, V b, V c) {
     return each([&](std::size_t i) { return M::fma(a.r[i], b.r[i], c.r[i]); });
   }
   HALFMAP_VEC_INLINE static V scale2n(V p, V n) {
     return each([&](std::size_t i) { return M::scale2n(p.r[i], n.r[i]); });
   }
-  HALFMAP_VEC_INLINE static V scale2n_normal(V p, V nk)
-    requires requires(typename M::V v) { M::scale2n_normal(v, v); }
+  HALFMAP_VEC_INLINE static V scale2n_normal(V p, V nk) requires requires(typename M::V v) { M::scale2n_normal(v, v); }
   {
     return each([&](std::size_t i) { return M::scale2n_normal(p.r[i], nk.r[i]); });
   }

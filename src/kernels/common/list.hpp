@@ -17,12 +17,19 @@ namespace halfmap::paths {
 /// The name's parts; tests check them against op_name / isa_name (cpu_test.cpp, "composed names").
 constexpr std::string_view name_prefix(Mode mode) {
   switch (mode) {
-    case Mode::f32: return "f32";
-    case Mode::f16_f32acc: return "f16_f32acc";
-    case Mode::f16: case Mode::f16_model: return "f16";
-    case Mode::bf16_f32acc: return "bf16_f32acc";
-    case Mode::fp8_f32acc: return "fp8_f32acc";
-    case Mode::mxfp8_f32acc: return "mxfp8_f32acc";
+    case Mode::f32:
+      return "f32";
+    case Mode::f16_f32acc:
+      return "f16_f32acc";
+    case Mode::f16:
+    case Mode::f16_model:
+      return "f16";
+    case Mode::bf16_f32acc:
+      return "bf16_f32acc";
+    case Mode::fp8_f32acc:
+      return "fp8_f32acc";
+    case Mode::mxfp8_f32acc:
+      return "mxfp8_f32acc";
   }
   return "?";
 }
@@ -103,6 +110,6 @@ std::span<const DenseBlocking> dense_blockings();
 /// Declares the lists of one ISA folder, defined by its kernels.cpp and joined by src/kernels/registry.cpp for
 /// every folder CMake compiles (HALFMAP_ISAS).
 #define HALFMAP_DECLARE_KERNEL_LIST(isa) \
-  namespace halfmap::paths::isa {      \
+  namespace halfmap::paths::isa {        \
   PathLists lists();                     \
   }

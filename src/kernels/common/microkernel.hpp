@@ -27,7 +27,7 @@ namespace halfmap::detail {
 /// Whether the tile ops O have fma_broadcast.
 template <class O>
 constexpr bool kBroadcastInFma = requires(const typename O::Packed* a, typename O::V v) {
-  { O::fma_broadcast(a, v, v) };
+  {O::fma_broadcast(a, v, v)};
 };
 
 /// c (MR × NV·kW, row stride ldc) (+)= Σ over kc k of a(i, k)·b(k, j), k in order, with a(i, k) at a_at(k, i)
@@ -76,7 +76,8 @@ void tile_product(std::size_t kc, AAt a_at, const typename O::Packed* b, typenam
 template <class O, int MR, int NV>
 void microkernel(std::size_t kc, const typename O::Packed* a, const typename O::Packed* b, typename O::Acc* c,
                  std::size_t ldc, bool accumulate) {
-  tile_product<O, MR, NV>(kc, [a](std::size_t p, int i) { return a + p * MR + i; }, b, c, ldc, accumulate);
+  tile_product<O, MR, NV>(
+      kc, [a](std::size_t p, int i) { return a + p * MR + i; }, b, c, ldc, accumulate);
 }
 
 /// The same product with A row-major: a(i, k) at a[i·lda + k], for f32 panels: f32 storage read where it lies,
@@ -91,7 +92,8 @@ void microkernel_rows(std::size_t kc, const typename O::Packed* a, std::size_t l
   const typename O::Packed* r[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) r[i] = a + std::min(std::size_t(i), rows - 1) * lda;
-  tile_product<O, MR, NV>(kc, [&r](std::size_t p, int i) { return r[i] + p; }, b, c, ldc, accumulate);
+  tile_product<O, MR, NV>(
+      kc, [&r](std::size_t p, int i) { return r[i] + p; }, b, c, ldc, accumulate);
 }
 
 /// The same product for the per-operation fp16 tiles (FmaKind::f32_round) with the accumulators kept where they
@@ -173,10 +175,9 @@ struct GemmTraits : B {
   }();
   /// gemm.hpp's kernel_rows (A row-major: f32 in place, or widened by rows): f32 panels, accumulators in
   /// registers.
-  static void kernel_rows(std::size_t kc, const Packed* a, std::size_t lda, std::size_t rows, const Packed* b,
-                          Acc* c, std::size_t ldc, bool accumulate)
-    requires(std::is_same_v<Packed, float> && B::kKPack == 1 && !B::kAccInL1)
-  {
+  static void kernel_rows(std::size_t kc, const Packed* a, std::size_t lda, std::size_t rows, const Packed* b, Acc* c,
+                          std::size_t ldc,
+                          bool accumulate) requires(std::is_same_v<Packed, float>&& B::kKPack == 1 && !B::kAccInL1) {
     microkernel_rows<Tile, int(B::kMr), int(B::kNr / Tile::kW)>(kc, a, lda, rows, b, c, ldc, accumulate);
   }
 
@@ -233,8 +234,7 @@ struct GemmTraits : B {
       for (; j + Cvt::kW <= n; j += Cvt::kW)
         Cvt::store_f16(o + j, Cvt::add(Cvt::load_f16(a + j), Cvt::load_f16(b + j)));
     } else if constexpr (Tile::kFma == FmaKind::fused) {
-      for (; j + Tile::kW <= n; j += Tile::kW)
-        Tile::store(o + j, Tile::add(Tile::load(a + j), Tile::load(b + j)));
+      for (; j + Tile::kW <= n; j += Tile::kW) Tile::store(o + j, Tile::add(Tile::load(a + j), Tile::load(b + j)));
     }
     if (j < n) f16_dense_epilogue(a + j, 1, n - j, b + j, Act::identity, o + j);
   }

@@ -8,8 +8,8 @@
 #include "halfmap/f16_model.hpp"
 #include "halfmap/math.hpp"
 #include "halfmap/registry.hpp"
-#include "kernels/common/nn.hpp"
 #include "kernels/common/gelu.hpp"
+#include "kernels/common/nn.hpp"
 #include "kernels/common/norm.hpp"
 
 namespace halfmap {
@@ -46,8 +46,10 @@ float widen(DType storage, const void* values, std::size_t i) {
       std::memcpy(&v, static_cast<const char*>(values) + 4 * i, 4);
       return v;
     }
-    case DType::f16: return to_f32(static_cast<const f16*>(values)[i]);
-    case DType::bf16: return to_f32(static_cast<const bf16*>(values)[i]);
+    case DType::f16:
+      return to_f32(static_cast<const f16*>(values)[i]);
+    case DType::bf16:
+      return to_f32(static_cast<const bf16*>(values)[i]);
   }
   return 0.0f;
 }
@@ -64,9 +66,12 @@ namespace detail {
 
 float widen_bits(DType storage, std::uint32_t bits) {
   switch (storage) {
-    case DType::f32: return std::bit_cast<float>(bits);
-    case DType::f16: return to_f32(f16{static_cast<std::uint16_t>(bits)});
-    case DType::bf16: return to_f32(bf16{static_cast<std::uint16_t>(bits)});
+    case DType::f32:
+      return std::bit_cast<float>(bits);
+    case DType::f16:
+      return to_f32(f16{static_cast<std::uint16_t>(bits)});
+    case DType::bf16:
+      return to_f32(bf16{static_cast<std::uint16_t>(bits)});
   }
   return 0.0f;
 }

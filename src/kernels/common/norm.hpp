@@ -49,7 +49,7 @@ struct NormArrays {
 /// Owner, a type of the calling path's, only keeps this instantiation apart per path (see the ops.hpp headers).
 template <class Owner, class E, bool kRms>
 NormArrays<E> norm_arrays(const NormArgs& a) {
-  return {static_cast<const E*>(a.x), static_cast<const E*>(a.gamma), kRms ? nullptr : static_cast<const E*>(a.beta),
+  return {static_cast<const E*>(a.x),  static_cast<const E*>(a.gamma), kRms ? nullptr : static_cast<const E*>(a.beta),
           static_cast<const E*>(a.dy), static_cast<E*>(a.y),           static_cast<E*>(a.dx)};
 }
 
@@ -152,7 +152,8 @@ void norm_f32acc(const NormArgs& a) {
                       prefetch(yrow, j);
                       const V d = dev(j, n);
                       acc = M::fma(d, d, acc);
-                    }) / float(cols);
+                    }) /
+                    float(cols);
     const float r = 1.0f / std::sqrt(v + a.eps);
     const V rv = M::set1(r);
     if (a.mean != nullptr) a.mean[i] = mu;
@@ -174,9 +175,8 @@ void norm_f32acc(const NormArgs& a) {
     if constexpr (!kRms) {
       ga = sum([&](V& acc, std::size_t j, std::size_t n) { acc = M::add(acc, g_at(j, n)); }) / float(cols);
     }
-    const float gb = sum([&](V& acc, std::size_t j, std::size_t n) {
-                       acc = M::fma(g_at(j, n), xhat(j, n), acc);
-                     }) / float(cols);
+    const float gb =
+        sum([&](V& acc, std::size_t j, std::size_t n) { acc = M::fma(g_at(j, n), xhat(j, n), acc); }) / float(cols);
     const V gav = M::set1(ga), ngbv = M::set1(-gb);
     Elem* dxi = dx + i * cols;
     blocks([&](std::size_t j, std::size_t n) {
@@ -276,10 +276,8 @@ void norm_f16(const NormArgs& a) {
     auto g_at = [&](std::size_t j, std::size_t n) { return mul(load_n(dyi + j, n), gamma_at(j, n)); };
     U ga = 0;
     if constexpr (!kRms) {
-      ga = f16_div_n(lane_sum([&](HV& acc, std::size_t j, std::size_t n) {
-                       acc = H::add(acc, zero_tail(g_at(j, n), n));
-                     }),
-                     cols);
+      ga = f16_div_n(
+          lane_sum([&](HV& acc, std::size_t j, std::size_t n) { acc = H::add(acc, zero_tail(g_at(j, n), n)); }), cols);
     }
     const U gb = f16_div_n(lane_sum([&](HV& acc, std::size_t j, std::size_t n) {
                              acc = H::fma(zero_tail(g_at(j, n), n), xhat(j, n), acc);

@@ -142,6 +142,7 @@ struct F32AccRows {
   static constexpr Mode kMode = S::kMode;
   static constexpr paths::Order order(Op) { return {}; }
   // Family by family: reductions, dense, mse/softmax/xent, norms, GELU.
+  // clang-format off
   static constexpr ModeKernels kKernels{
       give<Op::sum>(f32acc_reduce<S, Op::sum>), give<Op::sumsq>(f32acc_reduce<S, Op::sumsq>),
       give<Op::maxabs>(maxabs_reduce<typename P::Tag, Bits, t>), give<Op::dot>(f32acc_reduce<S, Op::dot>),
@@ -150,6 +151,7 @@ struct F32AccRows {
       give<Op::softmax_naive>(softmax_f32acc<S, false>), give<Op::xent>(xent_f32acc<S>),
       give<Op::layernorm>(norm_f32acc<S, false>), give<Op::rmsnorm>(norm_f32acc<S, true>),
       give<Op::gelu>(gelu_f32acc<S, false>), give<Op::gelu_tanh>(gelu_f32acc<S, true>)};
+  // clang-format on
   static constexpr AttentionExtras kExtras{.widen16 = t == DType::f16 ? P::F32::f16_to_f32 : nullptr,
                                            .narrow16 = t == DType::f16 ? P::F32::f32_to_f16 : nullptr,
                                            .softmax_bwd_f32 = softmax_bwd_row<typename P::F32>};
@@ -177,6 +179,7 @@ struct F16Rows {
   template <Op kOp>
   static constexpr ReduceFn kReduce = f16acc_reduce<F16, P::kReduceRegs, kOp>;
   // As F32AccRows': family by family.
+  // clang-format off
   static constexpr ModeKernels kKernels{
       give<Op::sum>(kReduce<Op::sum>), give<Op::sumsq>(kReduce<Op::sumsq>),
       give<Op::maxabs>(maxabs_reduce<typename P::Tag, std::uint16_t, DType::f16>), give<Op::dot>(kReduce<Op::dot>),
@@ -185,7 +188,9 @@ struct F16Rows {
       give<Op::softmax_naive>(softmax_f16<H, false>), give<Op::xent>(xent_f16<H>),
       give<Op::layernorm>(norm_f16<H, false>), give<Op::rmsnorm>(norm_f16<H, true>),
       give<Op::gelu>(gelu_f16<H, false>), give<Op::gelu_tanh>(gelu_f16<H, true>)};
-  static constexpr AttentionExtras kExtras{.widen16 = P::F32::f16_to_f32, .narrow16 = P::F32::f32_to_f16,
+  // clang-format on
+  static constexpr AttentionExtras kExtras{.widen16 = P::F32::f16_to_f32,
+                                           .narrow16 = P::F32::f32_to_f16,
                                            .f16_dot = f16acc_reduce<F16, P::kNnRegs, Op::dot>};
 };
 
@@ -199,8 +204,10 @@ struct FixedOrderRows {
     if (!is_reduction(op)) o.lanes = 1;
     return o;
   }
+  // clang-format off
   static constexpr ModeKernels kKernels{give<Op::sum>(kSum), give<Op::sumsq>(kSumsq), give<Op::dot>(kDot),
                                        give<Op::dense_fwd>(kFwd), give<Op::dense_bwd>(kBwd)};
+  // clang-format on
 };
 
 /// Attention's parts (attention.hpp) of mode rows R: its dense and softmax kernels, its softmax's lanes and its
@@ -242,12 +249,21 @@ struct Candidate {
 /// Op order. The order of cells.csv and thresholds.json is this order.
 constexpr int list_group(OpKind kind) {
   switch (kind) {
-    case OpKind::reduce: return 0;
-    case OpKind::dense: case OpKind::dense_bwd: return 1;
-    case OpKind::loss: case OpKind::softmax: case OpKind::xent: return 2;
-    case OpKind::norm: return 3;
-    case OpKind::gelu: return 4;
-    case OpKind::attention: return 5;
+    case OpKind::reduce:
+      return 0;
+    case OpKind::dense:
+    case OpKind::dense_bwd:
+      return 1;
+    case OpKind::loss:
+    case OpKind::softmax:
+    case OpKind::xent:
+      return 2;
+    case OpKind::norm:
+      return 3;
+    case OpKind::gelu:
+      return 4;
+    case OpKind::attention:
+      return 5;
   }
   return 6;
 }
@@ -355,6 +371,7 @@ struct ScaledRows {
   static constexpr Fn pick(Fn fp8, Fn mx) {
     return kM == Mode::fp8_f32acc ? fp8 : mx;
   }
+  // clang-format off
   static constexpr ModeKernels kKernels{
       give<Op::sum>(pick<ReduceFn>(S::template fp8_reduce<Op::sum>, S::template mx_reduce<Op::sum>)),
       give<Op::sumsq>(pick<ReduceFn>(S::template fp8_reduce<Op::sumsq>, S::template mx_reduce<Op::sumsq>)),
@@ -364,6 +381,7 @@ struct ScaledRows {
       give<Op::dense_bwd>(pick<DenseBwdFn>(S::fp8_dense_bwd, S::mx_dense_bwd)),
       give<Op::mse>(pick<LossFn>(S::fp8_mse, S::mx_mse)),
       give<Op::softmax>(pick<SoftmaxFn>(S::fp8_softmax, S::mx_softmax))};
+  // clang-format on
 };
 
 /// The scaled modes' rows of a path with conversions C and f32 mode R: fp8_f32acc's, then mxfp8_f32acc's.

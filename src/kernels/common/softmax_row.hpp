@@ -29,7 +29,6 @@
 #include "kernels/common/row_io.hpp"    // store_lanes, prefetch_bytes
 #include "kernels/common/vmath.hpp"     // exp_consts, exp_f32_generic, exp_f32_inrange, quotient_by_reciprocal
 
-
 namespace halfmap::detail {
 
 /// The f32 value of one storage-type bit pattern (exact; src/kernels/common/nn.cpp).
@@ -237,9 +236,8 @@ template <class S, bool kStable>
 void softmax_row_f32acc(const typename S::Elem* x, typename S::Elem* y, std::size_t cols, float* e,
                         const typename S::Elem* next) {
   const RowSum sum = exp_pass_f32acc<S, kStable>(x, cols, e, next, y);
-  quotient_pass_f32acc<S>(e, cols, sum, [&](std::size_t j, typename S::M::V q, std::size_t n) {
-    store_lanes<S>(y + j, q, n);
-  });
+  quotient_pass_f32acc<S>(e, cols, sum,
+                          [&](std::size_t j, typename S::M::V q, std::size_t n) { store_lanes<S>(y + j, q, n); });
 }
 
 // ---- fp16 modes --------------------------------------------------------------------------------------------
@@ -284,8 +282,7 @@ void softmax_row_f16(const std::uint16_t* x, std::uint16_t* y, std::size_t cols,
         t.r[r] = H::load(xp + r * W);
         if constexpr (kStable) t.r[r] = H::sub(t.r[r], mv);
       }
-      const typename LM::V e =
-          decltype(inrange)::value ? exp_f32_inrange<LM, true>(t) : exp_f32_generic<LM>(t);
+      const typename LM::V e = decltype(inrange)::value ? exp_f32_inrange<LM, true>(t) : exp_f32_generic<LM>(t);
       for (std::size_t r = 0; r < R; ++r) {
         acc[r] = H::add(acc[r], H::exp_store_with(yp + r * W, e.r[r], [](typename M::V v) { return v; }));
       }

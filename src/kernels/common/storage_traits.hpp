@@ -21,17 +21,24 @@ struct StorageTraits {
   using Elem = std::conditional_t<t == DType::f32, float, std::uint16_t>;  // f32 values or 16-bit patterns
   static constexpr DType kStorage = t;
   static constexpr Mode kMode = t == DType::f32 ? Mode::f32 : t == DType::f16 ? Mode::f16_f32acc : Mode::bf16_f32acc;
-  static constexpr Elem kNegInf = t == DType::f32 ? Elem(-std::numeric_limits<float>::infinity())
-                                  : t == DType::f16 ? Elem(0xFC00) : Elem(0xFF80);
+  static constexpr Elem kNegInf = t == DType::f32   ? Elem(-std::numeric_limits<float>::infinity())
+                                  : t == DType::f16 ? Elem(0xFC00)
+                                                    : Elem(0xFF80);
   static V load(const Elem* p) {
-    if constexpr (t == DType::f32) return M::load(p);
-    else if constexpr (t == DType::f16) return M::load_f16(p);
-    else return M::load_bf16(p);
+    if constexpr (t == DType::f32)
+      return M::load(p);
+    else if constexpr (t == DType::f16)
+      return M::load_f16(p);
+    else
+      return M::load_bf16(p);
   }
   static void store(Elem* p, V v) {
-    if constexpr (t == DType::f32) M::store(p, v);
-    else if constexpr (t == DType::f16) M::store_f16(p, v);
-    else M::store_bf16(p, v);
+    if constexpr (t == DType::f32)
+      M::store(p, v);
+    else if constexpr (t == DType::f16)
+      M::store_f16(p, v);
+    else
+      M::store_bf16(p, v);
   }
   /// v rounded to the storage type and widened back: what load() reads after store(v).
   static V round(V v) {

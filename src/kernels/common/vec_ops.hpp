@@ -30,13 +30,21 @@ using VecOf [[gnu::vector_size(kBytes)]] = E;
 template <class Tag>
 struct F32Operators {
   template <class V>
-  static V add(V a, V b) { return a + b; }
+  static V add(V a, V b) {
+    return a + b;
+  }
   template <class V>
-  static V sub(V a, V b) { return a - b; }
+  static V sub(V a, V b) {
+    return a - b;
+  }
   template <class V>
-  static V mul(V a, V b) { return a * b; }
+  static V mul(V a, V b) {
+    return a * b;
+  }
   template <class V>
-  static V div(V a, V b) { return a / b; }
+  static V div(V a, V b) {
+    return a / b;
+  }
 };
 
 /// The integer lane operators of an ISA's registers (Tag: the ISA's tag), viewed as lanes U (unsigned), C (the
@@ -47,21 +55,37 @@ struct F32Operators {
 template <class Tag, class U, class C, class B = U, class F = VecOf<float, sizeof(U)>>
 struct IntOperators {
   template <class I>
-  static I and_(I a, I b) { return I(B(a) & B(b)); }
+  static I and_(I a, I b) {
+    return I(B(a) & B(b));
+  }
   template <class I>
-  static I or_(I a, I b) { return I(B(a) | B(b)); }
+  static I or_(I a, I b) {
+    return I(B(a) | B(b));
+  }
   template <class I>
-  static I add(I a, I b) { return I(U(a) + U(b)); }
+  static I add(I a, I b) {
+    return I(U(a) + U(b));
+  }
   template <class I>
-  static I sub(I a, I b) { return I(U(a) - U(b)); }
+  static I sub(I a, I b) {
+    return I(U(a) - U(b));
+  }
   template <class I>
-  static I gt(I a, I b) { return I(C(a) > C(b)); }
+  static I gt(I a, I b) {
+    return I(C(a) > C(b));
+  }
   template <class I>
-  static I eq(I a, I b) { return I(U(a) == U(b)); }
+  static I eq(I a, I b) {
+    return I(U(a) == U(b));
+  }
   template <class I>
-  static I fadd(I a, I b) { return I(F(a) + F(b)); }
+  static I fadd(I a, I b) {
+    return I(F(a) + F(b));
+  }
   template <class I>
-  static I fmul(I a, I b) { return I(F(a) * F(b)); }
+  static I fmul(I a, I b) {
+    return I(F(a) * F(b));
+  }
 };
 
 /// fp16 arithmetic per operation through the f32 vectors of M: a register holds M::kW f32 values that are always
@@ -106,7 +130,9 @@ struct NativeF16Ops {
     return e;
   }
   template <class V>
-  static void store_div(std::uint16_t* p, V e, V s) { Self::store(p, Self::canon(Self::div(e, s))); }
+  static void store_div(std::uint16_t* p, V e, V s) {
+    Self::store(p, Self::canon(Self::div(e, s)));
+  }
   template <class V>
   static void store_scale(std::uint16_t* p, V v, float c) {
     const typename M::V cv = M::set1(c);

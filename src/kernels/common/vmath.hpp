@@ -26,15 +26,21 @@ namespace halfmap::detail {
 // ---- exp, tanh, erf ------------------------------------------------------------------------------------------
 
 namespace exp_consts {
-inline constexpr float kLo = -104.0f;               // below: exp < 2^-150, rounds to +0
-inline constexpr float kHi = 89.0f;                 // above 88.7228: exp overflows to +inf
+inline constexpr float kLo = -104.0f;  // below: exp < 2^-150, rounds to +0
+inline constexpr float kHi = 89.0f;    // above 88.7228: exp overflows to +inf
 inline constexpr float kLog2e = 0x1.715476p+0f;
-inline constexpr float kRound = 0x1.8p23f;          // fma(x, kLog2e, kRound) - kRound: x·log2(e) rounded to an integer
-inline constexpr float kLn2Hi = 0x1.62e430p-1f;     // ln 2 rounded to f32 (0.693147182...)
-inline constexpr float kLn2Lo = 0x1.05c610p-29f;    // kLn2Hi - ln 2, rounded to f32
+inline constexpr float kRound = 0x1.8p23f;        // fma(x, kLog2e, kRound) - kRound: x·log2(e) rounded to an integer
+inline constexpr float kLn2Hi = 0x1.62e430p-1f;   // ln 2 rounded to f32 (0.693147182...)
+inline constexpr float kLn2Lo = 0x1.05c610p-29f;  // kLn2Hi - ln 2, rounded to f32
 // e^r ≈ Σ kPoly[k]·r^k on |r| ≤ ln2/2 (Cephes expf's coefficients, k ≥ 2).
-inline constexpr float kPoly[8] = {1.0f,           1.0f,           5.0000001201e-1f, 1.6666665459e-1f,
-                                   4.1665795894e-2f, 8.3334519073e-3f, 1.3981999507e-3f, 1.9875691500e-4f};
+inline constexpr float kPoly[8] = {1.0f,
+                                   1.0f,
+                                   5.0000001201e-1f,
+                                   1.6666665459e-1f,
+                                   4.1665795894e-2f,
+                                   8.3334519073e-3f,
+                                   1.3981999507e-3f,
+                                   1.9875691500e-4f};
 // The fast rows' bounds: every t_j in [kRowLo, kExpHi] keeps e_j = exp(t_j) normal (e^-40 > 2^-58, e^88 below
 // the f32 maximum) and finite.
 inline constexpr float kRowLo = -40.0f;

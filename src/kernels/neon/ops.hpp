@@ -86,10 +86,12 @@ struct I32T : detail::IntOperators<Tag, uint32x4_t, int32x4_t, uint32x4_t, float
     std::memcpy(p, &w, 4);
   }
   static I set1(std::uint32_t v) { return vdupq_n_u32(v); }
+  // clang-format off
   template <int s>
   static I srl(I v) { return vshrq_n_u32(v, s); }
   template <int s>
   static I sll(I v) { return vshlq_n_u32(v, s); }
+  // clang-format on
   static I select(M m, I a, I b) { return vbslq_u32(m, a, b); }
   static I i2f_scaled(I v, float c) {
     return vreinterpretq_u32_f32(vmulq_n_f32(vcvtq_f32_s32(vreinterpretq_s32_u32(v)), c));

@@ -23,7 +23,7 @@ namespace {
 
 using namespace detail;
 constexpr unsigned kRegs = 4, kStep = 8 * kRegs, kLanes = 4 * kRegs;  // 32 bf16 per step, 16 f32 lanes
-constexpr std::uint16_t kOne = 0x3F80;                                    // bf16 1.0
+constexpr std::uint16_t kOne = 0x3F80;                                // bf16 1.0
 
 /// Each step: 4 registers of bf16 x, each pair of register r BFDOT'd with 1.0 (sum), x itself (sumsq) or y's (dot).
 template <Op kOp>
@@ -62,8 +62,8 @@ struct MmlaGemm : Bf16PanelTraits<MmlaGemm> {
   static float bias_add(float acc, float b) { return arm_fadd(acc, b); }
   /// c (8 × 8, row stride ldc) (+)= Σ over `groups` of a (8 rows × 4 k) · b (4 k × 8 columns). Accumulator
   /// acc[r][q] holds rows 2r, 2r+1 × columns 2q, 2q+1 as (c[2r][2q], c[2r][2q+1], c[2r+1][2q], c[2r+1][2q+1]).
-  static void kernel(std::size_t groups, const std::uint16_t* a, const std::uint16_t* b, float* c,
-                     std::size_t ldc, bool accumulate) {
+  static void kernel(std::size_t groups, const std::uint16_t* a, const std::uint16_t* b, float* c, std::size_t ldc,
+                     bool accumulate) {
     float32x4_t acc[4][4];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
@@ -99,8 +99,9 @@ struct MmlaGemm : Bf16PanelTraits<MmlaGemm> {
 struct Traits : PathTypes<Isa::neonbf16, Tag> {};
 
 /// bf16_f32acc in BFDotAdd's fixed order: the reductions above and the dense kernels on MmlaGemm.
-struct BfdotRows : FixedOrderRows<Mode::bf16_f32acc, Order{.lanes = kLanes, .fixed = FixedOrder::bfdot}, reduce<Op::sum>,
-                                  reduce<Op::sumsq>, reduce<Op::dot>, dense_fwd<MmlaGemm>, dense_bwd<MmlaGemm>> {
+struct BfdotRows
+    : FixedOrderRows<Mode::bf16_f32acc, Order{.lanes = kLanes, .fixed = FixedOrder::bfdot}, reduce<Op::sum>,
+                     reduce<Op::sumsq>, reduce<Op::dot>, dense_fwd<MmlaGemm>, dense_bwd<MmlaGemm>> {
   using Gemm = MmlaGemm;
 };
 

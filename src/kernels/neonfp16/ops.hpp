@@ -44,9 +44,12 @@ struct F16 : detail::NativeF16Ops<F32, F16> {
   static V canon(V v) { return vbslq_f16(vceqq_f16(v, v), v, set1(0x7E00)); }
   static V rot(V v, unsigned w) {
     switch (w) {
-      case 4: return vextq_f16(v, v, 4);
-      case 2: return vextq_f16(v, v, 2);
-      default: return vextq_f16(v, v, 1);
+      case 4:
+        return vextq_f16(v, v, 4);
+      case 2:
+        return vextq_f16(v, v, 2);
+      default:
+        return vextq_f16(v, v, 1);
     }
   }
   static std::uint16_t lane0(V v) { return vgetq_lane_u16(vreinterpretq_u16_f16(v), 0); }
@@ -71,16 +74,17 @@ struct H16 : detail::IntOperators<Tag, uint16x8_t, uint16x8_t> {
     return vcombine_u16(vmovn_u32(vcagtq_f32(a.val[0], b.val[0])), vmovn_u32(vcagtq_f32(a.val[1], b.val[1])));
   }
   static U differ(F a, F b) {
-    return vmvnq_u16(
-        vcombine_u16(vmovn_u32(vceqq_f32(a.val[0], b.val[0])), vmovn_u32(vceqq_f32(a.val[1], b.val[1]))));
+    return vmvnq_u16(vcombine_u16(vmovn_u32(vceqq_f32(a.val[0], b.val[0])), vmovn_u32(vceqq_f32(a.val[1], b.val[1]))));
   }
   static U load_bytes(const std::uint8_t* p) { return vmovl_u8(vld1_u8(p)); }
   static void store_bytes(std::uint8_t* p, U v) { vst1_u8(p, vmovn_u16(v)); }
   static U set1(std::uint16_t v) { return vdupq_n_u16(v); }
+  // clang-format off
   template <int s>
   static U srl(U v) { return vshrq_n_u16(v, s); }
   template <int s>
   static U sll(U v) { return vshlq_n_u16(v, s); }
+  // clang-format on
   static U select(U m, U a, U b) { return vbslq_u16(m, a, b); }
 };
 

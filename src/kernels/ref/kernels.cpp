@@ -43,8 +43,7 @@ float f32acc_ref(const void* xv, const void* yv, std::size_t n) {
 
 template <Op kOp>
 float f16_model_ref(const void* x, const void* y, std::size_t n) {
-  return to_f32(f16_model_reduce(kOp, static_cast<const f16*>(x), static_cast<const f16*>(y), n, 1,
-                                 FmaKind::fused));
+  return to_f32(f16_model_reduce(kOp, static_cast<const f16*>(x), static_cast<const f16*>(y), n, 1, FmaKind::fused));
 }
 
 // ---- dense layers
@@ -52,8 +51,8 @@ float f16_model_ref(const void* x, const void* y, std::size_t n) {
 /// out (rows × cols) = A · B in f32, sequential over the inner index. The operands are widened once, and the j loop
 /// is innermost: the outputs of a row advance together, each still summing a(i,p)·b(p,j) over p in order from +0.
 template <class Elem>
-void f32_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const Elem* a, std::size_t a_rs,
-              std::size_t a_cs, const Elem* b, std::size_t b_rs, std::size_t b_cs, float* out) {
+void f32_gemm(std::size_t rows, std::size_t cols, std::size_t inner, const Elem* a, std::size_t a_rs, std::size_t a_cs,
+              const Elem* b, std::size_t b_rs, std::size_t b_cs, float* out) {
   std::vector<float> wa(rows * inner), wb(inner * cols);
   for (std::size_t i = 0; i < rows; ++i) {
     for (std::size_t p = 0; p < inner; ++p) wa[i * inner + p] = widen(a[i * a_rs + p * a_cs]);
@@ -294,6 +293,7 @@ struct ScalarF32AccRows {
   using Bits = std::conditional_t<sizeof(Elem) == 4, std::uint32_t, std::uint16_t>;
   static constexpr Mode kMode = mode_of<Elem>();
   static constexpr Order order(Op) { return {}; }
+  // clang-format off
   static constexpr detail::ModeKernels kKernels{
       give<Op::sum>(f32acc_ref<Elem, Op::sum>), give<Op::sumsq>(f32acc_ref<Elem, Op::sumsq>),
       give<Op::maxabs>(detail::maxabs_reduce<Tag, Bits, dtype_of<Elem>()>), give<Op::dot>(f32acc_ref<Elem, Op::dot>),
@@ -302,12 +302,14 @@ struct ScalarF32AccRows {
       give<Op::softmax_naive>(f32acc_softmax<Elem, false>), give<Op::xent>(f32acc_xent<Elem>),
       give<Op::layernorm>(f32acc_norm<Elem, false>), give<Op::rmsnorm>(f32acc_norm<Elem, true>),
       give<Op::gelu>(f32acc_gelu<Elem, false>), give<Op::gelu_tanh>(f32acc_gelu<Elem, true>)};
+  // clang-format on
 };
 
 /// The f16 model (mode f16_model): every operation rounded to fp16, strictly sequential, fused multiply-add.
 struct F16ModelRows {
   static constexpr Mode kMode = Mode::f16_model;
   static constexpr Order order(Op) { return {1, FmaKind::fused}; }
+  // clang-format off
   static constexpr detail::ModeKernels kKernels{
       give<Op::sum>(f16_model_ref<Op::sum>), give<Op::sumsq>(f16_model_ref<Op::sumsq>),
       give<Op::maxabs>(f16_model_ref<Op::maxabs>), give<Op::dot>(f16_model_ref<Op::dot>),
@@ -316,6 +318,7 @@ struct F16ModelRows {
       give<Op::softmax_naive>(f16_model_softmax_naive_ref), give<Op::xent>(f16_model_xent_ref),
       give<Op::layernorm>(f16_model_layernorm_ref), give<Op::rmsnorm>(f16_model_rmsnorm_ref),
       give<Op::gelu>(f16_model_gelu_ref), give<Op::gelu_tanh>(f16_model_gelu_tanh_ref)};
+  // clang-format on
   // attention's δ: this mode's own dot (attention.hpp requires one)
   static constexpr detail::AttentionExtras kExtras{.f16_dot = f16_model_ref<Op::dot>};
 };

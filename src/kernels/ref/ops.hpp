@@ -28,9 +28,13 @@ struct I32 {
   static I add(I a, I b) { return a + b; }
   static I sub(I a, I b) { return a - b; }
   template <int s>
-  static I srl(I v) { return v >> s; }
+  static I srl(I v) {
+    return v >> s;
+  }
   template <int s>
-  static I sll(I v) { return v << s; }
+  static I sll(I v) {
+    return v << s;
+  }
   static M gt(I a, I b) { return static_cast<std::int32_t>(a) > static_cast<std::int32_t>(b); }
   static M eq(I a, I b) { return a == b; }
   static I select(M m, I a, I b) { return m ? a : b; }

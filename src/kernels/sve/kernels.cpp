@@ -95,7 +95,9 @@ struct F16K {
   static V add(svbool_t p, V a, V x) { return svadd_f16_m(p, a, x); }
   static V fma(svbool_t p, V a, V x, V y) { return svmla_f16_m(p, a, x, y); }
   static void store_lanes(svbool_t p, Lane* l, V v) { store_f16(p, l, v); }
-  static float finish(Op op, Lane* lanes) { return f16acc_finish(op, lanes, kLanes, nullptr, nullptr, 0, FmaKind::fused); }
+  static float finish(Op op, Lane* lanes) {
+    return f16acc_finish(op, lanes, kLanes, nullptr, nullptr, 0, FmaKind::fused);
+  }
   static void epilogue(svbool_t pg, V acc, std::size_t cols, const Elem* b, Act act, Elem* y) {
     std::uint16_t out[128];  // svcnth() <= 128
     store_f16(pg, out, acc);
@@ -107,20 +109,20 @@ struct F16K {
 #define HALFMAP_SVE_EACH(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7)
 
 // One register's step of a block: logical lanes [r·vl, (r + 1)·vl) of the block at i, cnt elements in the block.
-#define HALFMAP_SVE_STEP(r)                                                                       \
-  if constexpr (R > r) {                                                                         \
-    const svbool_t p = K::whilelt(r * vl, cnt);                                                  \
-    const V xv = K::load(p, x + i + r * vl);                                                     \
-    if constexpr (kOp == Op::sum) {                                                              \
-      a##r = K::add(p, a##r, xv);                                                                \
-    } else if constexpr (kOp == Op::sumsq) {                                                     \
-      a##r = K::fma(p, a##r, xv, xv);                                                            \
-    } else {                                                                                     \
-      a##r = K::fma(p, a##r, xv, K::load(p, y + i + r * vl));                                    \
-    }                                                                                            \
+#define HALFMAP_SVE_STEP(r)                                   \
+  if constexpr (R > r) {                                      \
+    const svbool_t p = K::whilelt(r * vl, cnt);               \
+    const V xv = K::load(p, x + i + r * vl);                  \
+    if constexpr (kOp == Op::sum) {                           \
+      a##r = K::add(p, a##r, xv);                             \
+    } else if constexpr (kOp == Op::sumsq) {                  \
+      a##r = K::fma(p, a##r, xv, xv);                         \
+    } else {                                                  \
+      a##r = K::fma(p, a##r, xv, K::load(p, y + i + r * vl)); \
+    }                                                         \
   }
 #define HALFMAP_SVE_STORE(r) \
-  if constexpr (R > r) K::store_lanes(K::whilelt(r * vl, L), lanes + r * vl, a##r);
+  if constexpr (R > r) K::store_lanes(K::whilelt(r* vl, L), lanes + r * vl, a##r);
 
 /// The reduction with R registers of vl lanes holding the L logical lanes (R·vl >= L).
 template <class K, unsigned R, Op kOp>
@@ -145,10 +147,14 @@ float reduce(const void* xv, const void* yv, std::size_t n) {
   const auto* x = static_cast<const typename K::Elem*>(xv);
   const auto* y = static_cast<const typename K::Elem*>(yv);
   switch (regs_for(K::kLanes, K::vl())) {
-    case 1: return reduce_r<K, 1, kOp>(x, y, n);
-    case 2: return reduce_r<K, 2, kOp>(x, y, n);
-    case 4: return reduce_r<K, 4, kOp>(x, y, n);
-    default: return reduce_r<K, 8, kOp>(x, y, n);
+    case 1:
+      return reduce_r<K, 1, kOp>(x, y, n);
+    case 2:
+      return reduce_r<K, 2, kOp>(x, y, n);
+    case 4:
+      return reduce_r<K, 4, kOp>(x, y, n);
+    default:
+      return reduce_r<K, 8, kOp>(x, y, n);
   }
 }
 
@@ -294,15 +300,15 @@ struct MseF16 {
   static float finish(Lane* lanes, std::size_t n, Mode) { return mse_f16_finish(f16_fold_bits(lanes, kF32Lanes), n); }
 };
 
-#define HALFMAP_SVE_MSE_STEP(r)                                             \
-  if constexpr (R > r) {                                                    \
-    const svbool_t pg = svwhilelt_b32_u64(r * vl, cnt);                     \
-    const typename T::V d = T::diff(pg, p + i + r * vl, y + i + r * vl);    \
-    a##r = T::sq(pg, a##r, d);                                              \
-    if (dp != nullptr) T::grad(pg, dp + i + r * vl, d, c);                  \
+#define HALFMAP_SVE_MSE_STEP(r)                                          \
+  if constexpr (R > r) {                                                 \
+    const svbool_t pg = svwhilelt_b32_u64(r * vl, cnt);                  \
+    const typename T::V d = T::diff(pg, p + i + r * vl, y + i + r * vl); \
+    a##r = T::sq(pg, a##r, d);                                           \
+    if (dp != nullptr) T::grad(pg, dp + i + r * vl, d, c);               \
   }
 #define HALFMAP_SVE_MSE_STORE(r) \
-  if constexpr (R > r) T::store_lanes(svwhilelt_b32_u64(r * vl, L), lanes + r * vl, a##r);
+  if constexpr (R > r) T::store_lanes(svwhilelt_b32_u64(r* vl, L), lanes + r * vl, a##r);
 
 template <class T, unsigned R, Mode kMode>
 float mse_r(const LossArgs& a) {
@@ -329,10 +335,14 @@ float mse_r(const LossArgs& a) {
 template <class T, Mode kMode>
 float mse(const LossArgs& a) {
   switch (regs_for(kF32Lanes, svcntw())) {
-    case 1: return mse_r<T, 1, kMode>(a);
-    case 2: return mse_r<T, 2, kMode>(a);
-    case 4: return mse_r<T, 4, kMode>(a);
-    default: return mse_r<T, 8, kMode>(a);
+    case 1:
+      return mse_r<T, 1, kMode>(a);
+    case 2:
+      return mse_r<T, 2, kMode>(a);
+    case 4:
+      return mse_r<T, 4, kMode>(a);
+    default:
+      return mse_r<T, 8, kMode>(a);
   }
 }
 
@@ -349,15 +359,17 @@ struct SveRows {
     const FmaKind fma = kM == Mode::f16 ? FmaKind::fused : FmaKind::none;
     if (op == Op::maxabs) return {kM == Mode::f16 ? K::kLanes : 1, fma};
     const unsigned lanes = op == Op::mse ? kF32Lanes : is_reduction(op) ? K::kLanes : 1;
-    return {.lanes = lanes, .fma = fma, .fixed = kM == Mode::f16_f32acc && op != Op::mse ? FixedOrder::f32 : FixedOrder::none};
+    return {.lanes = lanes,
+            .fma = fma,
+            .fixed = kM == Mode::f16_f32acc && op != Op::mse ? FixedOrder::f32 : FixedOrder::none};
   }
   static constexpr ModeKernels kKernels{give<Op::sum>(reduce<K, Op::sum>),
-                                       give<Op::sumsq>(reduce<K, Op::sumsq>),
-                                       give<Op::maxabs>(maxabs_reduce<Tag, Bits, storage_of(kM)>),
-                                       give<Op::dot>(reduce<K, Op::dot>),
-                                       give<Op::dense_fwd>(dense_fwd<K>),
-                                       give<Op::dense_bwd>(dense_bwd<K>),
-                                       give<Op::mse>(mse<Mse, kM>)};
+                                        give<Op::sumsq>(reduce<K, Op::sumsq>),
+                                        give<Op::maxabs>(maxabs_reduce<Tag, Bits, storage_of(kM)>),
+                                        give<Op::dot>(reduce<K, Op::dot>),
+                                        give<Op::dense_fwd>(dense_fwd<K>),
+                                        give<Op::dense_bwd>(dense_bwd<K>),
+                                        give<Op::mse>(mse<Mse, kM>)};
 };
 
 }  // namespace
