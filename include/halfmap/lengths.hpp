@@ -75,8 +75,8 @@ struct LengthResult {
   /// The onset: found (cell.n the smallest bad length the search saw) or none within [1, len_max].
   bool found = false;
   LengthCell onset;
-  /// The check: the lengths [check_lo, check_hi] (none when check_lo > check_hi: the onset is len_max) and the coarse lengths above the first bad one were evaluated
-  /// again; the good ones among them break monotonicity.
+  /// The check: the lengths [check_lo, check_hi] (none when check_lo > check_hi: the onset is len_max) and the
+  /// coarse lengths above the first bad one were evaluated again; the good ones among them break monotonicity.
   std::size_t check_lo = 0, check_hi = 0;
   std::vector<std::size_t> violations;
   std::size_t evaluations = 0;

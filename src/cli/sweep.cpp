@@ -442,7 +442,8 @@ Command add_sweep_command(CLI::App& parent) {
                 "length n at which the result overflows, is lost or stalls; writes lengths.json and lengths.md "
                 "(docs/thresholds.md, \"Lengths\")");
   sub->add_option("--len-max", a->len_max, "--lengths: the largest length searched, N or 2^K (default 2^20)");
-  sub->add_option("--len-scales", a->len_scales, "--lengths: comma list of input scales, 2^E or values (default 2^0,2^-8)");
+  sub->add_option("--len-scales", a->len_scales,
+                  "--lengths: comma list of input scales, 2^E or values (default 2^0,2^-8)");
   sub->add_option("--len-step", a->len_step,
                   "--lengths: the coarse scan's step over n, 2^E or a factor > 1 (default 2^1: the powers of two)");
   return {sub, [a, sub] {

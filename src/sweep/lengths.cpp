@@ -70,7 +70,8 @@ Dist dist_of(Seq q) {
   }
 }
 
-/// A sequence's first elements: x (2·len_max, for a stall check at len_max) and y (dot's second input).
+/// A sequence's first elements: x (2·len_max, for a stall check at len_max) and y (dot's second input; 2·len_max
+/// for `ones`, len_max otherwise).
 struct Draws {
   std::vector<double> x, y;
 };
@@ -81,7 +82,8 @@ Draws draws_of(const LengthOptions& o, Seq q) {
   // The sweep's base draws of the reductions (Setup::base): the stream (seed, "reduce", dist, role), drawn in order,
   // so that the first n are the inputs of length n, and the first 4096 the sweep's own.
   const std::string_view stream = sweep_family_name(SweepFamily::reduce);
-  return {stream_draw(o.seed, stream, dist_of(q), 0, count), stream_draw(o.seed, stream, dist_of(q), 1, count)};
+  // y is dot's, whose stall is checked on `ones` only: len_max elements suffice.
+  return {stream_draw(o.seed, stream, dist_of(q), 0, count), stream_draw(o.seed, stream, dist_of(q), 1, o.len_max)};
 }
 
 LengthEvent event_of(Status s) {
@@ -181,6 +183,9 @@ class Search {
     so.underflow_share = o_.underflow_share;
     so.sizes.n = n;
     so.base_override.emplace_back(d_.x.begin(), d_.x.begin() + std::ptrdiff_t(n));
+    if (n > d_.x.size() || (e_.fwd.op == Op::dot && n > d_.y.size())) {
+      throw std::logic_error(fmt::format("length {} beyond the sequence's draws", n));
+    }
     if (e_.fwd.op == Op::dot) so.base_override.emplace_back(d_.y.begin(), d_.y.begin() + std::ptrdiff_t(n));
     Runner runner(so, e_, dist_of(q_));
     runner.set_s(log2_s_);
@@ -454,7 +459,9 @@ std::string lengths_markdown_text(const LengthOptions& o, const LengthRun& run) 
       }
       if (!r.violations.empty()) {
         std::string list;
-        for (std::size_t i = 0; i < r.violations.size() && i < 3; ++i) list += (i ? ", " : "") + fmt::format("{}", r.violations[i]);
+        for (std::size_t i = 0; i < r.violations.size() && i < 3; ++i) {
+          list += (i ? ", " : "") + fmt::format("{}", r.violations[i]);
+        }
         if (r.violations.size() > 3) list += ", ...";
         what += fmt::format("; not monotone: good again at {}", list);
       }
