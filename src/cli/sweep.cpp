@@ -19,69 +19,13 @@
 #include <fmt/format.h>
 
 #include "cli/command.hpp"
+#include "cli/sweep_args.hpp"
 #include "halfmap/detmath.hpp"
-#include "halfmap/lengths.hpp"
 #include "halfmap/parallel.hpp"
 #include "halfmap/sweep.hpp"
 
 namespace halfmap::cli {
 namespace {
-
-int usage_error(std::string_view sentence) {
-  std::fputs(fmt::format("halfmap: {}\n", sentence).c_str(), stderr);
-  return kExitUsage;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    const std::size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
-
-bool parse_double(std::string_view s, double& out) {
-  if (s.empty()) return false;
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, out);
-  return ec == std::errc() && p == end && std::isfinite(out);
-}
-
-template <class T>
-bool parse_uint(std::string_view s, T& out) {
-  if (s.empty()) return false;
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, out);
-  return ec == std::errc() && p == end;
-}
-
-/// A scale given as `2^E` (E: the log2 exponent, any real) or as a positive value; returns its log2.
-std::optional<double> parse_scale(std::string_view s) {
-  double v = 0;
-  if (s.size() > 2 && s.substr(0, 2) == "2^") {
-    if (!parse_double(s.substr(2), v)) return std::nullopt;
-    return v;
-  }
-  if (!parse_double(s, v) || !(v > 0)) return std::nullopt;
-  return det::log2(v);
-}
-
-/// A grid step given as `2^E` (E > 0) or as a factor above 1; returns its log2 (may be <= 0: validate says so).
-std::optional<double> parse_step(std::string_view s) {
-  double v = 0;
-  if (s.size() > 2 && s.substr(0, 2) == "2^") {
-    if (!parse_double(s.substr(2), v)) return std::nullopt;
-    return v;
-  }
-  if (!parse_double(s, v)) return std::nullopt;
-  if (!(v > 0)) return -1.0;  // a factor <= 0 is no step: reported as a step <= 0
-  return det::log2(v);
-}
 
 /// "AxBxC" with `count` positive integers.
 std::optional<std::vector<std::size_t>> parse_dims(const std::string& s, std::size_t count) {
@@ -128,25 +72,6 @@ std::string shard_from_slurm(unsigned& k, unsigned& n) {
   n = static_cast<unsigned>(count);
   return {};
 }
-
-struct SweepArgs {
-  std::string kernels, paths, dists;
-  std::string s_min = "2^-40", s_max = "2^40", s_step = "2^0.5";
-  bool s_range_given = false;  // --s-min or --s-max
-  bool s_step_given = false;   // --s-step
-  std::string S_min = "2^0", S_max = "2^32", S_step = "2^1";
-  std::string n, dense, rows, cols, xent, norm, layernorm_eps, attn_len, head_dims;
-  bool causal = false;
-  std::string seed = "1";
-  std::string share = "0.001";
-  std::string threads;
-  std::string shard;
-  std::string plant_nan;
-  std::string out = "sweep-out";
-  bool quiet = false;
-  bool lengths = false;  // --lengths: the length search instead of the scale sweep
-  std::string len_max, len_scales, len_step;
-};
 
 /// --head-dims, --attn-len and --causal: the attention experiments' shape (the plan needs the head dimensions).
 std::string parse_attention(const SweepArgs& a, sweep::Options& o) {
@@ -305,96 +230,6 @@ std::string build_options(const SweepArgs& a, sweep::Options& o, bool& sharded) 
   return sweep::validate(o);
 }
 
-/// The sweep's options that do not apply to --lengths (which holds the scale and varies n), and the length search's
-/// own, which need it.
-constexpr const char* kNotForLengths[] = {"--s-min",         "--s-max", "--s-step",   "--S-min",     "--S-max",
-                                          "--S-step",        "--n",     "--dense",    "--rows",      "--cols",
-                                          "--xent",          "--norm",  "--attn-len", "--head-dims", "--causal",
-                                          "--layernorm-eps", "--shard", "--plant-nan"};
-constexpr const char* kLengthsOnly[] = {"--len-max", "--len-scales", "--len-step"};
-
-/// A length: a positive integer, or 2^K (K an integer, 0..62).
-std::optional<std::size_t> parse_length(std::string_view s) {
-  std::size_t v = 0;
-  if (s.size() > 2 && s.substr(0, 2) == "2^") {
-    unsigned k = 0;
-    if (!parse_uint(s.substr(2), k) || k > 62) return std::nullopt;
-    return std::size_t{1} << k;
-  }
-  if (!parse_uint(s, v) || v == 0) return std::nullopt;
-  return v;
-}
-
-/// `halfmap sweep --lengths`: the options of the length search (docs/thresholds.md, "Lengths: where a reduction
-/// stops"); one sentence on bad input.
-std::string build_length_options(const SweepArgs& a, const CLI::App& sub, sweep::LengthOptions& o) {
-  for (const char* name : kNotForLengths) {
-    if (sub.count(name) > 0) {
-      return fmt::format(
-          "{} does not apply to --lengths, which holds the input scale and varies the length (its "
-          "options: --len-max, --len-scales, --len-step).",
-          name);
-    }
-  }
-  try {
-    o.experiments = sweep::plan_length_experiments(split_list(a.kernels), split_list(a.paths));
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  if (!a.dists.empty()) {
-    o.seqs.clear();
-    for (const std::string& d : split_list(a.dists)) {
-      const auto q = sweep::parse_seq(d);
-      if (!q) return fmt::format("unknown sequence '{}': expected ones, normal, uniform or lognormal.", d);
-      o.seqs.push_back(*q);
-    }
-  }
-  if (!a.len_max.empty()) {
-    const auto n = parse_length(a.len_max);
-    if (!n) return fmt::format("--len-max '{}' is not a length: give a positive integer or 2^K.", a.len_max);
-    o.len_max = *n;
-  }
-  if (!a.len_scales.empty()) {
-    o.log2_scales.clear();
-    for (const std::string& s : split_list(a.len_scales)) {
-      const auto l = parse_scale(s);
-      if (!l) {
-        return fmt::format("--len-scales '{}' is not a comma list of scales (2^E or positive numbers).", a.len_scales);
-      }
-      o.log2_scales.push_back(*l);
-    }
-  }
-  if (!a.len_step.empty()) {
-    const auto step = parse_step(a.len_step);
-    if (!step) return fmt::format("--len-step '{}' is not a step: give 2^E (E > 0) or a factor above 1.", a.len_step);
-    o.coarse_step_log2 = *step;
-  }
-  if (!parse_uint(a.seed, o.seed)) return fmt::format("--seed '{}' is not a non-negative integer.", a.seed);
-  if (!parse_double(a.share, o.underflow_share)) return fmt::format("--underflow-share '{}' is not a number.", a.share);
-  if (a.threads.empty()) {
-    o.threads = default_threads();
-  } else if (!parse_uint(a.threads, o.threads)) {
-    return fmt::format("--threads '{}' is not a positive integer.", a.threads);
-  }
-  if (a.out.empty()) return "--out needs a folder.";
-  return sweep::validate(o);
-}
-
-int run_lengths_command(const SweepArgs& a, const CLI::App& sub) {
-  sweep::LengthOptions o;
-  if (const std::string err = build_length_options(a, sub, o); !err.empty()) return usage_error(err);
-  const sweep::LengthRun r = sweep::run_lengths(o);
-  sweep::write_length_outputs(a.out, o, r);
-  if (a.quiet) return kExitOk;
-  std::size_t found = 0;
-  for (const sweep::LengthResult& x : r.results) found += x.found ? 1 : 0;
-  return write_stdout(
-      fmt::format("halfmap sweep --lengths: {} searches ({} kernels x {} sequences x {} scales), {} "
-                  "onsets within n <= {}, {:.1f} s on {} threads -> {}/lengths.json, lengths.md\n",
-                  r.results.size(), o.experiments.size(), o.seqs.size(), o.log2_scales.size(), found, o.len_max,
-                  r.seconds, o.threads, a.out));
-}
-
 }  // namespace
 
 Command add_sweep_command(CLI::App& parent) {
@@ -459,8 +294,8 @@ Command add_sweep_command(CLI::App& parent) {
                   "--lengths: the coarse scan's step over n, 2^E or a factor > 1 (default 2^1: the powers of two)");
   return {sub, [a, sub] {
             if (a->lengths) return run_lengths_command(*a, *sub);
-            for (const char* name : kLengthsOnly) {
-              if (sub->count(name) > 0) return usage_error(fmt::format("{} needs --lengths.", name));
+            if (const std::string_view name = lengths_only_option_given(*sub); !name.empty()) {
+              return usage_error(fmt::format("{} needs --lengths.", name));
             }
             sweep::Options o;
             bool sharded = false;
