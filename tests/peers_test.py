@@ -78,7 +78,7 @@ def sweep(name, kernels, extra=(), env=None):
 
 
 def texts(r):
-    """Every boundary's onset and saturation (thresholds.json's halfmap-sweep-thresholds-3)."""
+    """Every boundary's onset and saturation (thresholds.json's halfmap-sweep-thresholds-3 and -4)."""
     return tuple(r[k][end]["text"] for k in KEYS for end in ("onset", "saturation"))
 
 

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -1377,6 +1378,80 @@ TEST(SweepOptions, KernelAndPathFilters) {
     EXPECT_EQ(e.bwd->mode, e.fwd.mode);
     EXPECT_TRUE(e.has_gradient());
   }
+}
+
+/// The registry's ref kernel of one op and mode.
+const Kernel& ref_kernel(Op op, Mode mode) {
+  for (const Kernel& k : kernels()) {
+    if (k.op == op && k.mode == mode && k.isa == Isa::ref) return k;
+  }
+  throw std::logic_error("no ref kernel");
+}
+
+TEST(SweepCrossed, EachNonFiniteForwardNamesTheStageThatCrossed) {
+  // Default sizes, normal inputs, one cell per stage (docs/thresholds.md, "What crossed"):
+  // - dense X (32×64) holds draws up to about 4.4σ: stored at s = 2^14 one passes 65504 first (onset 2^13.86);
+  // - layernorm's fp16 variance of rows of 1024 at s = 2^4 is about 2^18: the statistic, not an output;
+  // - the sum of 4096 normal draws is about 64·z: at s = 2^11 the exact result itself passes fp16's 65520;
+  // - the ref fp16 sum (f16_model) adds in sequence in fp16: at s = 2^10.25 a partial sum passes 65504 although the
+  // exact
+  //   result fits (the f32-accumulating path of the same inputs overflows only from 2^10.46).
+  struct Case {
+    Op op;
+    Mode mode;
+    double log2_s;
+    std::string_view crossed;
+  };
+  const Options o;
+  for (const Case& c :
+       {Case{Op::dense_fwd, Mode::f16_model, 14, "input"}, Case{Op::layernorm, Mode::f16_model, 4, "intermediate"},
+        Case{Op::sum, Mode::f16_f32acc, 11, "output"}, Case{Op::sum, Mode::f16_model, 10.25, "arithmetic"},
+        Case{Op::sum, Mode::f16_f32acc, 10.25, ""}}) {
+    const Kernel& k = ref_kernel(c.op, c.mode);
+    const Cell cell = evaluate_cell(o, experiment_of(k), Dist::normal, c.log2_s, std::nullopt);
+    EXPECT_EQ(cell.fwd_crossed, c.crossed) << k.name << " at 2^" << c.log2_s;
+    EXPECT_EQ(cell.fwd_nonfinite > 0, !c.crossed.empty()) << k.name;
+  }
+}
+
+TEST(SweepCrossed, ALostForwardSaysWhetherTheOutputTypeAloneLosesIt) {
+  // Σx² of 4096 normal draws at s = 2^-16 is about 2^-20, among fp16's subnormals (spacing 2^-24): the exact
+  // result rounded to fp16 is already off by more than the tolerance. In f32 at s = 2^-72 most x² (about 2^-144)
+  // fall below 2^-149 and flush, while the exact sum (about 2^-132) is an f32 subnormal with 17 bits: the
+  // arithmetic, not the output type, loses it.
+  const Options o;
+  const Cell f16 =
+      evaluate_cell(o, experiment_of(ref_kernel(Op::sumsq, Mode::f16_f32acc)), Dist::normal, -16, std::nullopt);
+  EXPECT_TRUE(fwd_lost(f16, o.underflow_share, Mode::f16_f32acc));
+  EXPECT_TRUE(f16.fwd_lost_in_output);
+  const Cell f32 = evaluate_cell(o, experiment_of(ref_kernel(Op::sumsq, Mode::f32)), Dist::normal, -72, std::nullopt);
+  EXPECT_TRUE(fwd_lost(f32, o.underflow_share, Mode::f32));
+  EXPECT_FALSE(f32.fwd_lost_in_output);
+  const Cell ok = evaluate_cell(o, experiment_of(ref_kernel(Op::sumsq, Mode::f32)), Dist::normal, 0, std::nullopt);
+  EXPECT_FALSE(ok.fwd_lost_in_output);
+}
+
+TEST(SweepCrossed, ThresholdsNameTheStageAtTheirOnset) {
+  // fp16 dense's overflow onset is where X overflows when stored; fp16 layernorm's lies binades below its inputs'
+  // storage limit, where the fp16 variance does.
+  Options o;
+  o.s_grid = {0, 20, 0.5};
+  o.wide_s_grid.reset();
+  o.S_grid = {0, 0, 1};  // the forward's thresholds only
+  o.dists = {Dist::normal};
+  o.threads = kThreads;
+  o.experiments = {experiment_of(ref_kernel(Op::dense_fwd, Mode::f16_model)),
+                   experiment_of(ref_kernel(Op::layernorm, Mode::f16_model))};
+  const Result r = run(o);
+  ASSERT_EQ(r.items.size(), 2u);
+  const Thresholds& dense = r.items[0].thresholds;
+  EXPECT_EQ(dense.s_overflow.onset.crossed, "input");
+  EXPECT_EQ(dense.s_overflow.onset.tensor, "X");
+  EXPECT_EQ(dense.s_overflow.onset.log2, dense.storage_overflow.onset.log2);
+  const Thresholds& norm = r.items[1].thresholds;
+  EXPECT_EQ(norm.s_overflow.onset.crossed, "intermediate");
+  EXPECT_EQ(norm.s_overflow.onset.tensor, "var");
+  EXPECT_LT(norm.s_overflow.onset.log2, norm.storage_overflow.onset.log2 - 8);
 }
 
 }  // namespace

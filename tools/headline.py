@@ -4,7 +4,7 @@ its loss-scale window at input scale 1, for one distribution (normal by default)
 
     python3 tools/headline.py results/<machine>/thresholds.json [--dist normal] [--out headline.md]
 
-Reads the sweep's thresholds.json (halfmap-sweep-thresholds-3); standard library only. Writes to a temporary file
+Reads the sweep's thresholds.json (halfmap-sweep-thresholds-3 or -4); standard library only. Writes to a temporary file
 and renames it, so an interrupted run leaves no half-written table."""
 import argparse
 import json
@@ -17,12 +17,22 @@ def text(bound):
     return bound["text"] if bound else ""
 
 
+def crossed(boundary):
+    """What crossed at the onset (format 4; as src/sweep/markdown.cpp's crossing_text): " · input X = storage"."""
+    on = boundary["onset"]
+    if "crossed" not in on:
+        return ""
+    tensor = f" {on['tensor']}" if "tensor" in on else ""
+    return f" · {on['crossed']}{tensor}" + (" = storage" if boundary.get("equals_storage") else "")
+
+
 def band(boundary):
-    """A boundary as its onset, with its saturation when that differs (thresholds.json format 2 and 3)."""
+    """A boundary as its onset and what crossed there, with its saturation when that differs (formats 3 and 4)."""
     if not boundary:
         return ""
     on, sat = text(boundary["onset"]), text(boundary["saturation"])
-    return on if on == sat else f"{on} (sat. {sat})"
+    on += crossed(boundary)
+    return on if text(boundary["onset"]) == sat else f"{on} (sat. {sat})"
 
 
 def window_at_one(entry):
@@ -51,7 +61,9 @@ def main():
         print(f"headline.py: no results for distribution '{a.dist}' in {a.thresholds}", file=sys.stderr)
         return 2
     out = [f"Distribution `{a.dist}`; `≤`/`<`/`≥`/`>` mark thresholds beyond the sweep's grid; each threshold is its "
-           "onset, with its saturation `(sat. …)` where the boundary comes and goes between them. Window: the loss-scale "
+           "onset, with what crossed there (`· input X = storage`: an input overflowed or flushed when stored, at its "
+           "storage limit; `· arithmetic`, `· intermediate`, `· output`: docs/thresholds.md, \"What crossed\") and its "
+           "saturation `(sat. …)` where the boundary comes and goes between them. Window: the loss-scale "
            "window [S_min, S_max] of the op's gradients at input scale s = 1; Keras (2^15) and PyTorch (2^16) "
            "initial loss scales inside or outside it.", ""]
     ops = []

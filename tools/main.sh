@@ -30,6 +30,9 @@
 #                    cells.csv exceeds 20 MB (then cells.csv is git-ignored)
 #   maps/<op>_<dist>.png   the sweep's maps, by tools/plot_maps.py
 #   headline.md      per op, every path's thresholds side by side and its window at s = 1, by tools/headline.py
+#   lengths.json, lengths.md   `halfmap sweep --lengths`: per reduction kernel (sum, sumsq, dot), sequence and input
+#                    scale, the smallest length n at which its forward overflows, is lost or stalls (about two
+#                    minutes on 2 cores; docs/thresholds.md, "Lengths")
 # and results/bench_compare.md (tools/bench_compare.py): every machine's bench.json side by side, per op, mode and
 # size, rate, roof fraction and ratio to the best same-ISA peer;
 # and results/compare.md (`halfmap compare`): every machine's sweep in results/ (in the current format), this one
@@ -214,10 +217,11 @@ step_sweep() {
   "$PY" tools/plot_maps.py "$csv" --out "$OUT"
   "$PY" tools/headline.py "$OUT/thresholds.json" --out "$OUT/headline.md"
   local dirs=("$OUT")  # this machine first (M1): the others are compared with the one that just ran
-  local format='"format": "halfmap-sweep-thresholds-3"'  # src/sweep/output.hpp's kThresholdsFormat
+  # src/sweep/output.hpp's kComparableFormats: format 4 adds what crossed to format 3's numbers
+  local formats='"format": "halfmap-sweep-thresholds-[34]"'
   for d in results/*/; do
     [ "${d%/}" != "$OUT" ] && [ -f "$d/thresholds.json" ] || continue
-    if grep -q "$format" "$d/thresholds.json"; then
+    if grep -q "$formats" "$d/thresholds.json"; then
       dirs+=("${d%/}")
     else  # an older format (single-number thresholds): compare would refuse it
       say "not comparing ${d%/}: its thresholds.json is an older format (rerun the sweep on that machine)"
@@ -229,6 +233,13 @@ step_sweep() {
   say "wrote $OUT/thresholds.md, $OUT/headline.md, $OUT/cells.csv and $OUT/maps/"
 }
 
+# The length axis of the reductions: the default `halfmap sweep --lengths` (n up to 2^20 at s = 1 and 2^-8), whose
+# files go beside the sweep's (it writes only lengths.json and lengths.md, each renamed into place when complete).
+step_lengths() {
+  say "running the length search ($HALFMAP sweep --lengths --out $OUT): where each reduction path stops"
+  "$HALFMAP" sweep --lengths --out "$OUT"
+}
+
 # README's headline tables, regenerated from every machine folder of results/ (tools/readme_tables.py).
 step_readme() {
   "$PY" tools/readme_tables.py
@@ -237,7 +248,8 @@ step_readme() {
 
 usage() {
   echo "usage: bash tools/main.sh [--sweep-only]"
-  echo "  --sweep-only   the numerics alone: build, halfmap info, the sweep, its tables and maps (no benchmarks)"
+  echo "  --sweep-only   the numerics alone: build, halfmap info, the sweep, its tables and maps, the length search"
+  echo "                 (no benchmarks)"
 }
 
 main() {
@@ -257,6 +269,7 @@ main() {
     step_bench
   fi
   step_sweep
+  step_lengths
   step_readme
   say "done: results in $OUT/"
 }

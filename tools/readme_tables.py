@@ -69,8 +69,16 @@ def window_at_one(entry):
     return "-"
 
 
+def crossed(entry, key):
+    """What crossed at the onset (thresholds format 4: docs/thresholds.md, "What crossed"), e.g. "intermediate var";
+    empty in a format 3 folder."""
+    on = (entry.get(key) or {}).get("onset", {})
+    return " ".join(x for x in (on.get("crossed"), on.get("tensor")) if x)
+
+
 def thresholds_table(results):
     rows = {}  # (op, mode, overflow, storage, underflow, window) -> set of ISA paths
+    what = {}  # the same key -> what crossed at the overflow onset, from the folders that name it
     for name in folders(results):
         path = os.path.join(results, name, "thresholds.json")
         if not os.path.exists(path):
@@ -85,13 +93,17 @@ def thresholds_table(results):
             over, storage = onset(e, "s_overflow"), onset(e, "storage_overflow")
             key = (e["op"], e["mode"], over, storage, onset(e, "s_underflow"), window_at_one(e))
             rows.setdefault(key, set()).add(e["isa"])
+            if crossed(e, "s_overflow"):
+                what.setdefault(key, set()).add(crossed(e, "s_overflow"))
     order = {op: i for i, (op, _) in enumerate(OPS)}
     lines = ["| op | mode | ISA paths | overflows from s = | its inputs' storage overflows from | lost to underflow "
              "below s = | loss-scale window at s = 1 |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for key in sorted(rows, key=lambda k: (order[k[0]], MODES.index(k[1]), k[2], sorted(rows[k]))):
         op, mode, over, storage, under, window = key
-        same = " (= storage)" if over == storage and over != "-" else ""
+        named = what.get(key, set())
+        stage = f" · {next(iter(named))}" if len(named) == 1 else ""
+        same = stage + (" (= storage)" if over == storage and over != "-" else "")
         lines.append(f"| {dict(OPS)[op]} | `{mode}` | {', '.join(sorted(rows[key]))} | {over}{same} | {storage} | "
                      f"{under} | {window} |")
     return "\n".join(lines)

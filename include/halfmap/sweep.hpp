@@ -147,6 +147,15 @@ struct Cell {
   std::string_view first_stage, first_tensor;  // static names; empty when everything is finite
   std::size_t first_index = 0;
   double first_value = 0;
+  // What crossed when the forward is not finite (docs/thresholds.md, "What crossed"): "input" (an input, when
+  // stored), "intermediate" (a statistic the kernel reports: the norms' mean and variance, attention's scores),
+  // "output" (an output whose f64 oracle itself rounds to inf in the output type) or "arithmetic" (an output that
+  // is not finite although its oracle fits the output type: the path's own partial sums, products or exp); empty
+  // when the forward is finite.
+  std::string_view fwd_crossed;
+  // Whether the f64 oracle rounded once to the output type would itself be lost (fwd_lost's test on those values):
+  // the output type, not the path's arithmetic, is what loses the forward.
+  bool fwd_lost_in_output = false;
 };
 
 /// The resolution (log2) of the lattice on which the thresholds over s are found, its coarse spacing and the
@@ -163,6 +172,10 @@ struct Bound {
   double value = 0, log2 = 0;  // found: the reported scale (a lattice point observed); beyond: the range's end
   double bracket_lo = 0, bracket_hi = 0;  // found: log2 of the two adjacent lattice points the switch lies between
   std::string text;
+  /// The forward thresholds: what crossed at the bound's lattice point (the stages of Cell::fwd_crossed; for
+  /// underflow "input" when the inputs flushed, "output" when the exact result alone is lost in the output type,
+  /// else "arithmetic") and the tensor it names; empty where the boundary does not hold at the point.
+  std::string crossed, tensor;
 };
 
 /// One boundary over s. Overflow: `onset` the smallest s at which it holds, `saturation` the start of the last

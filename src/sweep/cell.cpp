@@ -172,14 +172,42 @@ void Runner::store_inputs(Cell& c) {
   }
 }
 
+namespace {
+
+/// v rounded once to the storage type t (to nearest, ties to even), as a double.
+double rounded_to(DType t, double v) {
+  switch (t) {
+    case DType::f16:
+      return to_f64(detail::to_f16_branchless(v));
+    case DType::bf16:
+      return double(to_f32(detail::to_bf16_exact_branchless(v)));
+    case DType::f32:
+      return double(float(v));
+  }
+  return v;
+}
+
+}  // namespace
+
 void Runner::count_outputs(Cell& c) {
   const Tensor& out = f_->out;
   const std::vector<double>& oracle = f_->oracle;
-  OutAcc acc;
+  OutAcc acc, exact;  // the kernel's outputs; the oracle rounded to the output type, against the oracle
   const std::vector<double>& cond = f_->cond;
+  std::size_t oracle_beyond = 0;  // outputs whose oracle rounds to inf in the output type
   for (std::size_t i = 0; i < out.size(); ++i) {
-    acc.add(out.val[i], oracle[i], cond.empty() ? oracle[i] : cond[i], min_normal(out.type()));
+    const double cd = cond.empty() ? oracle[i] : cond[i], mn = min_normal(out.type());
+    acc.add(out.val[i], oracle[i], cd, mn);
+    const double r = rounded_to(out.type(), oracle[i]);
+    oracle_beyond += std::isfinite(oracle[i]) && !std::isfinite(r);
+    exact.add(r, oracle[i], cd, mn);
   }
+  Cell rounded;
+  rounded.fwd_nonfinite = exact.nonfinite;
+  rounded.fwd_zero = exact.zero;
+  rounded.fwd_oracle_nonzero = exact.oracle_nonzero;
+  rounded.fwd_rel_err = exact.rel_err(unit_roundoff(out.type()));
+  c.fwd_lost_in_output = fwd_lost(rounded, o_.underflow_share, e_.fwd.mode);
   c.fwd_count = acc.count;
   c.fwd_nonfinite = acc.nonfinite;
   c.fwd_oracle_nonzero = acc.oracle_nonzero;
@@ -192,6 +220,12 @@ void Runner::count_outputs(Cell& c) {
   if (out.size() == 1 && f_->scalar_out()) {
     c.fwd_value = out.val[0];
     c.fwd_oracle = oracle[0];
+  }
+  if (c.fwd_nonfinite > 0) {
+    c.fwd_crossed = c.in_inf > 0 || c.in_nonfinite > 0 ? "input"
+                    : hidden_count > 0                 ? "intermediate"
+                    : oracle_beyond > 0                ? "output"
+                                                       : "arithmetic";
   }
   if (!c.first_stage.empty()) return;  // an input came first
   if (hidden_count > 0) {              // the intermediate comes before the outputs

@@ -29,6 +29,8 @@ class Runner {
   void set_s(double log2_s);
   /// The cell at the current s, loss scale aside.
   const Cell& forward_cell() const { return fwd_cell_; }
+  /// The forward output's name ("Y", "loss", an op name).
+  std::string_view out_name() const { return f_->out_name(); }
   /// The cell at the current s and loss scale 2^log2_S (runs the gradient).
   Cell cell_with_S(double log2_S);
 

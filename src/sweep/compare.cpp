@@ -49,11 +49,11 @@ std::string load_source(const std::string& d, Source& s) {
   // Each boundary is an onset and a saturation since format 2, and underflow has its format 3 definitions; an
   // older file's numbers cannot be set beside them.
   const json format = s.thresholds.value("format", json());
-  if (format != kThresholdsFormat) {
+  if (std::none_of(kComparableFormats.begin(), kComparableFormats.end(), [&](const char* f) { return format == f; })) {
     return fmt::format(
-        "{}/thresholds.json is in format {}, not {}: it was written by an older halfmap; rerun the "
+        "{}/thresholds.json is in format {}, not {} or {}: it was written by an older halfmap; rerun the "
         "sweep there to compare it.",
-        d, format.is_string() ? format.get<std::string>() : "(none)", kThresholdsFormat);
+        d, format.is_string() ? format.get<std::string>() : "(none)", kComparableFormats[0], kComparableFormats[1]);
   }
   std::string base = d;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
@@ -103,10 +103,12 @@ std::string preamble(const std::vector<Source>& src) {
   return md;
 }
 
-/// A boundary as its onset, with its saturation when that differs: "onset (sat. saturation)".
+/// A boundary as its onset and what crossed there, with its saturation when that differs:
+/// "onset · crossed tensor (sat. saturation)".
 std::string band_text(const json& b) {
   const std::string on = b["onset"]["text"].get<std::string>(), sat = b["saturation"]["text"].get<std::string>();
-  return on == sat ? on : fmt::format("{} (sat. {})", on, sat);
+  const std::string what = crossing_text(b);
+  return on == sat ? fmt::format("{}{}", on, what) : fmt::format("{}{} (sat. {})", on, what, sat);
 }
 
 /// Why `r` may differ from `first`: the fields of their kernel specs (thresholds.json's "spec": what decides the

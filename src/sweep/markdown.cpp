@@ -86,7 +86,10 @@ void preamble(Lines& line, const json& st) {
       "output lost a factor to flushing when stored, or its exact value rounds to zero in the output type; surviving "
       "inputs that cancel are not an underflow): the onset is the largest s at which it happens, the saturation the s "
       "up to which it happens at every s from the grid's start (`< 2^a`: never "
-      "from the start), every lattice point from the last vanished one evaluated. Between saturation and onset lies "
+      "from the start), every lattice point from the last vanished one evaluated. Each onset names what crossed "
+      "there: `· input X` (an input, when stored; `= storage`: the onset is the storage onset), `· intermediate "
+      "var` (a statistic the kernel reports), `· output` (the exact result itself does not fit the output type) or "
+      "`· arithmetic` (the path's own arithmetic crossed first; docs/thresholds.md, \"What crossed\"). Between saturation and onset lies "
       "the band where it comes and goes. A sum's onset is where its last input flushes: a sum of stored inputs is "
       "exact while any survive, so only storage loses it (docs/thresholds.md, \"What a sum's underflow onset is\"). "
       "Storage: the same for "
@@ -97,6 +100,18 @@ void preamble(Lines& line, const json& st) {
       "directly). See docs/sweep.md and docs/thresholds.md.",
       loss_scale::kKerasInitialLog2, loss_scale::kPytorchInitialLog2));
 }
+
+}  // namespace
+
+std::string crossing_text(const json& boundary) {
+  const json& on = boundary["onset"];
+  if (!on.contains("crossed")) return {};
+  return fmt::format(" · {}{}{}", on["crossed"].get<std::string>(),
+                     on.contains("tensor") ? fmt::format(" {}", on["tensor"].get<std::string>()) : std::string(),
+                     boundary.value("equals_storage", false) ? " = storage" : "");
+}
+
+namespace {
 
 /// The thresholds of every item of one op; returns whether any of them has loss-scale windows.
 bool op_table(Lines& line, const json& results, const std::string& op) {
@@ -114,9 +129,9 @@ bool op_table(Lines& line, const json& results, const std::string& op) {
     grad = grad || q.contains("loss_scale_windows");
     line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", q["kernel"].get<std::string>(),
                      q["mode"].get<std::string>(), q["isa"].get<std::string>(), q["dist"].get<std::string>(),
-                     t(q["s_underflow"], "saturation"), t(q["s_underflow"], "onset"), t(q["s_overflow"], "onset"),
-                     t(q["s_overflow"], "saturation"), t(q["storage_underflow"], "onset"),
-                     t(q["storage_overflow"], "onset")));
+                     t(q["s_underflow"], "saturation"), t(q["s_underflow"], "onset") + crossing_text(q["s_underflow"]),
+                     t(q["s_overflow"], "onset") + crossing_text(q["s_overflow"]), t(q["s_overflow"], "saturation"),
+                     t(q["storage_underflow"], "onset"), t(q["storage_overflow"], "onset")));
   }
   return grad;
 }

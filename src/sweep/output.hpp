@@ -5,6 +5,7 @@
 // merge), so that the Markdown of a merged sweep is byte-identical to that of the same sweep run in one piece.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -19,8 +20,12 @@ using json = nlohmann::ordered_json;
 /// thresholds.json's "format": 2 since each boundary became an onset and a saturation, 3 since underflow's
 /// `vanished` counts flushed terms and out-of-range results rather than zero oracles, cancellation is measured
 /// against its terms' magnitude, and the underflow saturation is found at every lattice point
-/// (docs/thresholds.md): a format 2 file's underflow thresholds mean something else.
-inline constexpr const char* kThresholdsFormat = "halfmap-sweep-thresholds-3";
+/// (docs/thresholds.md): a format 2 file's underflow thresholds mean something else. Format 4 adds what crossed
+/// at each forward bound (`crossed`, `tensor`) and `equals_storage`; its numbers mean what format 3's do, so
+/// `halfmap compare` sets the two side by side (kComparableFormats).
+inline constexpr const char* kThresholdsFormat = "halfmap-sweep-thresholds-4";
+inline constexpr std::array<const char*, 2> kComparableFormats = {"halfmap-sweep-thresholds-3",
+                                                                  "halfmap-sweep-thresholds-4"};
 
 /// Creates `dir` and its parents (mode 0755). Throws std::runtime_error naming the folder that failed.
 void make_dirs(const std::string& dir);
@@ -30,6 +35,10 @@ std::optional<std::string> read_file(const std::string& path);
 std::string utc_now();
 /// Shortest round-trip text of a double (fmt's `{}`), the same on every machine; "inf", "-inf", "nan".
 std::string num(double v);
+/// What crossed at a forward boundary's onset, as the tables print it after the onset: " · input X = storage",
+/// " · arithmetic Y", " · output loss", " · intermediate var"; empty when the file names nothing (format 3, or the
+/// boundary does not hold in the range). docs/thresholds.md, "What crossed".
+std::string crossing_text(const json& boundary);
 
 /// The thresholds.json document: format, settings, results (one object per item, in index order), fp8.
 json thresholds_doc(const json& settings, const json& results);

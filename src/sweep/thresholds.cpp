@@ -77,11 +77,40 @@ Boundary falling(const Lattice& L, const std::vector<Run>& onset_runs, const std
 /// storing and |s^k y| are; an oracle that is zero by cancellation of surviving terms is not vanished.
 struct Flags {
   bool over = false, lost = false, vanished = false, stored_inf = false, flushed = false;
+  // What crossed (Bound::crossed) when the forward overflowed, and when it was lost or vanished; the tensor named.
+  std::string_view over_crossed, under_crossed, over_tensor, under_tensor;
 };
 
-Flags flags_of(const Cell& c, double share, Mode mode) {
-  return {c.fwd_nonfinite > 0, fwd_lost(c, share, mode), c.fwd_vanished, c.in_inf > 0 || c.in_nonfinite > 0,
-          data_flushed(c, share)};
+Flags flags_of(const Cell& c, double share, Mode mode, std::string_view out_name) {
+  Flags f;
+  f.over = c.fwd_nonfinite > 0;
+  f.lost = fwd_lost(c, share, mode);
+  f.vanished = c.fwd_vanished;
+  f.stored_inf = c.in_inf > 0 || c.in_nonfinite > 0;
+  f.flushed = data_flushed(c, share);
+  f.over_crossed = c.fwd_crossed;
+  f.over_tensor = c.fwd_crossed == "input" || c.fwd_crossed == "intermediate" ? c.first_tensor : out_name;
+  if (f.lost || f.vanished) {
+    // Inputs flushed when stored (past the share, or every term of every output), else the output type alone
+    // losing the exact result, else the path's arithmetic.
+    const bool input = f.vanished || f.flushed;
+    f.under_crossed = input ? "input" : c.fwd_lost_in_output ? "output" : "arithmetic";
+    f.under_tensor = input ? std::string_view{} : out_name;
+  }
+  return f;
+}
+
+/// Names what crossed at a bound's lattice point, where the boundary holds there (`holds` tells which of the
+/// Flags' two crossings it is).
+template <class At>
+void name_crossing(const Lattice& L, At& at, bool overflow, Bound& b) {
+  Index k = 0;
+  if (!lattice_index(L, b.log2, k) || k < L.lo || k > L.hi) return;
+  const Flags& f = at(k);
+  const bool holds = overflow ? f.over : f.lost || f.vanished;
+  if (!holds) return;
+  b.crossed = overflow ? f.over_crossed : f.under_crossed;
+  b.tensor = overflow ? f.over_tensor : f.under_tensor;
 }
 
 /// The runs of "a or b" from the runs of a and of b, which both cover the same points in order.
@@ -133,19 +162,20 @@ std::vector<Run> saturation_runs(const Lattice& D, Probe& underflowed, const std
 Thresholds thresholds_for(const Options& o, const Experiment& e, Runner& r, const std::vector<Cell>& fwd_cells) {
   const double share = o.underflow_share;
   const Mode mode = e.fwd.mode;
+  const std::string_view out_name = r.out_name();
   const Grid& g = s_grid_of(o, e);
   const Lattice L = make_lattice(g.lo, g.log2_at(g.size() - 1), kThresholdLattice, kThresholdCoarse, kThresholdMargin);
   // Every s evaluated once for the four predicates; the grid's cells on the lattice are known already.
   std::map<Index, Flags> known;
   for (const Cell& c : fwd_cells) {
     Index k = 0;
-    if (lattice_index(L, c.log2_s, k)) known.emplace(k, flags_of(c, share, mode));
+    if (lattice_index(L, c.log2_s, k)) known.emplace(k, flags_of(c, share, mode, out_name));
   }
   auto at = [&](Index k) -> const Flags& {
     auto it = known.find(k);
     if (it == known.end()) {
       r.set_s(L.log2_at(k));
-      it = known.emplace(k, flags_of(r.forward_cell(), share, mode)).first;
+      it = known.emplace(k, flags_of(r.forward_cell(), share, mode, out_name)).first;
     }
     return it->second;
   };
@@ -167,6 +197,8 @@ Thresholds thresholds_for(const Options& o, const Experiment& e, Runner& r, cons
   const std::vector<Run> vanished_runs = scan(D, vanished, Refine::ends, true);
   const std::vector<Run> onset_runs = runs_or(scan(T, lost, Refine::ends, false), vanished_runs);
   th.s_underflow = falling(D, onset_runs, saturation_runs(D, underflowed, vanished_runs), D.hi == L.hi);
+  for (Bound* b : {&th.s_overflow.onset, &th.s_overflow.saturation}) name_crossing(L, at, true, *b);
+  for (Bound* b : {&th.s_underflow.onset, &th.s_underflow.saturation}) name_crossing(L, at, false, *b);
   if (!e.has_gradient()) return th;
   for (double ls : kWindowLog2s) th.windows.push_back(window_at(o, r, ls));
   return th;

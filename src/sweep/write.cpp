@@ -144,11 +144,23 @@ json bound_json(const Bound& b) {
       break;
   }
   j["text"] = b.text;
+  if (!b.crossed.empty()) {
+    j["crossed"] = b.crossed;
+    if (!b.tensor.empty()) j["tensor"] = b.tensor;
+  }
   return j;
 }
 
 json boundary_json(const Boundary& b) {
   return {{"onset", bound_json(b.onset)}, {"saturation", bound_json(b.saturation)}};
+}
+
+/// A forward boundary, and whether its onset is its inputs' storage onset (both found, at one lattice point).
+json forward_json(const Boundary& b, const Boundary& storage) {
+  json j = boundary_json(b);
+  j["equals_storage"] = b.onset.kind == Bound::Kind::found && storage.onset.kind == Bound::Kind::found &&
+                        b.onset.log2 == storage.onset.log2;
+  return j;
 }
 
 json pairs_json(const std::vector<std::pair<double, double>>& v) {
@@ -193,8 +205,8 @@ json item_json(const Options& o, const ItemResult& it) {
   j["forward_tolerance"] = forward_tolerance(e.fwd.mode);
   j["s_grid"] = grid_json(s_grid_of(o, e));
   const Thresholds& t = it.thresholds;
-  j["s_underflow"] = boundary_json(t.s_underflow);
-  j["s_overflow"] = boundary_json(t.s_overflow);
+  j["s_underflow"] = forward_json(t.s_underflow, t.storage_underflow);
+  j["s_overflow"] = forward_json(t.s_overflow, t.storage_overflow);
   j["storage_underflow"] = boundary_json(t.storage_underflow);
   j["storage_overflow"] = boundary_json(t.storage_overflow);
   if (e.has_gradient()) {
