@@ -1454,5 +1454,35 @@ TEST(SweepCrossed, ThresholdsNameTheStageAtTheirOnset) {
   EXPECT_LT(norm.s_overflow.onset.log2, norm.storage_overflow.onset.log2 - 8);
 }
 
+TEST(SweepCrossed, WindowEndsNameWhatCrossedJustOutside) {
+  // fp16 dense at s = 1: above S_max the first non-finite value is a gradient (or the stored upstream dY); the
+  // window's ends inside the grid name it, and an end at the grid's edge names nothing.
+  Options o;
+  o.s_grid = {0, 2, 1};
+  o.wide_s_grid.reset();
+  o.dists = {Dist::normal};
+  o.threads = kThreads;
+  o.experiments = {experiment_of(ref_kernel(Op::dense_fwd, Mode::f16_model))};
+  const Result r = run(o);
+  ASSERT_EQ(r.items.size(), 1u);
+  bool checked = false;
+  for (const Window& w : r.items[0].thresholds.windows) {
+    if (w.empty) continue;
+    if (w.S_max.kind == Bound::Kind::found) {
+      EXPECT_EQ(w.S_max.crossed, "gradient") << "s = 2^" << w.log2_s;
+      EXPECT_FALSE(w.S_max.tensor.empty()) << "s = 2^" << w.log2_s;
+      checked = true;
+    } else {
+      EXPECT_TRUE(w.S_max.crossed.empty());
+    }
+    if (w.S_min.kind == Bound::Kind::found) {
+      EXPECT_EQ(w.S_min.crossed, "gradient") << "s = 2^" << w.log2_s;
+    } else {
+      EXPECT_TRUE(w.S_min.crossed.empty());
+    }
+  }
+  EXPECT_TRUE(checked) << "some window ends inside the S grid";
+}
+
 }  // namespace
 }  // namespace halfmap::sweep

@@ -174,7 +174,10 @@ struct Bound {
   std::string text;
   /// The forward thresholds: what crossed at the bound's lattice point (the stages of Cell::fwd_crossed; for
   /// underflow "input" when the inputs flushed, "output" when the exact result alone is lost in the output type,
-  /// else "arithmetic") and the tensor it names; empty where the boundary does not hold at the point.
+  /// else "arithmetic") and the tensor it names; empty where the boundary does not hold at the point. A window's
+  /// S_min and S_max: what crossed at the bad lattice point just outside it, the stage and tensor of the cell's
+  /// first non-finite value (Cell::first_stage: "gradient" dW, the stored "gradient" dY, ...), or "gradient" with
+  /// no tensor where the gradients were flushed; empty where the window reaches the grid's end.
   std::string crossed, tensor;
 };
 

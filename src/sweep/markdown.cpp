@@ -17,12 +17,23 @@
 
 namespace halfmap::sweep {
 
+namespace {
+
+/// A window's S_max with what crossed just above it (format 4): "2^25.7178 (5.5185e+07) · gradient dX".
+std::string s_max_text(const json& w) {
+  const json& b = w["S_max"];
+  if (!b.contains("crossed")) return b["text"].get<std::string>();
+  return fmt::format("{} · {}{}", b["text"].get<std::string>(), b["crossed"].get<std::string>(),
+                     b.contains("tensor") ? fmt::format(" {}", b["tensor"].get<std::string>()) : std::string());
+}
+
+}  // namespace
+
 std::string window_text(const json& w) {
   if (w["empty"].get<bool>()) {
-    return fmt::format("empty (S_min {}, S_max {})", w["S_min"]["text"].get<std::string>(),
-                       w["S_max"]["text"].get<std::string>());
+    return fmt::format("empty (S_min {}, S_max {})", w["S_min"]["text"].get<std::string>(), s_max_text(w));
   }
-  std::string t = fmt::format("[{}, {}]", w["S_min"]["text"].get<std::string>(), w["S_max"]["text"].get<std::string>());
+  std::string t = fmt::format("[{}, {}]", w["S_min"]["text"].get<std::string>(), s_max_text(w));
   // Good S outside the window: the hull of every good S and the bad stretches inside it.
   const json& bad = w.value("bad_inside_log2", json::array());
   if (bad.empty()) return t;
@@ -89,13 +100,15 @@ void preamble(Lines& line, const json& st) {
       "from the start), every lattice point from the last vanished one evaluated. Each onset names what crossed "
       "there: `· input X` (an input, when stored; `= storage`: the onset is the storage onset), `· intermediate "
       "var` (a statistic the kernel reports), `· output` (the exact result itself does not fit the output type) or "
-      "`· arithmetic` (the path's own arithmetic crossed first; docs/thresholds.md, \"What crossed\"). Between saturation and onset lies "
+      "`· arithmetic` (the path's own arithmetic crossed first; docs/thresholds.md, \"What crossed\"). Between "
+      "saturation and onset lies "
       "the band where it comes and goes. A sum's onset is where its last input flushes: a sum of stored inputs is "
       "exact while any survive, so only storage loses it (docs/thresholds.md, \"What a sum's underflow onset is\"). "
       "Storage: the same for "
       "the inputs themselves when stored, which switch once (onset = saturation). Loss-scale window [S_min, S_max] "
       "at input scale s: the largest interval of S with every gradient finite and no more than the underflow share "
-      "of them flushed to zero; good S outside it are listed with the bad stretches between. Keras starts at 2^{}, "
+      "of them flushed to zero, S_max followed by the tensor that is first inf or NaN above it (`· gradient dW`); good "
+      "S outside it are listed with the bad stretches between. Keras starts at 2^{}, "
       "PyTorch at 2^{}: `in`/`out` says whether that loss scale gives an `ok` gradient at this s (evaluated "
       "directly). See docs/sweep.md and docs/thresholds.md.",
       loss_scale::kKerasInitialLog2, loss_scale::kPytorchInitialLog2));

@@ -2,6 +2,7 @@
 // no more than the underflow share flushed), scanned on the absolute lattice of kWindowLattice over the S grid's
 // range; the window is the largest contiguous interval of good S (docs/thresholds.md).
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "halfmap/loss_scale.hpp"
@@ -42,14 +43,29 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
   r.set_s(log2_s);
   w.s = r.forward_cell().s;
   w.forward_status = r.forward_cell().status;
-  std::map<Index, std::pair<bool, bool>> known;  // S -> (a gradient is non-finite, the gradients are lost)
-  auto at = [&](Index k) -> const std::pair<bool, bool>& {
+  struct At {
+    bool first = false, second = false;  // a gradient is non-finite; the gradients are lost
+    std::string_view stage, tensor;      // the cell's first non-finite value (Cell::first_stage, first_tensor)
+  };
+  std::map<Index, At> known;  // S -> what the cell at S did
+  auto at = [&](Index k) -> const At& {
     auto it = known.find(k);
     if (it == known.end()) {
       const Cell c = r.cell_with_S(L.log2_at(k));
-      it = known.emplace(k, std::make_pair(c.grad_nonfinite > 0, grad_lost(c, share))).first;
+      it = known.emplace(k, At{c.grad_nonfinite > 0, grad_lost(c, share), c.first_stage, c.first_tensor}).first;
     }
     return it->second;
+  };
+  // What crossed just beyond a window's end: the first non-finite value (a gradient, or the stored dY) above S_max,
+  // the gradients flushed below S_min (docs/thresholds.md, "What crossed").
+  auto name_end = [&](Bound& b, Index beyond_k) {
+    const At& a = at(beyond_k);
+    if (a.first) {
+      b.crossed = a.stage;
+      b.tensor = a.tensor;
+    } else if (a.second) {
+      b.crossed = "gradient";
+    }
   };
   Probe good([&](Index k) { return !at(k).first && !at(k).second; });
   const std::vector<Run> runs = scan(L, good, Refine::all, false);
@@ -58,6 +74,8 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
         best->lo == L.lo ? beyond(Bound::Kind::below_grid, L.log2_at(L.lo), {"≤", ">"}) : found_at(L, best->lo, -1);
     w.S_max =
         best->hi == L.hi ? beyond(Bound::Kind::above_grid, L.log2_at(L.hi), {"<", "≥"}) : found_at(L, best->hi, +1);
+    if (best->lo != L.lo) name_end(w.S_min, best->lo - 1);
+    if (best->hi != L.hi) name_end(w.S_max, best->hi + 1);
     Index lo = L.hi, hi = L.lo;
     for (const Run& x : runs) {
       if (x.v == 1) lo = std::min(lo, x.lo), hi = std::max(hi, x.hi);
