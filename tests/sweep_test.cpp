@@ -1457,9 +1457,9 @@ TEST(SweepCrossed, ThresholdsNameTheStageAtTheirOnset) {
 TEST(SweepCrossed, WindowEndsNameWhatCrossedJustOutside) {
   // fp16 dense at s = 1: above S_max the first non-finite value is a gradient (or the stored upstream dY); the
   // window's ends inside the grid name it, and an end at the grid's edge names nothing.
-  Options o;
+  Options o = small_options();
   o.s_grid = {0, 2, 1};
-  o.wide_s_grid.reset();
+  o.S_grid = {0, 32, 4};
   o.dists = {Dist::normal};
   o.threads = kThreads;
   o.experiments = {experiment_of(ref_kernel(Op::dense_fwd, Mode::f16_model))};
