@@ -88,6 +88,7 @@ def main():
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), prefix=".headline.")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(body)
+    os.chmod(tmp, 0o644)  # readable by all, like the other published files (mkstemp creates 0600)
     os.replace(tmp, a.out)
     return 0
 
