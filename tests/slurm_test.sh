@@ -131,7 +131,7 @@ rc=$?
 [ -z "$(squeue -h -o %i)" ] || fail "tools/sweep_slurm.sh submitted jobs for a bad sweep option."
 
 opts=(--kernels sum,dense_fwd --dists normal,uniform --s-min 2^-8 --s-max 2^8 --s-step 2^2 --S-max 2^8
-      --S-step 2^4 --dense 4x8x4 --n 64 --seed 5)
+      --S-step 2^4 --dense 4x8x4 --dense-amplifying 2x16x2 --n 64 --seed 5)
 submitted=$(bash "$script" --out "$work/cluster" --shards 3 --halfmap "$halfmap" -- "${opts[@]}") ||
   fail "tools/sweep_slurm.sh failed: $submitted"
 array_job=$(sed -n 's/^array //p' <<<"$submitted")

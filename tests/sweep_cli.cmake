@@ -6,7 +6,7 @@ string(REPLACE "|" ";" emulator "${EMULATOR}")
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
 set(common --kernels sum,maxabs,dense_fwd --dists normal,lognormal --s-min 2^-20 --s-max 2^20 --s-step 2^2
-           --S-max 2^24 --S-step 2^4 --dense 4x8x4 --n 64 --seed 3 --quiet)
+           --S-max 2^24 --S-step 2^4 --dense 4x8x4 --dense-amplifying 2x16x2 --n 64 --seed 3 --quiet)
 
 function(run_ok)
   execute_process(COMMAND ${emulator} ${EXE} ${ARGN} RESULT_VARIABLE rc ERROR_VARIABLE err)

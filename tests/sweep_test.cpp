@@ -123,6 +123,9 @@ Options small_options() {
   o.sizes.dense_m = 8;
   o.sizes.dense_k = 16;
   o.sizes.dense_n = 8;
+  o.sizes.amp_m = 4;
+  o.sizes.amp_k = 256;
+  o.sizes.amp_n = 4;
   o.sizes.softmax_rows = 4;
   o.sizes.softmax_cols = 16;
   o.sizes.xent_rows = 4;
@@ -431,16 +434,16 @@ TEST(SweepAgreement, F16F32AccThresholdsAreTheSameOnEveryIsa) {
   o.experiments = plan_experiments({"sum", "sumsq", "maxabs", "dot", "dense_fwd", "mse"}, {"f16_f32acc"});
   sample_dists_where_slow(o);
   const Result r = run(o);
-  std::map<std::pair<Op, Dist>, const ItemResult*> ref;
+  std::map<std::pair<std::string, Dist>, const ItemResult*> ref;  // by op label: dense has two experiments
   std::size_t compared = 0;
   for (const ItemResult& it : r.items) {
     const Experiment& e = o.experiments[it.experiment];
-    if (e.fwd.isa == Isa::ref) ref[{e.fwd.op, it.dist}] = &it;
+    if (e.fwd.isa == Isa::ref) ref[{e.op_label(), it.dist}] = &it;
   }
   for (const ItemResult& it : r.items) {
     const Experiment& e = o.experiments[it.experiment];
     if (e.fwd.isa == Isa::ref) continue;
-    const ItemResult* base = ref.at({e.fwd.op, it.dist});
+    const ItemResult* base = ref.at({e.op_label(), it.dist});
     expect_same_thresholds(it.thresholds, base->thresholds,
                            fmt::format("{} vs ref, {}", e.fwd.name, dist_name(it.dist)));
     ++compared;
@@ -1377,6 +1380,16 @@ TEST(SweepOptions, KernelAndPathFilters) {
     ASSERT_TRUE(e.bwd.has_value());
     EXPECT_EQ(e.bwd->mode, e.fwd.mode);
     EXPECT_TRUE(e.has_gradient());
+    EXPECT_FALSE(e.amplifying) << "the amplifying layer has no backward";
+  }
+  // dense_fwd selects both layers of each kernel: the initialised one, then the amplifying one, forward only.
+  const auto both = plan_experiments({"dense_fwd"}, {"ref"});
+  ASSERT_EQ(both.size(), 2 * dense.size());
+  for (std::size_t i = 0; i < both.size(); ++i) {
+    const bool amplifying = i >= dense.size();
+    EXPECT_EQ(both[i].amplifying, amplifying);
+    EXPECT_EQ(both[i].has_gradient(), !amplifying);
+    EXPECT_EQ(both[i].op_label(), amplifying ? "dense_fwd_amplifying" : "dense_fwd");
   }
 }
 
@@ -1482,6 +1495,31 @@ TEST(SweepCrossed, WindowEndsNameWhatCrossedJustOutside) {
     }
   }
   EXPECT_TRUE(checked) << "some window ends inside the S grid";
+}
+
+TEST(SweepCrossed, TheAmplifyingDenseLayerCrossesInItsArithmeticBeforeItsInputsDo) {
+  // The amplifying layer (16×4096×16, ReLU inputs, unit weights) at default sizes, normal draws. Its largest exact
+  // output passes fp16's 65520 at s = 2^9.125, five binades before X does when stored (2^13.92): there the
+  // f32-accumulating path's output overflows (`output`). A per-operation fp16 path rounds every partial sum to fp16,
+  // and some partial sum passes 65504 on the way to a smaller final value: it crosses by `arithmetic`, from
+  // 2^8.885, while the same inputs' exact outputs all fit.
+  const Options o;
+  auto amplifying = [](const Kernel& k) {
+    Experiment e{k, std::nullopt};
+    e.amplifying = true;
+    return e;
+  };
+  const Experiment acc = amplifying(ref_kernel(Op::dense_fwd, Mode::f16_f32acc));
+  const Experiment per_op = amplifying(ref_kernel(Op::dense_fwd, Mode::f16_model));
+  const Cell acc_9 = evaluate_cell(o, acc, Dist::normal, 9.0, std::nullopt);
+  EXPECT_EQ(acc_9.status, Status::ok) << "every exact output fits fp16 at 2^9";
+  const Cell per_op_9 = evaluate_cell(o, per_op, Dist::normal, 9.0, std::nullopt);
+  EXPECT_EQ(per_op_9.status, Status::fwd_overflow);
+  EXPECT_EQ(per_op_9.fwd_crossed, "arithmetic");
+  const Cell acc_925 = evaluate_cell(o, acc, Dist::normal, 9.25, std::nullopt);
+  EXPECT_EQ(acc_925.status, Status::fwd_overflow);
+  EXPECT_EQ(acc_925.fwd_crossed, "output");
+  EXPECT_EQ(acc_925.in_inf, 0u) << "X fits fp16 up to 2^13.9";
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ from benchreport.results import is_peer, peer_label  # noqa: E402  (a peer's lib
 
 OPS = [  # (op in thresholds.json, label)
     ("dense_fwd", "dense forward"),
+    ("dense_fwd_amplifying", "dense forward, amplifying (K 4096, ReLU inputs, unit weights)"),
     ("sum", "sum"),
     ("softmax", "softmax"),
     ("layernorm", "layernorm"),

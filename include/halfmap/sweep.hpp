@@ -61,10 +61,14 @@ struct Grid {
 struct Sizes {
   std::size_t n = 4096;                                  // reductions, mse, gelu and gelu_tanh
   std::size_t dense_m = 32, dense_k = 64, dense_n = 32;  // dense: X m×k, W k×n, Y m×n
-  std::size_t softmax_rows = 32, softmax_cols = 64;      // softmax, softmax_naive
-  std::size_t xent_rows = 32, xent_cols = 16;            // xent
-  std::size_t norm_rows = 8, norm_cols = 1024;           // layernorm, rmsnorm (rows of a hidden size)
-  std::size_t attn_len = 32;                             // attention: queries = keys
+  /// the amplifying dense layer (dense_fwd_amplifying, forward only): X m×k the base draws through ReLU
+  /// (post-activation inputs, non-negative), W k×n the base draws unscaled (unit variance: a gain of √k over the
+  /// 1/√k of initialisation), the hidden size of a 1024-wide transformer's MLP down-projection
+  std::size_t amp_m = 16, amp_k = 4096, amp_n = 16;
+  std::size_t softmax_rows = 32, softmax_cols = 64;  // softmax, softmax_naive
+  std::size_t xent_rows = 32, xent_cols = 16;        // xent
+  std::size_t norm_rows = 8, norm_cols = 1024;       // layernorm, rmsnorm (rows of a hidden size)
+  std::size_t attn_len = 32;                         // attention: queries = keys
   /// attention: one experiment per head dimension (BERT-base and GPT-2 heads have 64, Llama's 128)
   std::vector<std::size_t> head_dims{64, 128};
 };
@@ -76,15 +80,19 @@ struct Experiment {
   std::optional<Kernel> bwd;
   /// attention: the head dimension d of this experiment (0 for the other ops)
   std::size_t head_dim = 0;
+  /// dense: the amplifying layer of Sizes::amp_* (forward only, no bwd) instead of the initialised one
+  bool amplifying = false;
   bool has_gradient() const;
-  /// The op as the outputs name it: op_name, and for attention the head dimension, "attention_prescale_d64".
+  /// The op as the outputs name it: op_name, for attention with the head dimension, "attention_prescale_d64", and
+  /// "dense_fwd_amplifying" for the amplifying dense layer.
   std::string op_label() const;
 };
 
 /// The experiments of every enabled forward kernel whose op is one the sweep knows, in registry order grouped by
 /// op (the order of Op), optionally filtered: `names` are kernel names or op names (dense_bwd, or a dense_bwd
 /// kernel's name, selects the dense experiment), `paths` ISA names or mode names (an ISA list and a mode list
-/// both apply when both are given). An attention kernel gives one experiment per head dimension of `head_dims`.
+/// both apply when both are given). An attention kernel gives one experiment per head dimension of `head_dims`; a
+/// dense_fwd kernel two, the initialised layer (with its dense_bwd) and the amplifying one (forward only).
 /// Throws std::invalid_argument with one sentence for an unknown name.
 std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, const std::vector<std::string>& paths,
                                          const std::vector<std::size_t>& head_dims = Sizes{}.head_dims);

@@ -140,7 +140,7 @@ std::string parse_grids(const SweepArgs& a, sweep::Options& o) {
   return {};
 }
 
-/// --n, --dense, --rows, --cols, --xent and --norm: the experiments' sizes.
+/// --n, --dense, --dense-amplifying, --rows, --cols, --xent and --norm: the experiments' sizes.
 std::string parse_sizes(const SweepArgs& a, sweep::Sizes& z) {
   if (!a.n.empty() && !parse_uint(a.n, z.n)) return fmt::format("--n '{}' is not a positive integer.", a.n);
   if (!a.dense.empty()) {
@@ -149,6 +149,16 @@ std::string parse_sizes(const SweepArgs& a, sweep::Sizes& z) {
     z.dense_m = (*d)[0];
     z.dense_k = (*d)[1];
     z.dense_n = (*d)[2];
+  }
+  if (!a.dense_amp.empty()) {
+    const auto d = parse_dims(a.dense_amp, 3);
+    if (!d) {
+      return fmt::format("--dense-amplifying '{}' is not MxKxN (three positive integers, e.g. 16x4096x16).",
+                         a.dense_amp);
+    }
+    z.amp_m = (*d)[0];
+    z.amp_k = (*d)[1];
+    z.amp_n = (*d)[2];
   }
   if (!a.rows.empty() && !parse_uint(a.rows, z.softmax_rows)) {
     return fmt::format("--rows '{}' is not a positive integer.", a.rows);
@@ -260,6 +270,9 @@ Command add_sweep_command(CLI::App& parent) {
   sub->add_option("--S-step", a->S_step, "Loss-scale step (default 2^1)");
   sub->add_option("--n", a->n, "Length of the reductions and of mse (default 4096)");
   sub->add_option("--dense", a->dense, "Dense sizes MxKxN (default 32x64x32)");
+  sub->add_option("--dense-amplifying", a->dense_amp,
+                  "Sizes MxKxN of the amplifying dense layer, dense_fwd_amplifying: ReLU inputs, unit-variance "
+                  "weights, forward only (default 16x4096x16)");
   sub->add_option("--rows", a->rows, "Softmax rows (default 32)");
   sub->add_option("--cols", a->cols, "Softmax columns (default 64)");
   sub->add_option("--xent", a->xent, "Cross-entropy sizes RxC (default 32x16)");

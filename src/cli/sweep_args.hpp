@@ -21,7 +21,7 @@ struct SweepArgs {
   bool s_range_given = false;  // --s-min or --s-max
   bool s_step_given = false;   // --s-step
   std::string S_min = "2^0", S_max = "2^32", S_step = "2^1";
-  std::string n, dense, rows, cols, xent, norm, layernorm_eps, attn_len, head_dims;
+  std::string n, dense, dense_amp, rows, cols, xent, norm, layernorm_eps, attn_len, head_dims;
   bool causal = false;
   std::string seed = "1";
   std::string share = "0.001";

@@ -19,10 +19,11 @@ namespace {
 
 /// The sweep's options that do not apply to --lengths (which holds the scale and varies n), and the length search's
 /// own, which need it.
-constexpr const char* kNotForLengths[] = {"--s-min",         "--s-max", "--s-step",   "--S-min",     "--S-max",
-                                          "--S-step",        "--n",     "--dense",    "--rows",      "--cols",
-                                          "--xent",          "--norm",  "--attn-len", "--head-dims", "--causal",
-                                          "--layernorm-eps", "--shard", "--plant-nan"};
+constexpr const char* kNotForLengths[] = {
+    "--s-min",    "--s-max",    "--s-step",           "--S-min",  "--S-max",         "--S-step",
+    "--n",        "--dense",    "--dense-amplifying", "--rows",   "--cols",          "--xent",
+    "--norm",     "--attn-len", "--head-dims",        "--causal", "--layernorm-eps", "--shard",
+    "--plant-nan"};
 constexpr const char* kLengthsOnly[] = {"--len-max", "--len-scales", "--len-step"};
 
 /// A length: a positive integer, or 2^K (K an integer, 0..62).

@@ -1,6 +1,8 @@
 // The dense layer: Y = X W (+ b = 0) forward, and the dense_bwd kernel of the same mode and ISA for dX, dW, db
 // from the upstream gradient dY = S G / (M N) stored in the storage type. X is scaled by s; W is the base draw
-// divided by sqrt(K), unscaled.
+// divided by sqrt(K), unscaled. The amplifying layer (Experiment::amplifying; forward only) is the layer whose output
+// leaves the inputs' range first: X is the base draw through ReLU (non-negative, post-activation), W the base draw
+// unscaled, so that Y is about sqrt(K/2) times X's scale (docs/sweep.md, "Experiments").
 #include <algorithm>
 #include <cmath>
 
@@ -12,15 +14,24 @@ namespace {
 
 class Dense final : public Family {
  public:
-  explicit Dense(const Setup& s) : e_(s.e), m_(s.o.sizes.dense_m), k_(s.o.sizes.dense_k), n_(s.o.sizes.dense_n) {
+  explicit Dense(const Setup& s)
+      : e_(s.e),
+        m_(s.e.amplifying ? s.o.sizes.amp_m : s.o.sizes.dense_m),
+        k_(s.e.amplifying ? s.o.sizes.amp_k : s.o.sizes.dense_k),
+        n_(s.e.amplifying ? s.o.sizes.amp_n : s.o.sizes.dense_n) {
     const DType t = s.storage();
     s.add_input(*this, "X", 0, m_ * k_, true);
     s.add_input(*this, "W", 1, k_ * n_, false);
-    const double root = std::sqrt(double(k_));
-    for (double& w : inputs[1].base) w = w / root;
+    if (s.e.amplifying) {
+      for (double& x : inputs[0].base) x = std::max(x, 0.0);
+    } else {
+      const double root = std::sqrt(double(k_));
+      for (double& w : inputs[1].base) w = w / root;
+    }
     bias_.resize(t, n_);
     out.resize(t, m_ * n_);
     oracle.resize(m_ * n_);
+    if (s.e.amplifying) return;  // forward only
     g_ = s.base(2, m_ * n_);
     dy_.resize(t, m_ * n_);
     dy_.name = "dY";

@@ -66,6 +66,13 @@ void preamble(Lines& line, const json& st) {
                    st["sizes"]["dense_mkn"][1].dump(), st["sizes"]["dense_mkn"][2].dump(),
                    st["sizes"]["softmax_rows_cols"][0].dump(), st["sizes"]["softmax_rows_cols"][1].dump(),
                    st["sizes"]["xent_rows_cols"][0].dump(), st["sizes"]["xent_rows_cols"][1].dump()));
+  if (st["sizes"].contains("dense_amplifying_mkn")) {
+    const json& a = st["sizes"]["dense_amplifying_mkn"];
+    line(
+        fmt::format("dense_fwd_amplifying: M×K×N = {}×{}×{}, X = ReLU of the base draws (non-negative, scaled by s), "
+                    "W the base draws unscaled (unit variance), forward only.",
+                    a[0].dump(), a[1].dump(), a[2].dump()));
+  }
   if (st["sizes"].contains("norm_rows_cols") && st.contains("eps")) {
     line(
         fmt::format("layernorm and rmsnorm: rows × cols = {}×{}, ε = {:g} (layernorm) and {:g} (rmsnorm); γ = 1 + "

@@ -88,6 +88,7 @@ const Grid& s_grid_of(const Options& o, const Experiment& e) {
 }
 
 std::string Experiment::op_label() const {
+  if (amplifying) return fmt::format("{}_amplifying", op_name(fwd.op));
   return head_dim == 0 ? std::string(op_name(fwd.op)) : fmt::format("{}_d{}", op_name(fwd.op), head_dim);
 }
 
@@ -163,16 +164,22 @@ PathFilter parse_paths(const std::vector<std::string>& paths) {
   return f;
 }
 
-/// The kernels option: op names (dense_bwd selects dense_fwd) and kernel names (each must be enabled here).
+/// The kernels option: op names (dense_bwd selects the dense experiments that run one: not the amplifying layer)
+/// and kernel names (each must be enabled here).
 struct NameFilter {
   std::vector<Op> ops;
+  bool dense_bwd = false;
   std::vector<std::string_view> kernel_names;
 };
 NameFilter parse_names(const std::vector<std::string>& names) {
   NameFilter f;
   for (const std::string& n : names) {
     if (auto op = parse_op(n)) {
-      f.ops.push_back(*op == Op::dense_bwd ? Op::dense_fwd : *op);
+      if (*op == Op::dense_bwd) {
+        f.dense_bwd = true;
+      } else {
+        f.ops.push_back(*op);
+      }
     } else if (const Kernel* k = find_kernel(n)) {
       if (!kernel_enabled(*k)) {
         throw std::invalid_argument(fmt::format("kernel '{}' cannot run here: {}.", n, why_not_enabled(k->isa)));
@@ -205,8 +212,9 @@ const Kernel* find_bwd(const Kernel& f) {
 bool selected(const PathFilter& pf, const NameFilter& nf, const Kernel& k, const Kernel* bwd) {
   if (!pf.isas.empty() && std::find(pf.isas.begin(), pf.isas.end(), k.isa) == pf.isas.end()) return false;
   if (!pf.modes.empty() && std::find(pf.modes.begin(), pf.modes.end(), k.mode) == pf.modes.end()) return false;
-  if (nf.ops.empty() && nf.kernel_names.empty()) return true;
+  if (nf.ops.empty() && !nf.dense_bwd && nf.kernel_names.empty()) return true;
   if (std::find(nf.ops.begin(), nf.ops.end(), k.op) != nf.ops.end()) return true;
+  if (nf.dense_bwd && bwd != nullptr) return true;
   for (std::string_view n : nf.kernel_names) {
     if (n == k.name || (bwd != nullptr && n == bwd->name)) return true;
   }
@@ -220,19 +228,27 @@ std::vector<Experiment> plan_experiments(const std::vector<std::string>& names, 
   const PathFilter pf = parse_paths(paths);
   const NameFilter nf = parse_names(names);
   std::vector<Experiment> out;
-  const std::vector<std::size_t> no_dim{0};
   for (const OpInfo& row : kOpTable) {
     if (!row.swept) continue;
     const Op op = row.op;
-    // attention: the kernels of one head dimension together, so that each op label's items are contiguous
-    for (std::size_t d : is_attention(op) ? head_dims : no_dim) {
+    // The op's variants, each with its kernels together, so that each op label's items are contiguous: attention's
+    // head dimensions; dense's initialised and amplifying layers.
+    std::vector<std::pair<std::size_t, bool>> variants{{0, false}};  // (head dimension, amplifying)
+    if (is_attention(op)) {
+      variants.clear();
+      for (std::size_t d : head_dims) variants.emplace_back(d, false);
+    }
+    if (op == Op::dense_fwd) variants.emplace_back(0, true);
+    for (const auto& [d, amplifying] : variants) {
       for (const Kernel& k : kernels()) {
         if (k.op != op || !kernel_enabled(k)) continue;
-        const Kernel* bwd = op == Op::dense_fwd ? find_bwd(k) : nullptr;
+        // The amplifying layer has no backward: a dense_bwd name does not select it.
+        const Kernel* bwd = op == Op::dense_fwd && !amplifying ? find_bwd(k) : nullptr;
         if (!selected(pf, nf, k, bwd)) continue;
         Experiment e{k, std::nullopt};
         if (bwd != nullptr) e.bwd = *bwd;
         e.head_dim = d;
+        e.amplifying = amplifying;
         out.push_back(e);
       }
     }
@@ -273,7 +289,7 @@ std::size_t family_first_input(const Experiment& e, const Sizes& z) {
     case Op::attention_postscale:
       return z.attn_len * e.head_dim;
     case Op::dense_fwd:
-      return z.dense_m * z.dense_k;
+      return e.amplifying ? z.amp_m * z.amp_k : z.dense_m * z.dense_k;
     case Op::softmax:
     case Op::softmax_naive:
       return z.softmax_rows * z.softmax_cols;
@@ -298,6 +314,12 @@ std::string validate(const Options& o) {
       double(z.dense_m) * double(z.dense_k) * double(z.dense_n) > 0x1p30) {
     return "--dense MxKxN needs every size at least 1, at most 2^24 elements per matrix and M*K*N at most 2^30.";
   }
+  if (bad_dim(z.amp_m) || bad_dim(z.amp_k) || bad_dim(z.amp_n) || z.amp_m * z.amp_k > kMaxElements ||
+      z.amp_k * z.amp_n > kMaxElements || z.amp_m * z.amp_n > kMaxElements ||
+      double(z.amp_m) * double(z.amp_k) * double(z.amp_n) > 0x1p30) {
+    return "--dense-amplifying MxKxN needs every size at least 1, at most 2^24 elements per matrix and M*K*N at most "
+           "2^30.";
+  }
   if (bad_dim(z.softmax_rows) || bad_dim(z.softmax_cols) || z.softmax_rows * z.softmax_cols > kMaxElements) {
     return fmt::format("--rows and --cols must be at least 1, with at most {} elements in all.", kMaxElements);
   }
@@ -311,6 +333,7 @@ std::string validate(const Options& o) {
   }
   for (const Experiment& e : o.experiments) {
     if (is_attention(e.fwd.op) && e.head_dim == 0) return "an attention experiment has no head dimension.";
+    if (e.amplifying && (e.fwd.op != Op::dense_fwd || e.bwd)) return "only a forward dense experiment amplifies.";
   }
   if (bad_dim(z.xent_rows) || bad_dim(z.xent_cols) || z.xent_rows * z.xent_cols > kMaxElements ||
       z.xent_cols > (std::size_t{1} << 24)) {

@@ -29,7 +29,8 @@ double item_cost(const Options& o, const Experiment& e) {
   double per = double(z.n);
   switch (family_of(e.fwd.op)) {
     case FamilyKind::dense:
-      per = 3.0 * double(z.dense_m) * double(z.dense_k) * double(z.dense_n);
+      per = e.amplifying ? double(z.amp_m) * double(z.amp_k) * double(z.amp_n)
+                         : 3.0 * double(z.dense_m) * double(z.dense_k) * double(z.dense_n);
       break;
     case FamilyKind::softmax:
       per = double(z.softmax_rows * z.softmax_cols) * 8;

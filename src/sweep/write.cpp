@@ -89,6 +89,7 @@ json settings_json(const Options& o) {
   const Sizes& z = o.sizes;
   s["sizes"] = {{"n", z.n},
                 {"dense_mkn", {z.dense_m, z.dense_k, z.dense_n}},
+                {"dense_amplifying_mkn", {z.amp_m, z.amp_k, z.amp_n}},
                 {"softmax_rows_cols", {z.softmax_rows, z.softmax_cols}},
                 {"xent_rows_cols", {z.xent_rows, z.xent_cols}},
                 {"norm_rows_cols", {z.norm_rows, z.norm_cols}},
