@@ -83,8 +83,13 @@ bool wide_grid_applies(const Experiment& e) {
   return op_info(e.fwd.op).wide_s_grid && (e.fwd.storage == DType::f32 || e.fwd.storage == DType::bf16);
 }
 
-const Grid& s_grid_of(const Options& o, const Experiment& e) {
-  return o.wide_s_grid && wide_grid_applies(e) ? *o.wide_s_grid : o.s_grid;
+Grid s_grid_of(const Options& o, const Experiment& e) {
+  Grid g = o.wide_s_grid && wide_grid_applies(e) ? *o.wide_s_grid : o.s_grid;
+  if (!e.amplifying || g.lo >= 0) return g;
+  const std::size_t last = g.size() - 1;
+  std::size_t i = 0;
+  while (i < last && g.log2_at(i) < 0) ++i;  // the first point at or above s = 1
+  return Grid{g.log2_at(i), g.hi, g.step};
 }
 
 std::string Experiment::op_label() const {
