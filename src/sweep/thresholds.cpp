@@ -100,8 +100,8 @@ Flags flags_of(const Cell& c, double share, Mode mode, std::string_view out_name
   return f;
 }
 
-/// Names what crossed at a bound's lattice point, where the boundary holds there (`holds` tells which of the
-/// Flags' two crossings it is).
+/// Names what crossed at a bound's lattice point, where the boundary holds there: the Flags' overflow crossing for
+/// an overflow bound, their underflow crossing otherwise.
 template <class At>
 void name_crossing(const Lattice& L, At& at, bool overflow, Bound& b) {
   Index k = 0;

@@ -44,8 +44,8 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
   w.s = r.forward_cell().s;
   w.forward_status = r.forward_cell().status;
   struct At {
-    bool first = false, second = false;  // a gradient is non-finite; the gradients are lost
-    std::string_view stage, tensor;      // the cell's first non-finite value (Cell::first_stage, first_tensor)
+    bool nonfinite = false, lost = false;  // a gradient is non-finite; the gradients are lost
+    std::string_view stage, tensor;        // the cell's first non-finite value (Cell::first_stage, first_tensor)
   };
   std::map<Index, At> known;  // S -> what the cell at S did
   auto at = [&](Index k) -> const At& {
@@ -60,14 +60,14 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
   // the gradients flushed below S_min (docs/thresholds.md, "What crossed").
   auto name_end = [&](Bound& b, Index beyond_k) {
     const At& a = at(beyond_k);
-    if (a.first) {
+    if (a.nonfinite) {
       b.crossed = a.stage;
       b.tensor = a.tensor;
-    } else if (a.second) {
+    } else if (a.lost) {
       b.crossed = "gradient";
     }
   };
-  Probe good([&](Index k) { return !at(k).first && !at(k).second; });
+  Probe good([&](Index k) { return !at(k).nonfinite && !at(k).lost; });
   const std::vector<Run> runs = scan(L, good, Refine::all, false);
   if (const Run* best = largest_good(runs)) {
     w.S_min =
@@ -87,13 +87,13 @@ Window window_at(const Options& o, Runner& r, double log2_s) {
   } else {
     w.empty = true;
     w.S_min = beyond(Bound::Kind::above_grid, L.log2_at(L.hi), {"≤", ">"});
-    Probe over([&](Index k) { return at(k).first; });
+    Probe over([&](Index k) { return at(k).nonfinite; });
     w.S_max = finite_up_to(L, scan(L, over, Refine::ends, false));
   }
   // The frameworks' initial scales are coarse points of the default lattice, already evaluated by the scan.
   auto inside = [&](double log2_S) {
     Index k = 0;
-    if (lattice_index(L, log2_S, k) && k >= L.lo && k <= L.hi) return !at(k).first && !at(k).second;
+    if (lattice_index(L, log2_S, k) && k >= L.lo && k <= L.hi) return !at(k).nonfinite && !at(k).lost;
     const Cell c = r.cell_with_S(log2_S);
     return c.grad_nonfinite == 0 && !grad_lost(c, share);
   };
